@@ -1,0 +1,439 @@
+//! Okapi BM25 over chunks, with compact postings.
+//!
+//! Score of chunk `d` for query terms `q1..qn` (a term that occurs twice in the query counts
+//! twice):
+//!
+//! ```text
+//! score(d) = Σ idf(t) · tf(t,d) · (k1 + 1) / (tf(t,d) + k1 · (1 − b + b · |d| / avgdl))
+//! idf(t)   = ln((N − df(t) + 0.5) / (df(t) + 0.5) + 1)
+//! ```
+//!
+//! `N` is the number of chunks, `df(t)` the chunks containing `t`, `|d|` the number of analyzer
+//! terms in `d` and `avgdl` their mean. The IDF is computed when the bundle is built and stored,
+//! so a query does no transcendental math and native and wasm scores agree bit for bit.
+//!
+//! Section layout: see `docs/FORMAT.md` ("bm25").
+
+use crate::codec::{put_string, put_varint, ByteReader, DecodeError};
+use serde::{Deserialize, Serialize};
+
+/// BM25's two knobs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Bm25Params {
+    /// Term-frequency saturation. `0` ignores how often a term occurs (only whether it does);
+    /// larger values let repeated terms keep adding score. Default 1.5, range 0.0–10.0
+    /// (1.2–2.0 is typical).
+    pub k1: f32,
+    /// Length normalisation. `0` ignores chunk length; `1` fully normalises by length relative to
+    /// the average, so long chunks are not favoured just for being long. Default 0.75, range
+    /// 0.0–1.0.
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Self { k1: 1.5, b: 0.75 }
+    }
+}
+
+/// Errors for BM25 parameters.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Bm25Error {
+    /// `k1` outside 0–10.
+    #[error("bm25.k1 = {k1} is out of range; use a value from 0.0 to 10.0 (default 1.5)")]
+    K1OutOfRange {
+        /// The value given.
+        k1: f32,
+    },
+    /// `b` outside 0–1.
+    #[error("bm25.b = {b} is out of range; use a value from 0.0 to 1.0 (default 0.75)")]
+    BOutOfRange {
+        /// The value given.
+        b: f32,
+    },
+}
+
+impl Bm25Params {
+    /// Checks the documented ranges.
+    pub fn validate(&self) -> Result<(), Bm25Error> {
+        if !(0.0..=10.0).contains(&self.k1) {
+            return Err(Bm25Error::K1OutOfRange { k1: self.k1 });
+        }
+        if !(0.0..=1.0).contains(&self.b) {
+            return Err(Bm25Error::BOutOfRange { b: self.b });
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct TermEntry {
+    term: String,
+    df: u32,
+    idf: f32,
+    /// Byte range of this term's postings in `postings`.
+    start: usize,
+    end: usize,
+}
+
+/// An inverted index over chunks (documents of BM25 are chunks, numbered `0..doc_count`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Index {
+    doc_lengths: Vec<u32>,
+    avg_doc_length: f32,
+    terms: Vec<TermEntry>,
+    postings: Vec<u8>,
+}
+
+/// One scored chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Hit {
+    /// Chunk number.
+    pub doc: u32,
+    /// BM25 score (> 0).
+    pub score: f32,
+}
+
+/// The IDF of a term in `df` of `n` documents.
+pub fn idf(n: u32, df: u32) -> f32 {
+    let n = f64::from(n);
+    let df = f64::from(df);
+    (((n - df + 0.5) / (df + 0.5)) + 1.0).ln() as f32
+}
+
+impl Bm25Index {
+    /// Builds the index from each chunk's analyzer terms.
+    pub fn build(docs: &[Vec<String>]) -> Self {
+        let mut by_term: std::collections::BTreeMap<&str, Vec<(u32, u32)>> = Default::default();
+        let mut doc_lengths = Vec::with_capacity(docs.len());
+        for (doc, terms) in docs.iter().enumerate() {
+            doc_lengths.push(terms.len() as u32);
+            let mut counts: std::collections::BTreeMap<&str, u32> = Default::default();
+            for t in terms {
+                *counts.entry(t.as_str()).or_default() += 1;
+            }
+            for (t, tf) in counts {
+                by_term.entry(t).or_default().push((doc as u32, tf));
+            }
+        }
+        let n = docs.len() as u32;
+        let total: u64 = doc_lengths.iter().map(|&l| u64::from(l)).sum();
+        let avg_doc_length = if n == 0 { 0.0 } else { (total as f64 / f64::from(n)) as f32 };
+        let mut postings = Vec::new();
+        let mut terms = Vec::with_capacity(by_term.len());
+        for (term, list) in by_term {
+            let start = postings.len();
+            let mut previous = 0u32;
+            for (i, &(doc, tf)) in list.iter().enumerate() {
+                let delta = if i == 0 { doc } else { doc - previous };
+                put_varint(&mut postings, u64::from(delta));
+                put_varint(&mut postings, u64::from(tf));
+                previous = doc;
+            }
+            let df = list.len() as u32;
+            terms.push(TermEntry {
+                term: term.to_string(),
+                df,
+                idf: idf(n, df),
+                start,
+                end: postings.len(),
+            });
+        }
+        Self {
+            doc_lengths,
+            avg_doc_length,
+            terms,
+            postings,
+        }
+    }
+
+    /// Number of chunks indexed.
+    pub fn doc_count(&self) -> usize {
+        self.doc_lengths.len()
+    }
+
+    /// Number of distinct terms.
+    pub fn term_count(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Number of chunks containing `term` (an analyzer term), 0 if none.
+    pub fn df(&self, term: &str) -> u32 {
+        self.lookup(term).map_or(0, |e| e.df)
+    }
+
+    fn lookup(&self, term: &str) -> Option<&TermEntry> {
+        self.terms
+            .binary_search_by(|e| e.term.as_str().cmp(term))
+            .ok()
+            .and_then(|i| self.terms.get(i))
+    }
+
+    /// The `k` best chunks for the analyzer terms of a query, best first; ties broken by lower
+    /// chunk number. Exact: every posting of every query term is scored. Chunks that match no
+    /// term are never returned.
+    pub fn search(&self, query_terms: &[String], params: Bm25Params, k: usize) -> Vec<Bm25Hit> {
+        let mut scores = vec![0f32; self.doc_lengths.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        let k1 = params.k1;
+        let b = params.b;
+        let avgdl = if self.avg_doc_length > 0.0 { self.avg_doc_length } else { 1.0 };
+        for term in query_terms {
+            let Some(entry) = self.lookup(term) else { continue };
+            let Some(bytes) = self.postings.get(entry.start..entry.end) else { continue };
+            let mut reader = ByteReader::new(bytes);
+            let mut doc = 0u32;
+            for i in 0..entry.df {
+                // Postings were validated when the index was read, so these reads succeed.
+                let (Ok(delta), Ok(tf)) = (reader.varint_u32("delta"), reader.varint_u32("tf")) else {
+                    break;
+                };
+                doc = if i == 0 { delta } else { doc.saturating_add(delta) };
+                let Some(&dl) = self.doc_lengths.get(doc as usize) else { break };
+                let tf = tf as f32;
+                let norm = k1 * (1.0 - b + b * (dl as f32) / avgdl);
+                let contribution = entry.idf * tf * (k1 + 1.0) / (tf + norm);
+                if let Some(s) = scores.get_mut(doc as usize) {
+                    if *s == 0.0 {
+                        touched.push(doc);
+                    }
+                    *s += contribution;
+                }
+            }
+        }
+        let mut hits: Vec<Bm25Hit> = touched
+            .into_iter()
+            .filter_map(|doc| {
+                let score = *scores.get(doc as usize)?;
+                (score > 0.0).then_some(Bm25Hit { doc, score })
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        hits.truncate(k);
+        hits
+    }
+
+    /// Serialises the index (section "bm25" of a bundle).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(&mut out, self.doc_lengths.len() as u64);
+        for &l in &self.doc_lengths {
+            put_varint(&mut out, u64::from(l));
+        }
+        put_varint(&mut out, self.terms.len() as u64);
+        for e in &self.terms {
+            put_string(&mut out, &e.term);
+            put_varint(&mut out, u64::from(e.df));
+            out.extend_from_slice(&e.idf.to_le_bytes());
+            put_varint(&mut out, (e.end - e.start) as u64);
+        }
+        out.extend_from_slice(&self.postings);
+        out
+    }
+
+    /// Reads and fully validates an index written by [`Bm25Index::to_bytes`]: terms strictly
+    /// sorted, every posting list decodes to exactly `df` strictly increasing chunk numbers below
+    /// the chunk count, with positive term frequencies, and no bytes left over.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = ByteReader::new(bytes);
+        let doc_count = r.count("bm25 chunk count", 1)?;
+        let mut doc_lengths = Vec::with_capacity(doc_count);
+        let mut total: u64 = 0;
+        for _ in 0..doc_count {
+            let l = r.varint_u32("bm25 chunk length")?;
+            total += u64::from(l);
+            doc_lengths.push(l);
+        }
+        let term_count = r.count("bm25 term count", 7)?;
+        let mut terms: Vec<TermEntry> = Vec::with_capacity(term_count);
+        let mut start = 0usize;
+        for _ in 0..term_count {
+            let offset = r.offset();
+            let term = r.string("bm25 term")?.to_string();
+            if let Some(prev) = terms.last() {
+                if prev.term >= term {
+                    return Err(DecodeError::Invalid {
+                        what: "bm25 term order",
+                        offset,
+                    });
+                }
+            }
+            let df = r.varint_u32("bm25 document frequency")?;
+            let idf = r.f32()?;
+            let len = r.count("bm25 postings length", 0)?;
+            if df == 0 || df as usize > doc_count || !idf.is_finite() {
+                return Err(DecodeError::Invalid {
+                    what: "bm25 term statistics",
+                    offset,
+                });
+            }
+            let end = start.checked_add(len).ok_or(DecodeError::Invalid {
+                what: "bm25 postings length",
+                offset,
+            })?;
+            terms.push(TermEntry {
+                term,
+                df,
+                idf,
+                start,
+                end,
+            });
+            start = end;
+        }
+        let postings_offset = r.offset();
+        let postings = r.take(start)?.to_vec();
+        r.finish("bm25 trailing bytes")?;
+        for e in &terms {
+            let slice = postings.get(e.start..e.end).ok_or(DecodeError::Invalid {
+                what: "bm25 postings range",
+                offset: postings_offset + e.start,
+            })?;
+            let mut pr = ByteReader::new(slice);
+            let mut doc: u64 = 0;
+            for i in 0..e.df {
+                let delta = u64::from(pr.varint_u32("bm25 chunk delta")?);
+                let tf = pr.varint_u32("bm25 term frequency")?;
+                if (i > 0 && delta == 0) || tf == 0 {
+                    return Err(DecodeError::Invalid {
+                        what: "bm25 posting",
+                        offset: postings_offset + e.start + pr.offset(),
+                    });
+                }
+                doc = if i == 0 { delta } else { doc + delta };
+                if doc >= doc_count as u64 {
+                    return Err(DecodeError::Invalid {
+                        what: "bm25 chunk number",
+                        offset: postings_offset + e.start + pr.offset(),
+                    });
+                }
+            }
+            pr.finish("bm25 postings length")?;
+        }
+        let avg_doc_length = if doc_count == 0 {
+            0.0
+        } else {
+            (total as f64 / doc_count as f64) as f32
+        };
+        Ok(Self {
+            doc_lengths,
+            avg_doc_length,
+            terms,
+            postings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn docs(texts: &[&str]) -> Vec<Vec<String>> {
+        texts
+            .iter()
+            .map(|t| t.split_whitespace().map(String::from).collect())
+            .collect()
+    }
+
+    fn q(terms: &[&str]) -> Vec<String> {
+        terms.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn idf_matches_the_formula_by_hand() {
+        // N = 4, df = 1: ln((4 - 1 + 0.5) / (1 + 0.5) + 1) = ln(3.3333...) = 1.2039728
+        assert!((idf(4, 1) - 1.203_972_8).abs() < 1e-6);
+        // df = N keeps a small positive weight: ln(0.5 / 4.5 + 1) = 0.1053605
+        assert!((idf(4, 4) - 0.105_360_5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn scores_match_hand_computation() {
+        // d0: "wing wing flow" (3 terms), d1: "flow" (1), d2: "shock wave flow drag" (4)
+        let index = Bm25Index::build(&docs(&["wing wing flow", "flow", "shock wave flow drag"]));
+        let p = Bm25Params::default();
+        let hits = index.search(&q(&["wing"]), p, 10);
+        // avgdl = 8/3; idf(wing) = ln((3-1+.5)/(1+.5)+1) = ln(2.6666667) = 0.98082925
+        // tf = 2, dl = 3: norm = 1.5 * (0.25 + 0.75 * 3 / (8/3)) = 1.640625
+        // score = 0.98082925 * 2 * 2.5 / (2 + 1.640625) = 1.3470616
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].doc, 0);
+        assert!((hits[0].score - 1.347_061_6).abs() < 1e-5, "{}", hits[0].score);
+
+        // "flow" in every doc: idf = ln(0.5/3.5 + 1) = 0.13353139; the shortest doc wins.
+        let hits = index.search(&q(&["flow"]), p, 10);
+        assert_eq!(hits.iter().map(|h| h.doc).collect::<Vec<_>>(), vec![1, 0, 2]);
+        // d1: dl = 1: norm = 1.5 * (0.25 + 0.75 * 1 / (8/3)) = 0.796875
+        // score = 0.13353139 * 2.5 / 1.796875 = 0.18578280
+        assert!((hits[0].score - 0.185_782_8).abs() < 1e-6, "{}", hits[0].score);
+    }
+
+    #[test]
+    fn k1_zero_ignores_frequency_and_b_zero_ignores_length() {
+        let index = Bm25Index::build(&docs(&["a a a a x y z w", "a"]));
+        let flat = index.search(&q(&["a"]), Bm25Params { k1: 0.0, b: 0.75 }, 10);
+        assert_eq!(flat[0].score, flat[1].score);
+        let no_len = index.search(&q(&["a"]), Bm25Params { k1: 1.2, b: 0.0 }, 10);
+        assert_eq!(no_len[0].doc, 0, "more occurrences win when length is ignored");
+    }
+
+    #[test]
+    fn repeated_query_terms_count_twice_and_ties_break_by_chunk() {
+        let index = Bm25Index::build(&docs(&["a b", "a b", "c"]));
+        let once = index.search(&q(&["a"]), Bm25Params::default(), 10);
+        let twice = index.search(&q(&["a", "a"]), Bm25Params::default(), 10);
+        assert!((twice[0].score - 2.0 * once[0].score).abs() < 1e-6);
+        assert_eq!(once.iter().map(|h| h.doc).collect::<Vec<_>>(), vec![0, 1]);
+        assert!(index.search(&q(&["zzz"]), Bm25Params::default(), 10).is_empty());
+        assert_eq!(index.search(&q(&["a"]), Bm25Params::default(), 1).len(), 1);
+    }
+
+    #[test]
+    fn params_are_validated() {
+        assert!(Bm25Params::default().validate().is_ok());
+        assert!(Bm25Params { k1: -1.0, b: 0.5 }.validate().is_err());
+        assert!(Bm25Params { k1: 1.0, b: 1.5 }.validate().is_err());
+        assert!(Bm25Params { k1: f32::NAN, b: 0.5 }.validate().is_err());
+    }
+
+    #[test]
+    fn corrupt_postings_are_refused() {
+        let index = Bm25Index::build(&docs(&["a b", "b c"]));
+        let bytes = index.to_bytes();
+        for cut in 0..bytes.len() {
+            assert!(Bm25Index::from_bytes(&bytes[..cut]).is_err(), "prefix {cut} accepted");
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(Bm25Index::from_bytes(&extra).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips_and_search_agrees(
+            texts in proptest::collection::vec(proptest::collection::vec(0u8..20, 0..12), 0..30),
+            query in proptest::collection::vec(0u8..20, 1..4),
+        ) {
+            let docs: Vec<Vec<String>> = texts.iter().map(|d| d.iter().map(|t| format!("t{t}")).collect()).collect();
+            let index = Bm25Index::build(&docs);
+            let back = Bm25Index::from_bytes(&index.to_bytes()).unwrap();
+            prop_assert_eq!(&back, &index);
+            let qt: Vec<String> = query.iter().map(|t| format!("t{t}")).collect();
+            let hits = back.search(&qt, Bm25Params::default(), 5);
+            // Exact top-k: compare with brute force over all chunks.
+            let all = back.search(&qt, Bm25Params::default(), usize::MAX);
+            prop_assert_eq!(&hits[..], &all[..all.len().min(5)]);
+            for h in &all {
+                prop_assert!(docs[h.doc as usize].iter().any(|t| qt.contains(t)));
+            }
+            let matching = docs.iter().filter(|d| d.iter().any(|t| qt.contains(t))).count();
+            prop_assert_eq!(all.len(), matching);
+        }
+
+        #[test]
+        fn reading_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Bm25Index::from_bytes(&bytes);
+        }
+    }
+}
