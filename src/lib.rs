@@ -1,6 +1,23 @@
-//! sextant: hybrid (meaning + keyword) retrieval that runs where the reader is.
+//! sextant: hybrid (meaning + keyword) retrieval that runs where the reader is — in the browser,
+//! at the edge and offline.
+//!
+//! The pure core: no files, clocks, environment, threads or global randomness. See
+//! `docs/ARCHITECTURE.md` for how the modules fit together and `docs/FORMAT.md` for the bundle.
+#![warn(missing_docs)]
+
 pub mod analyzer;
 pub mod bm25;
+pub mod bundle;
+pub mod chunk;
 pub mod codec;
+pub mod config;
 pub mod embed;
+pub mod eval;
+pub mod frame;
+pub mod fusion;
+#[cfg(feature = "indexer")]
+pub mod indexer;
+#[cfg(feature = "indexer")]
+pub mod loader;
+pub mod search;
 pub mod vector;

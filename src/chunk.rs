@@ -1,0 +1,415 @@
+//! Documents, and how they are cut into chunks.
+//!
+//! A [`Document`] is a list of [`Section`]s (one per heading, with its breadcrumb and anchor).
+//! Each section is split on its own, so a chunk never spans two headings, with a recursive
+//! splitter: try `"\n\n"`, then `"\n"`, `". "`, `" "` and finally single characters, merging
+//! the pieces back greedily up to `chunk_size` tokens with `chunk_overlap` tokens carried over
+//! between neighbours. Sizes are counted in *model* tokens (special tokens excluded), and every
+//! chunk is checked against the limit after merging, so the embedder never truncates one.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::sha256_hex;
+
+/// One document as loaded from a file or a JSONL line.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Document {
+    /// Stable id: the path relative to the input root, or the JSONL `_id`.
+    pub id: String,
+    /// Where it came from: a relative path, or for JSONL `file.jsonl:LINE`.
+    pub source: String,
+    /// The URL a reader should open (sites: `/a/` for `a/index.html`), if any.
+    pub url: Option<String>,
+    /// Title (front matter `title`, HTML `<title>`, first heading, or JSONL `title`).
+    pub title: String,
+    /// Front matter and other metadata, flattened to strings, sorted by key.
+    pub metadata: BTreeMap<String, String>,
+    /// Content, one section per heading.
+    pub sections: Vec<Section>,
+}
+
+/// A run of text under one heading.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Section {
+    /// Headings from the top of the document down to this one (the breadcrumb).
+    pub heading_path: Vec<String>,
+    /// The heading's anchor (`id`), without `#`.
+    pub anchor: Option<String>,
+    /// Plain text, paragraphs separated by blank lines.
+    pub text: String,
+}
+
+/// Chunking parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChunkParams {
+    /// Most model tokens in a chunk (special tokens and prefixes excluded). Default 200; at most
+    /// the model window minus its special tokens and passage prefix (254 for MiniLM).
+    pub chunk_size: usize,
+    /// Tokens repeated from the end of one chunk at the start of the next, so a sentence cut at a
+    /// boundary is still whole somewhere. Default 32; must be below `chunk_size`.
+    pub chunk_overlap: usize,
+}
+
+impl Default for ChunkParams {
+    fn default() -> Self {
+        Self {
+            chunk_size: 200,
+            chunk_overlap: 32,
+        }
+    }
+}
+
+/// Errors in chunking parameters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkParamError {
+    /// `chunk_size` is zero.
+    #[error("chunking.chunk_size must be at least 1 token")]
+    ZeroSize,
+    /// `chunk_overlap >= chunk_size`.
+    #[error("chunking.chunk_overlap ({overlap}) must be smaller than chunking.chunk_size ({size})")]
+    OverlapTooLarge {
+        /// The overlap given.
+        overlap: usize,
+        /// The size given.
+        size: usize,
+    },
+    /// A chunk would not fit the model window.
+    #[error("chunking.chunk_size ({size}) exceeds what the model can embed without truncation ({limit} tokens: a {window}-token window minus special tokens and the passage prefix); lower chunk_size to at most {limit}")]
+    SizeOverWindow {
+        /// The size given.
+        size: usize,
+        /// The largest allowed size.
+        limit: usize,
+        /// The model window.
+        window: usize,
+    },
+}
+
+impl ChunkParams {
+    /// Checks the parameters against a model that can take `limit` text tokens.
+    pub fn validate(&self, limit: usize, window: usize) -> Result<(), ChunkParamError> {
+        if self.chunk_size == 0 {
+            return Err(ChunkParamError::ZeroSize);
+        }
+        if self.chunk_overlap >= self.chunk_size {
+            return Err(ChunkParamError::OverlapTooLarge {
+                overlap: self.chunk_overlap,
+                size: self.chunk_size,
+            });
+        }
+        if self.chunk_size > limit {
+            return Err(ChunkParamError::SizeOverWindow {
+                size: self.chunk_size,
+                limit,
+                window,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A chunk: what is indexed, retrieved and shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Stable id, `{document id}#{index}`: what an LLM cites.
+    pub id: String,
+    /// Number of the document in the bundle.
+    pub doc: u32,
+    /// Position of the chunk within its document (before duplicates are dropped).
+    pub index: u32,
+    /// The document's URL or source, with `#anchor` of the chunk's heading when there is one.
+    pub url: String,
+    /// Breadcrumb of headings.
+    pub heading_path: Vec<String>,
+    /// The text.
+    pub text: String,
+    /// Lower-case hex SHA-256 of `text`.
+    pub content_hash: String,
+}
+
+const SEPARATORS: [&str; 5] = ["\n\n", "\n", ". ", " ", ""];
+
+/// Splits `text` into pieces of at most `params.chunk_size` tokens as counted by `count`, which
+/// returns the number of tokens of a string (`Err` aborts the split).
+pub fn split_text<E>(
+    text: &str,
+    params: ChunkParams,
+    count: &dyn Fn(&str) -> Result<usize, E>,
+) -> Result<Vec<String>, E> {
+    let splitter = Splitter { params, count };
+    let mut out = Vec::new();
+    for piece in splitter.split(text, &SEPARATORS)? {
+        splitter.enforce(piece, &mut out)?;
+    }
+    Ok(out)
+}
+
+struct Splitter<'a, E> {
+    params: ChunkParams,
+    count: &'a dyn Fn(&str) -> Result<usize, E>,
+}
+
+impl<E> Splitter<'_, E> {
+    /// Pieces of `text` split on the first separator that occurs, each keeping its separator at
+    /// its end, so that the pieces concatenate back to `text`.
+    fn pieces<'t>(text: &'t str, separator: &str) -> Vec<&'t str> {
+        if separator.is_empty() {
+            return text.char_indices().map(|(i, c)| &text[i..i + c.len_utf8()]).collect();
+        }
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (i, _) in text.match_indices(separator) {
+            let end = i + separator.len();
+            out.push(&text[start..end]);
+            start = end;
+        }
+        if start < text.len() {
+            out.push(&text[start..]);
+        }
+        out
+    }
+
+    fn split(&self, text: &str, separators: &[&str]) -> Result<Vec<String>, E> {
+        let at = separators
+            .iter()
+            .position(|s| s.is_empty() || text.contains(s))
+            .unwrap_or(separators.len().saturating_sub(1));
+        let separator = separators.get(at).copied().unwrap_or("");
+        let rest = separators.get(at + 1..).unwrap_or(&[]);
+        let mut out = Vec::new();
+        let mut good: Vec<(&str, usize)> = Vec::new();
+        for piece in Self::pieces(text, separator) {
+            let n = (self.count)(piece)?;
+            if n <= self.params.chunk_size {
+                good.push((piece, n));
+            } else {
+                self.merge(&mut good, &mut out);
+                if rest.is_empty() {
+                    out.push(piece.to_string());
+                } else {
+                    out.extend(self.split(piece, rest)?);
+                }
+            }
+        }
+        self.merge(&mut good, &mut out);
+        Ok(out)
+    }
+
+    /// Greedily joins small pieces up to `chunk_size`, keeping up to `chunk_overlap` tokens of
+    /// the previous chunk at the start of the next.
+    fn merge(&self, pieces: &mut Vec<(&str, usize)>, out: &mut Vec<String>) {
+        let size = self.params.chunk_size;
+        let overlap = self.params.chunk_overlap;
+        let mut current: VecDeque<(&str, usize)> = VecDeque::new();
+        let mut total = 0usize;
+        for &(piece, n) in pieces.iter() {
+            if total + n > size && !current.is_empty() {
+                out.push(current.iter().map(|(p, _)| *p).collect());
+                while total > overlap || (total + n > size && total > 0) {
+                    let Some((_, dropped)) = current.pop_front() else { break };
+                    total -= dropped;
+                }
+            }
+            current.push_back((piece, n));
+            total += n;
+        }
+        if !current.is_empty() {
+            out.push(current.iter().map(|(p, _)| *p).collect());
+        }
+        pieces.clear();
+    }
+
+    /// Trims a merged chunk and checks its exact token count; one that is still too long (token
+    /// counts are not always additive) is cut in half by characters until it fits.
+    fn enforce(&self, chunk: String, out: &mut Vec<String>) -> Result<(), E> {
+        let trimmed = chunk.trim();
+        if trimmed.is_empty() {
+            return Ok(());
+        }
+        if (self.count)(trimmed)? <= self.params.chunk_size {
+            out.push(trimmed.to_string());
+            return Ok(());
+        }
+        let chars: Vec<(usize, char)> = trimmed.char_indices().collect();
+        if chars.len() < 2 {
+            out.push(trimmed.to_string());
+            return Ok(());
+        }
+        let mid = chars.get(chars.len() / 2).map_or(trimmed.len(), |(i, _)| *i);
+        let (a, b) = trimmed.split_at(mid);
+        self.enforce(a.to_string(), out)?;
+        self.enforce(b.to_string(), out)
+    }
+}
+
+/// What chunking a corpus produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChunkedCorpus {
+    /// The chunks kept, in document order.
+    pub chunks: Vec<Chunk>,
+    /// Chunks dropped because an identical text was already kept.
+    pub duplicates_dropped: usize,
+}
+
+/// Chunks every document (document `i` gets number `i`) and drops chunks whose text repeats an
+/// earlier chunk's.
+pub fn chunk_documents<E>(
+    documents: &[Document],
+    params: ChunkParams,
+    count: &dyn Fn(&str) -> Result<usize, E>,
+) -> Result<ChunkedCorpus, E> {
+    let mut seen = HashSet::new();
+    let mut corpus = ChunkedCorpus::default();
+    for (doc_number, doc) in documents.iter().enumerate() {
+        let base = doc.url.as_deref().unwrap_or(&doc.source);
+        let mut index = 0u32;
+        for section in &doc.sections {
+            for text in split_text(&section.text, params, count)? {
+                let content_hash = sha256_hex(text.as_bytes());
+                let this = index;
+                index += 1;
+                if !seen.insert(content_hash.clone()) {
+                    corpus.duplicates_dropped += 1;
+                    continue;
+                }
+                let url = match &section.anchor {
+                    Some(anchor) => format!("{base}#{anchor}"),
+                    None => base.to_string(),
+                };
+                corpus.chunks.push(Chunk {
+                    id: format!("{}#{this}", doc.id),
+                    doc: doc_number as u32,
+                    index: this,
+                    url,
+                    heading_path: section.heading_path.clone(),
+                    text,
+                    content_hash,
+                });
+            }
+        }
+    }
+    Ok(corpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One token per whitespace-separated word, like a word-level tokenizer.
+    fn words(s: &str) -> Result<usize, ()> {
+        Ok(s.split_whitespace().count())
+    }
+
+    fn params(size: usize, overlap: usize) -> ChunkParams {
+        ChunkParams {
+            chunk_size: size,
+            chunk_overlap: overlap,
+        }
+    }
+
+    #[test]
+    fn short_text_is_one_chunk() {
+        assert_eq!(split_text("  hello world  ", params(10, 2), &words).unwrap(), vec!["hello world"]);
+        assert!(split_text("   \n\n ", params(10, 2), &words).unwrap().is_empty());
+    }
+
+    #[test]
+    fn splits_on_paragraphs_before_sentences() {
+        let text = "one two three.\n\nfour five six.\n\nseven eight nine.";
+        let chunks = split_text(text, params(6, 0), &words).unwrap();
+        assert_eq!(chunks, vec!["one two three.\n\nfour five six.", "seven eight nine."]);
+    }
+
+    #[test]
+    fn falls_back_to_sentences_then_words() {
+        let text = "a b c. d e f. g h i j k l m n";
+        let chunks = split_text(text, params(4, 0), &words).unwrap();
+        assert_eq!(chunks, vec!["a b c.", "d e f.", "g h i j", "k l m n"]);
+        for c in &chunks {
+            assert!(words(c).unwrap() <= 4);
+        }
+    }
+
+    #[test]
+    fn overlap_repeats_the_tail_of_the_previous_chunk() {
+        let text = "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10";
+        let chunks = split_text(text, params(4, 2), &words).unwrap();
+        assert_eq!(chunks[0], "w1 w2 w3 w4");
+        assert!(chunks[1].starts_with("w3 w4"), "{chunks:?}");
+        assert!(chunks.last().unwrap().ends_with("w10"));
+    }
+
+    #[test]
+    fn a_word_longer_than_the_limit_is_cut_by_characters() {
+        let chars = |s: &str| -> Result<usize, ()> { Ok(s.chars().count()) };
+        let chunks = split_text("abcdefghij", params(3, 0), &chars).unwrap();
+        assert_eq!(chunks.concat(), "abcdefghij");
+        assert!(chunks.iter().all(|c| c.chars().count() <= 3));
+    }
+
+    #[test]
+    fn params_are_validated() {
+        assert!(params(200, 32).validate(254, 256).is_ok());
+        assert_eq!(params(0, 0).validate(254, 256), Err(ChunkParamError::ZeroSize));
+        assert!(matches!(params(100, 100).validate(254, 256), Err(ChunkParamError::OverlapTooLarge { .. })));
+        assert!(matches!(params(300, 10).validate(254, 256), Err(ChunkParamError::SizeOverWindow { limit: 254, .. })));
+    }
+
+    #[test]
+    fn chunks_carry_ids_anchors_and_drop_duplicates() {
+        let doc = |id: &str, text: &str| Document {
+            id: id.into(),
+            source: format!("{id}.md"),
+            sections: vec![
+                Section {
+                    heading_path: vec!["Intro".into()],
+                    anchor: None,
+                    text: "Shared boilerplate line.".into(),
+                },
+                Section {
+                    heading_path: vec!["Intro".into(), "Usage".into()],
+                    anchor: Some("usage".into()),
+                    text: text.into(),
+                },
+            ],
+            ..Default::default()
+        };
+        let docs = vec![doc("a", "alpha text"), doc("b", "beta text")];
+        let corpus = chunk_documents(&docs, params(50, 5), &words).unwrap();
+        assert_eq!(corpus.duplicates_dropped, 1);
+        let ids: Vec<&str> = corpus.chunks.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, vec!["a#0", "a#1", "b#1"]);
+        assert_eq!(corpus.chunks[1].url, "a.md#usage");
+        assert_eq!(corpus.chunks[1].heading_path, vec!["Intro", "Usage"]);
+        assert_eq!(corpus.chunks[2].doc, 1);
+        assert_eq!(corpus.chunks[0].content_hash, sha256_hex(b"Shared boilerplate line."));
+    }
+
+    proptest! {
+        #[test]
+        fn every_chunk_fits_and_no_word_is_lost(
+            text in "[a-z]{1,12}([ .\n]{1,3}[a-z]{1,12}){0,80}",
+            size in 2usize..30,
+            overlap_frac in 0usize..100,
+        ) {
+            let overlap = overlap_frac * (size - 1) / 100;
+            let chunks = split_text(&text, params(size, overlap), &words).unwrap();
+            for c in &chunks {
+                prop_assert!(words(c).unwrap() <= size, "chunk {c:?} over {size}");
+                prop_assert!(!c.trim().is_empty());
+            }
+            // Every word of the text appears, in order, in the chunks (overlap may repeat some).
+            let all: Vec<&str> = chunks.iter().flat_map(|c| c.split_whitespace()).collect();
+            let mut at = 0;
+            for w in text.split_whitespace() {
+                let found = all[at..].iter().position(|x| *x == w);
+                prop_assert!(found.is_some(), "word {w:?} lost");
+                at += found.unwrap() + 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Retrieval-quality metrics over BEIR-style queries and graded judgements.
+//!
+//! - nDCG@10 with gain `2^g − 1` and discount `log2(rank + 1)`, normalised by the ideal
+//!   ordering of all judged documents of the query;
+//! - MRR@10: `1 / rank` of the first document with gain > 0 in the top 10, else 0;
+//! - Recall@100: the share of documents with gain > 0 found in the top 100.
+//!
+//! Rankings are of *documents* (a document ranks where its best chunk ranks). Means are over
+//! the queries that have at least one judged relevant document.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+/// A query.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Query {
+    /// Query id (string or number in the file).
+    #[serde(rename = "_id", deserialize_with = "id_string")]
+    pub id: String,
+    /// Query text.
+    pub text: String,
+}
+
+fn id_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Ok(s),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        other => Err(serde::de::Error::custom(format!("_id must be a string or number, not {other}"))),
+    }
+}
+
+/// Judgements: query id → document id → gain.
+pub type Qrels = HashMap<String, HashMap<String, u32>>;
+
+/// Why an evaluation input could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// A queries line is malformed.
+    #[error("queries line {line}: {reason}; each line must be {{\"_id\": \"1\", \"text\": \"…\"}}")]
+    BadQuery {
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A qrels line is malformed.
+    #[error("qrels line {line}: {reason}; each line must be query-id<TAB>corpus-id<TAB>gain (a header line is allowed)")]
+    BadQrel {
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Reads a queries JSONL file (blank lines skipped).
+pub fn parse_queries(text: &str) -> Result<Vec<Query>, EvalError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let q: Query = serde_json::from_str(line).map_err(|e| EvalError::BadQuery {
+            line: i + 1,
+            reason: e.to_string(),
+        })?;
+        out.push(q);
+    }
+    Ok(out)
+}
+
+/// Reads a TREC/BEIR qrels TSV (`query-id corpus-id gain`; a first line that does not end in
+/// a number is taken as a header).
+pub fn parse_qrels(text: &str) -> Result<Qrels, EvalError> {
+    let mut out: Qrels = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split('\t').map(str::trim).collect();
+        let bad = |reason: String| EvalError::BadQrel { line: i + 1, reason };
+        let (query, doc, gain) = match fields.as_slice() {
+            [q, d, g] => (*q, *d, *g),
+            // TREC's four-column form: query, iteration, doc, gain.
+            [q, _, d, g] => (*q, *d, *g),
+            _ => return Err(bad(format!("{} tab-separated fields", fields.len()))),
+        };
+        let gain: i64 = match gain.parse() {
+            Ok(g) => g,
+            Err(_) if i == 0 => continue,
+            Err(_) => return Err(bad(format!("gain {gain:?} is not an integer"))),
+        };
+        out.entry(query.to_string())
+            .or_default()
+            .insert(doc.to_string(), gain.max(0) as u32);
+    }
+    Ok(out)
+}
+
+/// One query's metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct QueryMetrics {
+    /// nDCG@10.
+    pub ndcg10: f64,
+    /// MRR@10.
+    pub mrr10: f64,
+    /// Recall@100.
+    pub recall100: f64,
+}
+
+/// Metrics of one ranked list of document ids (best first; repeats after the first ignored).
+pub fn score_query(ranked: &[String], judged: &HashMap<String, u32>) -> QueryMetrics {
+    let mut seen = std::collections::HashSet::new();
+    let ranked: Vec<&str> = ranked.iter().map(String::as_str).filter(|d| seen.insert(*d)).collect();
+    let gain = |d: &str| judged.get(d).copied().unwrap_or(0);
+    let dcg = |gains: &mut dyn Iterator<Item = u32>| -> f64 {
+        gains
+            .take(10)
+            .enumerate()
+            .map(|(i, g)| (2f64.powi(g as i32) - 1.0) / ((i + 2) as f64).log2())
+            .sum()
+    };
+    let actual = dcg(&mut ranked.iter().map(|d| gain(d)));
+    let mut ideal_gains: Vec<u32> = judged.values().copied().filter(|&g| g > 0).collect();
+    ideal_gains.sort_unstable_by(|a, b| b.cmp(a));
+    let ideal = dcg(&mut ideal_gains.into_iter());
+    let ndcg10 = if ideal > 0.0 { actual / ideal } else { 0.0 };
+    let mrr10 = ranked
+        .iter()
+        .take(10)
+        .position(|d| gain(d) > 0)
+        .map_or(0.0, |p| 1.0 / (p + 1) as f64);
+    let relevant = judged.values().filter(|&&g| g > 0).count();
+    let found = ranked.iter().take(100).filter(|d| gain(d) > 0).count();
+    let recall100 = if relevant > 0 { found as f64 / relevant as f64 } else { 0.0 };
+    QueryMetrics {
+        ndcg10,
+        mrr10,
+        recall100,
+    }
+}
+
+/// Mean metrics of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunMetrics {
+    /// The mode evaluated.
+    pub mode: String,
+    /// Mean nDCG@10.
+    #[serde(rename = "ndcg@10")]
+    pub ndcg10: f64,
+    /// Mean MRR@10.
+    #[serde(rename = "mrr@10")]
+    pub mrr10: f64,
+    /// Mean Recall@100.
+    #[serde(rename = "recall@100")]
+    pub recall100: f64,
+    /// Queries averaged over.
+    pub queries: usize,
+}
+
+/// Averages per-query metrics (queries with no relevant judgement are skipped by the caller).
+pub fn mean(mode: &str, per_query: &BTreeMap<String, QueryMetrics>) -> RunMetrics {
+    let n = per_query.len().max(1) as f64;
+    let sum = per_query.values().fold(QueryMetrics::default(), |a, m| QueryMetrics {
+        ndcg10: a.ndcg10 + m.ndcg10,
+        mrr10: a.mrr10 + m.mrr10,
+        recall100: a.recall100 + m.recall100,
+    });
+    RunMetrics {
+        mode: mode.to_string(),
+        ndcg10: sum.ndcg10 / n,
+        mrr10: sum.mrr10 / n,
+        recall100: sum.recall100 / n,
+        queries: per_query.len(),
+    }
+}
+
+/// Whether a query has at least one relevant (gain > 0) judgement.
+pub fn has_relevant(judged: Option<&HashMap<String, u32>>) -> bool {
+    judged.is_some_and(|j| j.values().any(|&g| g > 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn metrics_by_hand() {
+        let judged: HashMap<String, u32> = [("a".to_string(), 2), ("b".to_string(), 1), ("z".to_string(), 0)].into();
+        // Ranking: x, b, a. DCG = 0 + (2^1-1)/log2(3) + (2^2-1)/log2(4) = 0.6309298 + 1.5
+        // IDCG = 3/log2(2) + 1/log2(3) = 3 + 0.6309298
+        let m = score_query(&ids(&["x", "b", "a"]), &judged);
+        assert!((m.ndcg10 - (0.630_929_8 + 1.5) / (3.0 + 0.630_929_8)).abs() < 1e-6);
+        assert!((m.mrr10 - 0.5).abs() < 1e-12);
+        assert!((m.recall100 - 1.0).abs() < 1e-12);
+        let perfect = score_query(&ids(&["a", "b"]), &judged);
+        assert!((perfect.ndcg10 - 1.0).abs() < 1e-12);
+        let none = score_query(&ids(&["q", "r"]), &judged);
+        assert_eq!(none, QueryMetrics::default());
+        // A relevant document past rank 10 counts for recall only.
+        let mut deep: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
+        deep.push("a".into());
+        let m = score_query(&deep, &judged);
+        assert_eq!((m.ndcg10, m.mrr10), (0.0, 0.0));
+        assert!((m.recall100 - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn parses_beir_files() {
+        let q = parse_queries("{\"_id\": \"1\", \"text\": \"wings\"}\n\n{\"_id\": 2, \"text\": \"flow\"}\n").unwrap();
+        assert_eq!(q.len(), 2);
+        assert_eq!(q[1].id, "2");
+        assert!(matches!(parse_queries("{\"_id\": \"1\"}"), Err(EvalError::BadQuery { line: 1, .. })));
+        let r = parse_qrels("query-id\tcorpus-id\tscore\n1\t184\t4\n1\t29\t2\n2\t12\t1\n").unwrap();
+        assert_eq!(r["1"]["184"], 4);
+        assert_eq!(r["2"].len(), 1);
+        assert!(matches!(parse_qrels("q\td\tg\n1\t2\tx\n"), Err(EvalError::BadQrel { line: 2, .. })));
+    }
+
+    #[test]
+    fn means_over_queries() {
+        let mut per: BTreeMap<String, QueryMetrics> = BTreeMap::new();
+        per.insert("1".into(), QueryMetrics { ndcg10: 1.0, mrr10: 1.0, recall100: 1.0 });
+        per.insert("2".into(), QueryMetrics { ndcg10: 0.0, mrr10: 0.5, recall100: 0.5 });
+        let m = mean("hybrid", &per);
+        assert_eq!((m.ndcg10, m.mrr10, m.recall100, m.queries), (0.5, 0.75, 0.75, 2));
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(json, "{\"mode\":\"hybrid\",\"ndcg@10\":0.5,\"mrr@10\":0.75,\"recall@100\":0.75,\"queries\":2}");
+    }
+}

@@ -1,0 +1,165 @@
+//! Turning documents into a bundle. The CLI drives these steps (it owns files, threads and
+//! progress bars):
+//!
+//! 1. [`chunk_corpus`]: validate the configuration against the model, chunk every document.
+//! 2. embed every chunk's text with [`crate::embed::Embedder::embed`] (`TextKind::Passage`),
+//!    in parallel if you like: a text's vector never depends on the others.
+//! 3. [`assemble`]: build the BM25 index and the HNSW graph and encode the bundle. Run it in a
+//!    one-thread rayon pool for byte-identical output.
+
+use crate::analyzer::Analyzer;
+use crate::bm25::{Bm25Error, Bm25Index};
+use crate::bundle::{crate_versions, write_bundle, BundleError, Counts, DocumentInfo, FormatVersion, Manifest, FORMAT_MAJOR, FORMAT_MINOR};
+use crate::chunk::{chunk_documents, ChunkParamError, ChunkedCorpus, Document};
+use crate::config::BuildConfig;
+use crate::embed::{EmbedError, ModelSpec, ModelTokenizer};
+use crate::vector::{HnswParamError, VectorBuildError, VectorIndex};
+
+/// Why a bundle could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Nothing to index.
+    #[error("no documents to index: the inputs held no readable documents with text; check the paths and --include/--exclude globs")]
+    EmptyCorpus,
+    /// Chunking parameters are invalid.
+    #[error(transparent)]
+    Chunking(#[from] ChunkParamError),
+    /// BM25 parameters are invalid.
+    #[error(transparent)]
+    Bm25(#[from] Bm25Error),
+    /// HNSW parameters are invalid.
+    #[error(transparent)]
+    Hnsw(#[from] HnswParamError),
+    /// Tokenising failed.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// Vectors are unusable.
+    #[error(transparent)]
+    Vectors(#[from] VectorBuildError),
+    /// Two documents share an id.
+    #[error("two documents have the id {id:?} ({first} and {second}); ids come from paths relative to each input or from JSONL _id, so make them unique")]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// Source of the first.
+        first: String,
+        /// Source of the second.
+        second: String,
+    },
+    /// The configured model options disagree with the model given.
+    #[error("{0}")]
+    Config(String),
+    /// Encoding failed.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The vectors given do not match the chunks.
+    #[error("{vectors} vectors for {chunks} chunks")]
+    VectorCount {
+        /// Vectors given.
+        vectors: usize,
+        /// Chunks.
+        chunks: usize,
+    },
+}
+
+/// Checks the configuration against the model's tokenizer and chunks the documents.
+pub fn chunk_corpus(
+    documents: &[Document],
+    config: &BuildConfig,
+    tokenizer: &ModelTokenizer,
+) -> Result<ChunkedCorpus, IndexError> {
+    validate(documents, config, tokenizer)?;
+    let corpus = chunk_documents(documents, config.chunking, &|s: &str| tokenizer.count(s))?;
+    if corpus.chunks.is_empty() {
+        return Err(IndexError::EmptyCorpus);
+    }
+    Ok(corpus)
+}
+
+/// The most text tokens a chunk may have so that prefix + text + special tokens fit the window.
+pub fn chunk_token_limit(config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<usize, IndexError> {
+    let prefix = tokenizer.count(&config.model.passage_prefix)?;
+    Ok(tokenizer
+        .max_tokens()
+        .saturating_sub(tokenizer.special_tokens())
+        .saturating_sub(prefix))
+}
+
+fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<(), IndexError> {
+    if documents.is_empty() {
+        return Err(IndexError::EmptyCorpus);
+    }
+    config.bm25.validate()?;
+    config.hnsw.validate()?;
+    let limit = chunk_token_limit(config, tokenizer)?;
+    config.chunking.validate(limit, tokenizer.max_tokens())?;
+    let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for d in documents {
+        if let Some(first) = seen.insert(&d.id, &d.source) {
+            return Err(IndexError::DuplicateId {
+                id: d.id.clone(),
+                first: first.to_string(),
+                second: d.source.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Builds the indexes and encodes the bundle. `vectors[i]` is the embedding of
+/// `corpus.chunks[i]`.
+pub fn assemble(
+    documents: &[Document],
+    corpus: &ChunkedCorpus,
+    vectors: Vec<Vec<f32>>,
+    model: &ModelSpec,
+    config: &BuildConfig,
+) -> Result<Vec<u8>, IndexError> {
+    if vectors.len() != corpus.chunks.len() {
+        return Err(IndexError::VectorCount {
+            vectors: vectors.len(),
+            chunks: corpus.chunks.len(),
+        });
+    }
+    let analyzer = Analyzer::english();
+    let terms: Vec<Vec<String>> = corpus
+        .chunks
+        .iter()
+        .map(|c| {
+            let mut t = analyzer.terms(&c.heading_path.join(" "));
+            t.extend(analyzer.terms(&c.text));
+            t
+        })
+        .collect();
+    let bm25 = Bm25Index::build(&terms);
+    let vector_index = VectorIndex::build(vectors, model.dims, &config.hnsw)?;
+    let manifest = Manifest {
+        format: FormatVersion {
+            major: FORMAT_MAJOR,
+            minor: FORMAT_MINOR,
+        },
+        generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),
+        crates: crate_versions(),
+        model: model.clone(),
+        analyzer: Analyzer::NAME.to_string(),
+        chunking: config.chunking,
+        bm25: config.bm25,
+        hnsw: config.hnsw,
+        counts: Counts {
+            documents: documents.len(),
+            chunks: corpus.chunks.len(),
+            duplicates_dropped: corpus.duplicates_dropped,
+        },
+    };
+    let infos: Vec<DocumentInfo> = documents
+        .iter()
+        .map(|d| DocumentInfo {
+            id: d.id.clone(),
+            source: d.source.clone(),
+            url: d.url.clone(),
+            title: d.title.clone(),
+            metadata: d.metadata.clone(),
+        })
+        .collect();
+    Ok(write_bundle(&manifest, &infos, &corpus.chunks, &bm25, &vector_index)?)
+}

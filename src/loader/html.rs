@@ -1,0 +1,274 @@
+//! HTML: the main content of a page, split into sections at headings.
+//!
+//! Main content is the first `[data-sextant-body]`, else `<main>`, else `<article>`, else
+//! `<body>`. Inside it, `nav`, `header`, `footer`, `script`, `style`, `noscript`, `template`,
+//! `svg`, elements with `hidden` and anything marked `[data-sextant-ignore]` are dropped.
+//! Headings (`h1`–`h6`) start sections; a heading's anchor is its `id`, else the `id` of the
+//! element it opens (Sphinx wraps sections as `<section id=…><h2>`), else none. Permalink
+//! markers (`a.headerlink`, `a.hash-link`, `¶`) are not part of heading text.
+
+use ego_tree::NodeRef;
+use scraper::{ElementRef, Html, Node, Selector};
+
+use super::{file_stem, push_block};
+use crate::chunk::{Document, Section};
+
+const SKIPPED: [&str; 9] = ["nav", "header", "footer", "script", "style", "noscript", "template", "svg", "iframe"];
+/// Elements that end a block of text (table cells only add a ` | ` separator).
+const BLOCKS: [&str; 28] = [
+    "address", "article", "aside", "blockquote", "dd", "details", "div", "dl", "dt", "fieldset", "figcaption",
+    "figure", "form", "hr", "li", "main", "ol", "p", "pre", "section", "summary", "table", "tbody", "tfoot",
+    "thead", "tr", "ul", "caption",
+];
+
+/// The URL of a page of a built site from its path relative to the site root:
+/// `a/index.html` → `/a/`, `index.html` → `/`, `a/b.html` → `/a/b.html`.
+pub fn site_url(path: &str) -> String {
+    if path == "index.html" {
+        return "/".into();
+    }
+    match path.strip_suffix("/index.html") {
+        Some(dir) => format!("/{dir}/"),
+        None => format!("/{path}"),
+    }
+}
+
+struct Walker {
+    sections: Vec<Section>,
+    current: Section,
+    block: String,
+    stack: Vec<(usize, String)>,
+    first_h1: Option<String>,
+    in_pre: usize,
+}
+
+impl Walker {
+    fn flush_block(&mut self) {
+        let block = std::mem::take(&mut self.block);
+        push_block(&mut self.current.text, &block);
+    }
+
+    fn text(&mut self, t: &str) {
+        if self.in_pre > 0 {
+            self.block.push_str(t);
+            return;
+        }
+        for (i, part) in t.split(char::is_whitespace).enumerate() {
+            if i > 0 && !self.block.ends_with(' ') && !self.block.ends_with('\n') && !self.block.is_empty() {
+                self.block.push(' ');
+            }
+            self.block.push_str(part);
+        }
+    }
+
+    fn heading(&mut self, level: usize, element: ElementRef, anchor: Option<String>) {
+        self.flush_block();
+        let mut title = String::new();
+        collect_text(*element, &mut title);
+        let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+        let title = title.trim_end_matches(['¶', '#', ' ']).to_string();
+        if !self.current.text.is_empty() {
+            self.sections.push(std::mem::take(&mut self.current));
+        }
+        if level == 1 && self.first_h1.is_none() {
+            self.first_h1 = Some(title.clone());
+        }
+        while self.stack.last().is_some_and(|(l, _)| *l >= level) {
+            self.stack.pop();
+        }
+        self.stack.push((level, title.clone()));
+        self.current = Section {
+            heading_path: self.stack.iter().map(|(_, t)| t.clone()).collect(),
+            anchor,
+            text: String::new(),
+        };
+        push_block(&mut self.current.text, &title);
+    }
+
+    fn walk(&mut self, node: NodeRef<Node>) {
+        match node.value() {
+            Node::Text(t) => self.text(t),
+            Node::Element(e) => {
+                let Some(element) = ElementRef::wrap(node) else { return };
+                if skipped(element) {
+                    return;
+                }
+                let name = e.name();
+                if let Some(level) = heading_level(name) {
+                    let anchor = e.attr("id").map(String::from).or_else(|| parent_anchor(element));
+                    self.heading(level, element, anchor.filter(|a| !a.is_empty()));
+                    return;
+                }
+                if name == "br" {
+                    self.block.push('\n');
+                    return;
+                }
+                let block = BLOCKS.contains(&name);
+                if block {
+                    self.flush_block();
+                }
+                if name == "pre" {
+                    self.in_pre += 1;
+                }
+                for child in node.children() {
+                    self.walk(child);
+                }
+                if name == "pre" {
+                    self.in_pre -= 1;
+                }
+                if matches!(name, "td" | "th") {
+                    self.block.push_str(" | ");
+                } else if block {
+                    let trimmed = self.block.trim_end_matches(" | ").to_string();
+                    self.block = trimmed;
+                    self.flush_block();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn heading_level(name: &str) -> Option<usize> {
+    match name {
+        "h1" => Some(1),
+        "h2" => Some(2),
+        "h3" => Some(3),
+        "h4" => Some(4),
+        "h5" => Some(5),
+        "h6" => Some(6),
+        _ => None,
+    }
+}
+
+fn skipped(element: ElementRef) -> bool {
+    let e = element.value();
+    if SKIPPED.contains(&e.name()) || e.attr("data-sextant-ignore").is_some() || e.attr("hidden").is_some() {
+        return true;
+    }
+    e.name() == "a" && e.classes().any(|c| matches!(c, "headerlink" | "hash-link" | "anchor-link"))
+}
+
+/// The `id` of the parent when the heading is its first element (`<section id=x><h2>`).
+fn parent_anchor(heading: ElementRef) -> Option<String> {
+    let parent = heading.parent().and_then(ElementRef::wrap)?;
+    let first = parent.children().find_map(ElementRef::wrap)?;
+    if first.id() != heading.id() {
+        return None;
+    }
+    parent.value().attr("id").map(String::from)
+}
+
+fn collect_text(node: NodeRef<Node>, out: &mut String) {
+    for child in node.children() {
+        match child.value() {
+            Node::Text(t) => out.push_str(t),
+            Node::Element(_) => {
+                if ElementRef::wrap(child).is_some_and(skipped) {
+                    continue;
+                }
+                collect_text(child, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn select_first<'a>(html: &'a Html, selector: &str) -> Option<ElementRef<'a>> {
+    let selector = Selector::parse(selector).ok()?;
+    html.select(&selector).next()
+}
+
+/// Loads an HTML page. `url` is left empty; `sextant build --site` sets it from [`site_url`].
+pub fn load_html(path: &str, text: &str) -> Document {
+    let html = Html::parse_document(text);
+    let root = ["[data-sextant-body]", "main", "article", "body"]
+        .iter()
+        .find_map(|s| select_first(&html, s))
+        .unwrap_or_else(|| html.root_element());
+    let mut walker = Walker {
+        sections: Vec::new(),
+        current: Section::default(),
+        block: String::new(),
+        stack: Vec::new(),
+        first_h1: None,
+        in_pre: 0,
+    };
+    for child in root.children() {
+        walker.walk(child);
+    }
+    walker.flush_block();
+    if !walker.current.text.is_empty() {
+        walker.sections.push(walker.current);
+    }
+    let title = select_first(&html, "title")
+        .map(|t| t.text().collect::<String>().split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|t| !t.is_empty())
+        .or(walker.first_h1)
+        .unwrap_or_else(|| file_stem(path).to_string());
+    Document {
+        id: path.to_string(),
+        source: path.to_string(),
+        url: None,
+        title,
+        metadata: Default::default(),
+        sections: walker.sections,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_of_site_pages() {
+        assert_eq!(site_url("index.html"), "/");
+        assert_eq!(site_url("cli/index.html"), "/cli/");
+        assert_eq!(site_url("a/b.html"), "/a/b.html");
+    }
+
+    #[test]
+    fn main_content_headings_and_dropped_chrome() {
+        let page = r##"<!doctype html><html><head><title> CLI  reference </title><style>p{}</style></head>
+<body><nav>Home Docs</nav><header>Site header</header>
+<main>
+  <h1 id="cli">CLI <a class="headerlink" href="#cli">¶</a></h1>
+  <p>Intro   text
+  over lines.</p>
+  <section id="build"><h2>build</h2><p>Builds a <code>bundle</code>.</p>
+    <pre>sextant build docs
+  -o out.sxt</pre>
+    <div data-sextant-ignore><p>Ignored ad</p></div>
+    <script>alert(1)</script>
+    <ul><li>one</li><li>two</li></ul>
+    <table><tr><th>flag</th><th>meaning</th></tr><tr><td>-o</td><td>output</td></tr></table>
+  </section>
+</main><footer>Footer text</footer></body></html>"##;
+        let doc = load_html("cli/index.html", page);
+        assert_eq!(doc.title, "CLI reference");
+        assert_eq!(doc.sections.len(), 2);
+        assert_eq!(doc.sections[0].heading_path, vec!["CLI"]);
+        assert_eq!(doc.sections[0].anchor.as_deref(), Some("cli"));
+        assert_eq!(doc.sections[0].text, "CLI\n\nIntro text over lines.");
+        let s = &doc.sections[1];
+        assert_eq!(s.heading_path, vec!["CLI", "build"]);
+        assert_eq!(s.anchor.as_deref(), Some("build"));
+        assert_eq!(
+            s.text,
+            "build\n\nBuilds a bundle.\n\nsextant build docs\n  -o out.sxt\n\none\n\ntwo\n\nflag | meaning\n\n-o | output"
+        );
+        let all: String = doc.sections.iter().map(|s| s.text.as_str()).collect();
+        for gone in ["Home Docs", "Site header", "Footer text", "Ignored ad", "alert", "¶"] {
+            assert!(!all.contains(gone), "{gone} leaked into {all:?}");
+        }
+    }
+
+    #[test]
+    fn data_sextant_body_wins_and_body_is_the_fallback() {
+        let page = "<body><main><p>main text</p></main><div data-sextant-body><p>chosen</p></div></body>";
+        assert_eq!(load_html("x.html", page).sections[0].text, "chosen");
+        let plain = load_html("dir/page.html", "<p>just a paragraph</p>");
+        assert_eq!(plain.sections[0].text, "just a paragraph");
+        assert_eq!(plain.title, "page");
+    }
+}

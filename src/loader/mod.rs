@@ -1,0 +1,164 @@
+//! Document loaders: Markdown/MDX, HTML, plain text and BEIR-style JSONL, from bytes.
+//!
+//! The CLI walks directories and reads files; these functions only see a file's path (relative
+//! to its input root, with `/` separators) and its bytes, so they are pure and tested natively.
+
+mod html;
+mod jsonl;
+mod markdown;
+
+pub use html::{load_html, site_url};
+pub use jsonl::load_jsonl;
+pub use markdown::{load_markdown, slugify};
+
+use crate::chunk::{Document, Section};
+
+/// The kinds of file sextant reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// `.md`, `.markdown`, `.mdx`.
+    Markdown,
+    /// `.html`, `.htm`.
+    Html,
+    /// `.txt`, `.text`.
+    Text,
+    /// `.jsonl` (BEIR corpus: one `{"_id", "title", "text"}` a line).
+    Jsonl,
+}
+
+impl FileKind {
+    /// The kind for a path's extension, or `None` for a file sextant does not read.
+    pub fn from_path(path: &str) -> Option<Self> {
+        let ext = path.rsplit_once('.')?.1.to_ascii_lowercase();
+        match ext.as_str() {
+            "md" | "markdown" | "mdx" => Some(Self::Markdown),
+            "html" | "htm" => Some(Self::Html),
+            "txt" | "text" => Some(Self::Text),
+            "jsonl" => Some(Self::Jsonl),
+            _ => None,
+        }
+    }
+}
+
+/// Why a file could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// The extension is not one sextant reads.
+    #[error("{path}: unsupported file type; sextant reads .md, .mdx, .markdown, .html, .htm, .txt and .jsonl")]
+    UnsupportedType {
+        /// The file.
+        path: String,
+    },
+    /// The bytes are not UTF-8.
+    #[error("{path}: not valid UTF-8 (first bad byte at offset {offset}); convert the file to UTF-8")]
+    InvalidUtf8 {
+        /// The file.
+        path: String,
+        /// Offset of the first invalid byte.
+        offset: usize,
+    },
+    /// A JSONL line is not a valid record.
+    #[error("{path}:{line}: {reason}")]
+    BadJsonl {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong and what is expected.
+        reason: String,
+    },
+    /// Front matter could not be parsed.
+    #[error("{path}: front matter is not valid {format}: {reason}")]
+    BadFrontMatter {
+        /// The file.
+        path: String,
+        /// YAML or TOML.
+        format: &'static str,
+        /// The parser's message.
+        reason: String,
+    },
+}
+
+/// Loads one file, choosing the loader by extension. `path` is relative to its input root, with
+/// `/` separators; it becomes the document id (JSONL: each line's `_id`).
+pub fn load_file(path: &str, bytes: &[u8]) -> Result<Vec<Document>, LoadError> {
+    let kind = FileKind::from_path(path).ok_or_else(|| LoadError::UnsupportedType { path: path.to_string() })?;
+    let text = std::str::from_utf8(bytes).map_err(|e| LoadError::InvalidUtf8 {
+        path: path.to_string(),
+        offset: e.valid_up_to(),
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    Ok(match kind {
+        FileKind::Markdown => vec![load_markdown(path, text)?],
+        FileKind::Html => vec![load_html(path, text)],
+        FileKind::Text => vec![load_text(path, text)],
+        FileKind::Jsonl => load_jsonl(path, text)?,
+    })
+}
+
+/// A plain-text file: one section, titled by the file name.
+pub fn load_text(path: &str, text: &str) -> Document {
+    Document {
+        id: path.to_string(),
+        source: path.to_string(),
+        url: None,
+        title: file_stem(path).to_string(),
+        metadata: Default::default(),
+        sections: vec![Section {
+            heading_path: Vec::new(),
+            anchor: None,
+            text: text.replace("\r\n", "\n").trim().to_string(),
+        }],
+    }
+}
+
+/// `docs/guide/intro.md` → `intro`.
+pub(crate) fn file_stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.').map_or(name, |(stem, _)| stem)
+}
+
+/// Adds `text` to the section being built, separating blocks with a blank line.
+pub(crate) fn push_block(section: &mut String, text: &str) {
+    let text = text.trim();
+    if text.is_empty() {
+        return;
+    }
+    if !section.is_empty() {
+        section.push_str("\n\n");
+    }
+    section.push_str(text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_by_extension() {
+        assert_eq!(FileKind::from_path("a/b.MDX"), Some(FileKind::Markdown));
+        assert_eq!(FileKind::from_path("x.htm"), Some(FileKind::Html));
+        assert_eq!(FileKind::from_path("corpus.jsonl"), Some(FileKind::Jsonl));
+        assert_eq!(FileKind::from_path("image.png"), None);
+        assert_eq!(FileKind::from_path("Makefile"), None);
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        assert_eq!(
+            load_file("a.png", b"x").unwrap_err(),
+            LoadError::UnsupportedType { path: "a.png".into() }
+        );
+        let err = load_file("bad.txt", b"ok \xff\xfe").unwrap_err();
+        assert_eq!(err, LoadError::InvalidUtf8 { path: "bad.txt".into(), offset: 3 });
+        assert!(err.to_string().contains("convert the file to UTF-8"));
+    }
+
+    #[test]
+    fn text_files_are_one_section() {
+        let docs = load_file("notes/today.txt", b"\xef\xbb\xbfHello\r\nworld\n").unwrap();
+        assert_eq!(docs[0].id, "notes/today.txt");
+        assert_eq!(docs[0].title, "today");
+        assert_eq!(docs[0].sections[0].text, "Hello\nworld");
+    }
+}
