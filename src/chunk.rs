@@ -141,6 +141,10 @@ pub fn split_text<E>(
 ) -> Result<Vec<String>, E> {
     let splitter = Splitter { params, count };
     let mut out = Vec::new();
+    if count(text)? <= params.chunk_size {
+        splitter.enforce(text.to_string(), &mut out)?;
+        return Ok(out);
+    }
     for piece in splitter.split(text, &SEPARATORS)? {
         splitter.enforce(piece, &mut out)?;
     }
@@ -156,9 +160,6 @@ impl<E> Splitter<'_, E> {
     /// Pieces of `text` split on the first separator that occurs, each keeping its separator at
     /// its end, so that the pieces concatenate back to `text`.
     fn pieces<'t>(text: &'t str, separator: &str) -> Vec<&'t str> {
-        if separator.is_empty() {
-            return text.char_indices().map(|(i, c)| &text[i..i + c.len_utf8()]).collect();
-        }
         let mut out = Vec::new();
         let mut start = 0;
         for (i, _) in text.match_indices(separator) {
@@ -178,6 +179,9 @@ impl<E> Splitter<'_, E> {
             .position(|s| s.is_empty() || text.contains(s))
             .unwrap_or(separators.len().saturating_sub(1));
         let separator = separators.get(at).copied().unwrap_or("");
+        if separator.is_empty() {
+            return self.split_chars(text);
+        }
         let rest = separators.get(at + 1..).unwrap_or(&[]);
         let mut out = Vec::new();
         let mut good: Vec<(&str, usize)> = Vec::new();
@@ -195,6 +199,32 @@ impl<E> Splitter<'_, E> {
             }
         }
         self.merge(&mut good, &mut out);
+        Ok(out)
+    }
+
+    /// Last resort for a run with no separators (a long identifier, a URL, base64): the longest
+    /// prefixes that fit, found by binary search on exact token counts (token counts of single
+    /// characters do not add up to the count of the word they form).
+    fn split_chars(&self, text: &str) -> Result<Vec<String>, E> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let bounds: Vec<usize> = rest.char_indices().map(|(i, _)| i).skip(1).chain([rest.len()]).collect();
+            // bounds[0] (one character) always goes, even if it alone is over the limit.
+            let (mut lo, mut hi) = (0usize, bounds.len() - 1);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                let end = bounds.get(mid).copied().unwrap_or(rest.len());
+                if (self.count)(&rest[..end])? <= self.params.chunk_size {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            let end = bounds.get(lo).copied().unwrap_or(rest.len());
+            out.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
         Ok(out)
     }
 
