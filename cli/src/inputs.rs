@@ -1,0 +1,107 @@
+//! Collecting input files: directories walked recursively in sorted order (so builds are
+//! reproducible), include/exclude globs applied to paths relative to each input.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use sextant::loader::FileKind;
+
+/// A file to load.
+#[derive(Debug, Clone)]
+pub struct InputFile {
+    /// Where it is on disk.
+    pub path: PathBuf,
+    /// Its id: the path relative to its input root, `/`-separated.
+    pub rel: String,
+}
+
+/// A file passed over, and why.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    /// The file.
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+fn glob_set(patterns: &[String], what: &str) -> Result<Option<GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for p in patterns {
+        builder.add(Glob::new(p).with_context(|| format!("invalid {what} glob {p:?}"))?);
+    }
+    Ok(Some(builder.build()?))
+}
+
+fn rel_string(path: &Path) -> String {
+    path.components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Lists the files of `inputs`. Missing inputs are errors; files of unknown type are skipped
+/// and reported.
+pub fn collect(inputs: &[PathBuf], include: &[String], exclude: &[String]) -> Result<(Vec<InputFile>, Vec<Skipped>)> {
+    if inputs.is_empty() {
+        bail!("no inputs given; pass files or directories to index");
+    }
+    let include = glob_set(include, "--include")?;
+    let exclude = glob_set(exclude, "--exclude")?;
+    let wanted = |rel: &str| {
+        include.as_ref().is_none_or(|g| g.is_match(rel)) && !exclude.as_ref().is_some_and(|g| g.is_match(rel))
+    };
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for input in inputs {
+        let meta = std::fs::metadata(input)
+            .with_context(|| format!("input {} does not exist or cannot be read", input.display()))?;
+        if meta.is_file() {
+            let rel = rel_string(input);
+            if FileKind::from_path(&rel).is_none() {
+                skipped.push(Skipped {
+                    path: input.display().to_string(),
+                    reason: "unknown file type".into(),
+                });
+            } else {
+                files.push(InputFile {
+                    path: input.clone(),
+                    rel,
+                });
+            }
+            continue;
+        }
+        let walker = walkdir::WalkDir::new(input)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+        for entry in walker {
+            let entry = entry.with_context(|| format!("walking {}", input.display()))?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let rel = rel_string(entry.path().strip_prefix(input).unwrap_or(entry.path()));
+            if !wanted(&rel) {
+                continue;
+            }
+            if FileKind::from_path(&rel).is_none() {
+                skipped.push(Skipped {
+                    path: entry.path().display().to_string(),
+                    reason: "unknown file type".into(),
+                });
+                continue;
+            }
+            files.push(InputFile {
+                path: entry.path().to_path_buf(),
+                rel,
+            });
+        }
+    }
+    Ok((files, skipped))
+}
