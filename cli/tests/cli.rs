@@ -1,0 +1,264 @@
+//! The `sextant` binary end to end, on the tiny corpus in `tests/fixtures/tiny`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+}
+
+fn sextant(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(args)
+        .output()
+        .expect("run sextant")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = sextant(args);
+    assert!(
+        out.status.success(),
+        "sextant {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = sextant(args);
+    assert!(!out.status.success(), "sextant {args:?} should have failed");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sextant-cli-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// The tiny corpus built once for the tests that only read it.
+fn tiny_bundle() -> &'static Path {
+    static BUNDLE: OnceLock<PathBuf> = OnceLock::new();
+    BUNDLE.get_or_init(|| {
+        let out = tmp("tiny.sxt");
+        let tiny = fixtures().join("tiny");
+        ok(&["build", tiny.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        out
+    })
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn build_summary_counts_and_skips_unknown_types() {
+    let out = tmp("summary.sxt");
+    let tiny = fixtures().join("tiny");
+    let result = sextant(&["build", s(&tiny), "-o", s(&out), "--json"]);
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(stderr.contains("warning: skipped") && stderr.contains("extra.rst"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
+    assert_eq!(summary["files"], 5);
+    assert_eq!(summary["documents"], 7, "5 files, the JSONL holding 3 records");
+    assert!(summary["chunks"].as_u64().unwrap() >= 10);
+    assert_eq!(summary["skipped"].as_array().unwrap().len(), 1);
+    let names: Vec<&str> = summary["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["manifest", "documents", "chunks", "bm25", "vectors"]);
+}
+
+#[test]
+fn same_inputs_give_byte_identical_bundles() {
+    let a = tmp("det-a.sxt");
+    let b = tmp("det-b.sxt");
+    let tiny = fixtures().join("tiny");
+    ok(&["build", s(&tiny), "-o", s(&a)]);
+    ok(&["build", s(&tiny), "-o", s(&b)]);
+    let (a, b) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    assert!(a == b, "two builds of the same inputs differ");
+}
+
+#[test]
+fn search_finds_the_right_document_in_every_mode() {
+    let bundle = tiny_bundle();
+    for mode in ["hybrid", "dense", "keyword"] {
+        let out = ok(&["search", s(bundle), "how do I clean the lens", "--mode", mode, "-k", "3", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let top = &v["results"][0];
+        assert_eq!(top["doc_id"], "notes.txt", "{mode}: {out}");
+        assert_eq!(top["rank"], 1);
+        match mode {
+            "hybrid" => assert!(top["dense"].is_object() || top["keyword"].is_object()),
+            "dense" => assert!(top["keyword"].is_null() && top["dense"]["rank"] == 1),
+            _ => assert!(top["dense"].is_null() && top["keyword"]["rank"] == 1),
+        }
+    }
+    // Meaning, not words: "storms" is not in the corpus, gales are.
+    let out = ok(&["search", s(bundle), "bad weather with storms", "--mode", "dense", "-k", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["results"][0]["doc_id"], "guide/search.mdx", "{out}");
+    // Anchors and breadcrumbs come through.
+    let out = ok(&["search", s(bundle), "install from source make install", "--mode", "keyword", "-k", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["results"][0]["url"], "guide/install.md#from-source");
+    assert_eq!(v["results"][0]["heading_path"][0], "Install from source");
+    let human = ok(&["search", s(bundle), "fog horn"]);
+    assert!(human.contains("What is a fog horn for?"), "{human}");
+}
+
+#[test]
+fn frame_quotes_and_blocks_injected_delimiters() {
+    let bundle = tiny_bundle();
+    let out = ok(&["frame", s(bundle), "prompt injection password", "--budget", "400", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let context = v["context"].as_str().unwrap();
+    assert!(context.contains("[blocked-retrieved-context-end]"), "{context}");
+    assert_eq!(
+        context.matches("<retrieved_context ").count(),
+        context.matches("</retrieved_context>").count()
+    );
+    for line in context.lines() {
+        assert!(line.starts_with("<retrieved_context ") || line.starts_with("| ") || line == "</retrieved_context>", "{line:?}");
+    }
+    assert!(v["tokens"].as_u64().unwrap() <= 400);
+    assert!(v["system_prompt"].as_str().unwrap().contains("untrusted"));
+    // HTML chrome never reaches the index.
+    assert!(!context.contains("Advertisement") && !context.contains("pwned"));
+}
+
+#[test]
+fn inspect_verifies_and_reports_the_manifest() {
+    let out = ok(&["inspect", s(tiny_bundle()), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["format"], "1.0");
+    assert_eq!(v["manifest"]["model"]["dims"], 384);
+    assert_eq!(
+        v["manifest"]["model"]["sha256"],
+        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+    );
+    assert_eq!(v["manifest"]["hnsw"]["seed"], 42);
+    let human = ok(&["inspect", s(tiny_bundle())]);
+    assert!(human.contains("all digests verified"));
+}
+
+#[test]
+fn eval_reports_one_json_object_per_mode() {
+    let queries = tmp("q.jsonl");
+    let qrels = tmp("qrels.tsv");
+    std::fs::write(&queries, "{\"_id\": \"1\", \"text\": \"why do lighthouse beams rotate\"}\n{\"_id\": \"2\", \"text\": \"who writes the logbook\"}\n").unwrap();
+    std::fs::write(&qrels, "query-id\tcorpus-id\tscore\n1\tfaq-1\t2\n2\tfaq-3\t2\n").unwrap();
+    let out = ok(&["eval", s(tiny_bundle()), "--queries", s(&queries), "--qrels", s(&qrels), "--all-modes", "--json"]);
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    for (line, mode) in lines.iter().zip(["hybrid", "dense", "keyword"]) {
+        assert_eq!(line["mode"], mode);
+        assert_eq!(line["queries"], 2);
+        assert!(line["ndcg@10"].as_f64().unwrap() > 0.5, "{line}");
+        assert!(line["mrr@10"].is_f64() && line["recall@100"].is_f64());
+    }
+}
+
+#[test]
+fn embed_prints_the_golden_token_ids() {
+    let out = ok(&["embed", "The quick brown fox jumps over the lazy dog.", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["dims"], 384);
+    assert_eq!(v["vector"].as_array().unwrap().len(), 384);
+    let ids: Vec<u64> = v["token_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    assert_eq!(ids, [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]);
+}
+
+#[test]
+fn bad_inputs_fail_clearly_and_write_nothing() {
+    let out = tmp("bad.sxt");
+    let _ = std::fs::remove_file(&out);
+    let dir = out.parent().unwrap().to_path_buf();
+    let leftovers = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().contains("bad.sxt"))
+    };
+
+    let err = fails(&["build", "/no/such/dir", "-o", s(&out)]);
+    assert!(err.contains("/no/such/dir") && err.contains("does not exist"), "{err}");
+
+    let empty = tmp("empty-dir");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = fails(&["build", s(&empty), "-o", s(&out)]);
+    assert!(err.contains("no documents to index"), "{err}");
+
+    let bad_utf8 = tmp("latin1.txt");
+    std::fs::write(&bad_utf8, b"caf\xe9 au lait").unwrap();
+    let err = fails(&["build", s(&bad_utf8), "-o", s(&out)]);
+    assert!(err.contains("latin1.txt") && err.contains("not valid UTF-8"), "{err}");
+
+    let jsonl = tmp("broken.jsonl");
+    std::fs::write(&jsonl, "{\"_id\": \"1\", \"text\": \"fine\"}\n{\"_id\": \"2\", \"text\": \n").unwrap();
+    let err = fails(&["build", s(&jsonl), "-o", s(&out)]);
+    assert!(err.contains("broken.jsonl:2:"), "{err}");
+
+    let text_only = fixtures().join("tiny/notes.txt");
+    let config = tmp("overlap.toml");
+    std::fs::write(&config, "[chunking]\nchunk_size = 100\nchunk_overlap = 100\n").unwrap();
+    let err = fails(&["build", s(&text_only), "-o", s(&out), "--config", s(&config)]);
+    assert!(err.contains("chunk_overlap (100) must be smaller than chunking.chunk_size (100)"), "{err}");
+
+    std::fs::write(&config, "[chunking]\nchunk_size = 1000\n").unwrap();
+    let err = fails(&["build", s(&text_only), "-o", s(&out), "--config", s(&config)]);
+    assert!(err.contains("lower chunk_size to at most 254"), "{err}");
+
+    std::fs::write(&config, "[chunking]\nchunk_sise = 100\n").unwrap();
+    let err = fails(&["build", s(&text_only), "-o", s(&out), "--config", s(&config)]);
+    assert!(err.contains("unknown field") && err.contains("chunk_sise"), "{err}");
+
+    let err = fails(&["build", s(&text_only), "-o", "/no/such/dir/out.sxt"]);
+    assert!(err.contains("output directory /no/such/dir does not exist"), "{err}");
+
+    let err = fails(&["build", s(&text_only), "-o", s(&out), "--model", "/no/model"]);
+    assert!(err.contains("/no/model/model.onnx not found") && err.contains("make model"), "{err}");
+
+    assert!(!out.exists() && !leftovers(), "a failed build left files behind");
+}
+
+#[test]
+fn corrupt_bundles_and_other_models_are_refused() {
+    let bundle = std::fs::read(tiny_bundle()).unwrap();
+    let mut corrupt = bundle.clone();
+    let n = corrupt.len();
+    corrupt[n - 10] ^= 0xff;
+    let path = tmp("corrupt.sxt");
+    std::fs::write(&path, &corrupt).unwrap();
+    let err = fails(&["search", s(&path), "lamp", "--mode", "keyword"]);
+    assert!(err.contains("is corrupt") && err.contains("SHA-256"), "{err}");
+
+    std::fs::write(&path, &bundle[..bundle.len() / 2]).unwrap();
+    let err = fails(&["inspect", s(&path)]);
+    assert!(err.contains("truncated"), "{err}");
+
+    std::fs::write(&path, b"<html>not a bundle</html>").unwrap();
+    let err = fails(&["inspect", s(&path)]);
+    assert!(err.contains("not a sextant bundle"), "{err}");
+
+    // A model folder whose tokenizer differs by one byte is another model.
+    let model_dir = std::env::var_os("SEXTANT_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap()).join(".cache/sextant/models/minilm-l6-v2-int8"));
+    let other = tmp("other-model");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(model_dir.join("model.onnx"), other.join("model.onnx")).unwrap();
+    let mut tokenizer = std::fs::read(model_dir.join("tokenizer.json")).unwrap();
+    tokenizer.push(b'\n');
+    std::fs::write(other.join("tokenizer.json"), tokenizer).unwrap();
+    let err = fails(&["search", s(tiny_bundle()), "lamp", "--model", s(&other)]);
+    assert!(err.contains("tokenizer.json does not match the bundle"), "{err}");
+    // Keyword search needs no model, so it still works.
+    ok(&["search", s(tiny_bundle()), "lamp", "--mode", "keyword", "--model", s(&other)]);
+}
