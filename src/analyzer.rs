@@ -16,7 +16,9 @@ pub struct Analyzer {
 
 impl std::fmt::Debug for Analyzer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Analyzer").field("stop_words", &self.stop_words.len()).finish()
+        f.debug_struct("Analyzer")
+            .field("stop_words", &self.stop_words.len())
+            .finish()
     }
 }
 

@@ -119,7 +119,11 @@ impl Bm25Index {
         }
         let n = docs.len() as u32;
         let total: u64 = doc_lengths.iter().map(|&l| u64::from(l)).sum();
-        let avg_doc_length = if n == 0 { 0.0 } else { (total as f64 / f64::from(n)) as f32 };
+        let avg_doc_length = if n == 0 {
+            0.0
+        } else {
+            (total as f64 / f64::from(n)) as f32
+        };
         let mut postings = Vec::new();
         let mut terms = Vec::with_capacity(by_term.len());
         for (term, list) in by_term {
@@ -178,10 +182,16 @@ impl Bm25Index {
         let mut touched: Vec<u32> = Vec::new();
         let k1 = params.k1;
         let b = params.b;
-        let avgdl = if self.avg_doc_length > 0.0 { self.avg_doc_length } else { 1.0 };
+        let avgdl = if self.avg_doc_length > 0.0 {
+            self.avg_doc_length
+        } else {
+            1.0
+        };
         for term in query_terms {
             let Some(entry) = self.lookup(term) else { continue };
-            let Some(bytes) = self.postings.get(entry.start..entry.end) else { continue };
+            let Some(bytes) = self.postings.get(entry.start..entry.end) else {
+                continue;
+            };
             let mut reader = ByteReader::new(bytes);
             let mut doc = 0u32;
             for i in 0..entry.df {
@@ -190,7 +200,9 @@ impl Bm25Index {
                     break;
                 };
                 doc = if i == 0 { delta } else { doc.saturating_add(delta) };
-                let Some(&dl) = self.doc_lengths.get(doc as usize) else { break };
+                let Some(&dl) = self.doc_lengths.get(doc as usize) else {
+                    break;
+                };
                 let tf = tf as f32;
                 let norm = k1 * (1.0 - b + b * (dl as f32) / avgdl);
                 let contribution = entry.idf * tf * (k1 + 1.0) / (tf + norm);

@@ -87,7 +87,9 @@ pub fn section_name(id: u32) -> String {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BundleError {
     /// The file does not start with the magic bytes.
-    #[error("not a sextant bundle (the file starts with {found:02x?}, not \"SXTBNDL\\0\"); build one with `sextant build`")]
+    #[error(
+        "not a sextant bundle (the file starts with {found:02x?}, not \"SXTBNDL\\0\"); build one with `sextant build`"
+    )]
     BadMagic {
         /// The first bytes found.
         found: Vec<u8>,
@@ -280,7 +282,9 @@ impl<'a> RawBundle<'a> {
         if magic != MAGIC {
             return Err(BundleError::BadMagic { found: magic.to_vec() });
         }
-        let header = bytes.get(..HEADER_LEN).ok_or_else(|| truncated("the header", HEADER_LEN as u64))?;
+        let header = bytes
+            .get(..HEADER_LEN)
+            .ok_or_else(|| truncated("the header", HEADER_LEN as u64))?;
         let mut r = ByteReader::new(header);
         let _ = r.take(MAGIC.len());
         let major = r.u16().map_err(|_| truncated("the header", HEADER_LEN as u64))?;
@@ -302,7 +306,9 @@ impl<'a> RawBundle<'a> {
         }
         let table_end = HEADER_LEN + count as usize * ENTRY_LEN;
         let digest_end = table_end + 32;
-        let head = bytes.get(..digest_end).ok_or_else(|| truncated("the section table", digest_end as u64))?;
+        let head = bytes
+            .get(..digest_end)
+            .ok_or_else(|| truncated("the section table", digest_end as u64))?;
         let (table_bytes, stored_digest) = head.split_at(table_end);
         if Sha256::digest(table_bytes).as_slice() != stored_digest {
             return Err(BundleError::HeaderChecksum);
@@ -548,7 +554,8 @@ pub fn write_bundle(
     vectors: &VectorIndex,
 ) -> Result<Vec<u8>, BundleError> {
     let json = |section: &'static str, v: &dyn erased::Json| {
-        v.to_json().map_err(|reason| BundleError::BadSection { section, reason })
+        v.to_json()
+            .map_err(|reason| BundleError::BadSection { section, reason })
     };
     let vector_bytes = vectors.to_bytes().map_err(|reason| BundleError::BadSection {
         section: "vectors",
@@ -587,22 +594,39 @@ mod tests {
         assert_eq!(raw.sections.len(), 3);
         assert_eq!(raw.section(SectionId::Manifest).unwrap(), b"{}");
         assert_eq!(raw.section(SectionId::Bm25).unwrap(), b"");
-        assert!(matches!(raw.section(SectionId::Chunks), Err(BundleError::MissingSection { section: "chunks" })));
+        assert!(matches!(
+            raw.section(SectionId::Chunks),
+            Err(BundleError::MissingSection { section: "chunks" })
+        ));
         assert!(raw.sections.iter().all(|s| s.offset % 8 == 0));
     }
 
     #[test]
     fn typed_errors_for_each_kind_of_damage() {
         let good = write_container(&[(1, b"{\"a\":1}".to_vec()), (2, b"[]".to_vec())]);
-        assert!(matches!(RawBundle::parse(b"PK\x03\x04zipzipzip"), Err(BundleError::BadMagic { .. })));
-        assert!(matches!(RawBundle::parse(&good[..5]), Err(BundleError::Truncated { .. })));
-        assert!(matches!(RawBundle::parse(&good[..good.len() - 1]), Err(BundleError::Truncated { .. })));
+        assert!(matches!(
+            RawBundle::parse(b"PK\x03\x04zipzipzip"),
+            Err(BundleError::BadMagic { .. })
+        ));
+        assert!(matches!(
+            RawBundle::parse(&good[..5]),
+            Err(BundleError::Truncated { .. })
+        ));
+        assert!(matches!(
+            RawBundle::parse(&good[..good.len() - 1]),
+            Err(BundleError::Truncated { .. })
+        ));
 
         let mut newer = good.clone();
         newer[8..10].copy_from_slice(&(FORMAT_MAJOR + 1).to_le_bytes());
         match RawBundle::parse(&newer) {
-            Err(BundleError::UnsupportedVersion { major, oldest, newest, .. }) => {
-                assert_eq!((major, oldest, newest), (FORMAT_MAJOR + 1, OLDEST_READABLE_MAJOR, FORMAT_MAJOR));
+            Err(BundleError::UnsupportedVersion {
+                major, oldest, newest, ..
+            }) => {
+                assert_eq!(
+                    (major, oldest, newest),
+                    (FORMAT_MAJOR + 1, OLDEST_READABLE_MAJOR, FORMAT_MAJOR)
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -612,7 +636,10 @@ mod tests {
         let mut body = good.clone();
         let last = body.len() - 1;
         body[last] ^= 1;
-        assert!(matches!(RawBundle::parse(&body), Err(BundleError::ChecksumMismatch { .. })));
+        assert!(matches!(
+            RawBundle::parse(&body),
+            Err(BundleError::ChecksumMismatch { .. })
+        ));
 
         let mut table = good.clone();
         table[HEADER_LEN + 9] ^= 1;

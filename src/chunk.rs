@@ -209,7 +209,12 @@ impl<E> Splitter<'_, E> {
         let mut out = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
-            let bounds: Vec<usize> = rest.char_indices().map(|(i, _)| i).skip(1).chain([rest.len()]).collect();
+            let bounds: Vec<usize> = rest
+                .char_indices()
+                .map(|(i, _)| i)
+                .skip(1)
+                .chain([rest.len()])
+                .collect();
             // bounds[0] (one character) always goes, even if it alone is over the limit.
             let (mut lo, mut hi) = (0usize, bounds.len() - 1);
             while lo < hi {
@@ -343,7 +348,10 @@ mod tests {
 
     #[test]
     fn short_text_is_one_chunk() {
-        assert_eq!(split_text("  hello world  ", params(10, 2), &words).unwrap(), vec!["hello world"]);
+        assert_eq!(
+            split_text("  hello world  ", params(10, 2), &words).unwrap(),
+            vec!["hello world"]
+        );
         assert!(split_text("   \n\n ", params(10, 2), &words).unwrap().is_empty());
     }
 
@@ -385,8 +393,14 @@ mod tests {
     fn params_are_validated() {
         assert!(params(200, 32).validate(254, 256).is_ok());
         assert_eq!(params(0, 0).validate(254, 256), Err(ChunkParamError::ZeroSize));
-        assert!(matches!(params(100, 100).validate(254, 256), Err(ChunkParamError::OverlapTooLarge { .. })));
-        assert!(matches!(params(300, 10).validate(254, 256), Err(ChunkParamError::SizeOverWindow { limit: 254, .. })));
+        assert!(matches!(
+            params(100, 100).validate(254, 256),
+            Err(ChunkParamError::OverlapTooLarge { .. })
+        ));
+        assert!(matches!(
+            params(300, 10).validate(254, 256),
+            Err(ChunkParamError::SizeOverWindow { limit: 254, .. })
+        ));
     }
 
     #[test]

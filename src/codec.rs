@@ -57,13 +57,15 @@ impl<'a> ByteReader<'a> {
 
     /// The next `n` bytes.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.offset.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or(
-            DecodeError::Truncated {
+        let end = self
+            .offset
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or(DecodeError::Truncated {
                 offset: self.offset,
                 needed: n,
                 available: self.remaining(),
-            },
-        )?;
+            })?;
         let slice = self.bytes.get(self.offset..end).ok_or(DecodeError::Truncated {
             offset: self.offset,
             needed: n,
@@ -128,7 +130,9 @@ impl<'a> ByteReader<'a> {
     pub fn count(&mut self, what: &'static str, min_item_bytes: usize) -> Result<usize, DecodeError> {
         let offset = self.offset;
         let n = usize::try_from(self.varint()?).map_err(|_| DecodeError::Invalid { what, offset })?;
-        let needed = n.checked_mul(min_item_bytes.max(1)).ok_or(DecodeError::Invalid { what, offset })?;
+        let needed = n
+            .checked_mul(min_item_bytes.max(1))
+            .ok_or(DecodeError::Invalid { what, offset })?;
         if needed > self.remaining() {
             return Err(DecodeError::Truncated {
                 offset,
@@ -196,10 +200,16 @@ mod tests {
     #[test]
     fn overlong_varint_is_an_error() {
         let bytes = [0xffu8; 11];
-        assert!(matches!(ByteReader::new(&bytes).varint(), Err(DecodeError::BadVarint { .. })));
+        assert!(matches!(
+            ByteReader::new(&bytes).varint(),
+            Err(DecodeError::BadVarint { .. })
+        ));
         let mut too_big = vec![0xffu8; 9];
         too_big.push(0x02);
-        assert!(matches!(ByteReader::new(&too_big).varint(), Err(DecodeError::BadVarint { .. })));
+        assert!(matches!(
+            ByteReader::new(&too_big).varint(),
+            Err(DecodeError::BadVarint { .. })
+        ));
     }
 
     #[test]

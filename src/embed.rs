@@ -195,14 +195,12 @@ impl ModelTokenizer {
                 reason: format!("{max_tokens} is too small; the window must hold special tokens and text"),
             });
         }
-        let mut inner = Tokenizer::from_bytes(bytes).map_err(|e| EmbedError::BadTokenizer {
-            reason: e.to_string(),
-        })?;
+        let mut inner = Tokenizer::from_bytes(bytes).map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
         inner.with_padding(None);
         let mut counter = inner.clone();
-        counter.with_truncation(None).map_err(|e| EmbedError::BadTokenizer {
-            reason: e.to_string(),
-        })?;
+        counter
+            .with_truncation(None)
+            .map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
         inner
             .with_truncation(Some(TruncationParams {
                 max_length: max_tokens,
@@ -210,9 +208,7 @@ impl ModelTokenizer {
                 stride: 0,
                 direction: TruncationDirection::Right,
             }))
-            .map_err(|e| EmbedError::BadTokenizer {
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
         let special_tokens = inner
             .get_post_processor()
             .map(|p| tokenizers::PostProcessor::added_tokens(p, false))
@@ -240,9 +236,7 @@ impl ModelTokenizer {
         let encoding = self
             .inner
             .encode(text, true)
-            .map_err(|e| EmbedError::Tokenize {
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| EmbedError::Tokenize { reason: e.to_string() })?;
         Ok(encoding.get_ids().to_vec())
     }
 
@@ -251,9 +245,7 @@ impl ModelTokenizer {
         let encoding = self
             .counter
             .encode_fast(text, false)
-            .map_err(|e| EmbedError::Tokenize {
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| EmbedError::Tokenize { reason: e.to_string() })?;
         Ok(encoding.len())
     }
 }
@@ -463,7 +455,11 @@ fn fold_dequantized_weights(proto: &mut pb::ModelProto) {
         if mul.input.len() != 2 || mul.output.len() != 1 {
             continue;
         }
-        let scale_name = if &mul.input[0] == cast_out { &mul.input[1] } else { &mul.input[0] };
+        let scale_name = if &mul.input[0] == cast_out {
+            &mul.input[1]
+        } else {
+            &mul.input[0]
+        };
         let Some(&scale_at) = initializer_index.get(scale_name) else {
             continue;
         };
@@ -507,7 +503,11 @@ fn fold_dequantized_weights(proto: &mut pb::ModelProto) {
 fn dequantize(q: &pb::TensorProto, scale: &pb::TensorProto) -> Option<Vec<f32>> {
     use pb::tensor_proto::DataType;
     let q_dims: Vec<usize> = q.dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Option<_>>()?;
-    let s_dims: Vec<usize> = scale.dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Option<_>>()?;
+    let s_dims: Vec<usize> = scale
+        .dims
+        .iter()
+        .map(|&d| usize::try_from(d).ok())
+        .collect::<Option<_>>()?;
     let q_values: Vec<f32> = if q.data_type == DataType::Int8 as i32 {
         if !q.raw_data.is_empty() {
             q.raw_data.iter().map(|&b| b as i8 as f32).collect()
@@ -527,7 +527,7 @@ fn dequantize(q: &pb::TensorProto, scale: &pb::TensorProto) -> Option<Vec<f32>> 
         return None;
     }
     let s_values: Vec<f32> = if !scale.raw_data.is_empty() {
-        if scale.raw_data.len() % 4 != 0 {
+        if !scale.raw_data.len().is_multiple_of(4) {
             return None;
         }
         scale
@@ -583,7 +583,10 @@ mod tests {
             float_data: vec![0.5, 2.0],
             ..Default::default()
         };
-        assert_eq!(dequantize(&q, &per_row).unwrap(), vec![0.5, -1.0, 1.5, 8.0, 10.0, -12.0]);
+        assert_eq!(
+            dequantize(&q, &per_row).unwrap(),
+            vec![0.5, -1.0, 1.5, 8.0, 10.0, -12.0]
+        );
         let per_col = pb::TensorProto {
             dims: vec![1, 3],
             data_type: DataType::Float as i32,

@@ -26,7 +26,9 @@ fn id_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error>
     match serde_json::Value::deserialize(d)? {
         serde_json::Value::String(s) => Ok(s),
         serde_json::Value::Number(n) => Ok(n.to_string()),
-        other => Err(serde::de::Error::custom(format!("_id must be a string or number, not {other}"))),
+        other => Err(serde::de::Error::custom(format!(
+            "_id must be a string or number, not {other}"
+        ))),
     }
 }
 
@@ -45,7 +47,9 @@ pub enum EvalError {
         reason: String,
     },
     /// A qrels line is malformed.
-    #[error("qrels line {line}: {reason}; each line must be query-id<TAB>corpus-id<TAB>gain (a header line is allowed)")]
+    #[error(
+        "qrels line {line}: {reason}; each line must be query-id<TAB>corpus-id<TAB>gain (a header line is allowed)"
+    )]
     BadQrel {
         /// 1-based line.
         line: usize,
@@ -133,7 +137,11 @@ pub fn score_query(ranked: &[String], judged: &HashMap<String, u32>) -> QueryMet
         .map_or(0.0, |p| 1.0 / (p + 1) as f64);
     let relevant = judged.values().filter(|&&g| g > 0).count();
     let found = ranked.iter().take(100).filter(|d| gain(d) > 0).count();
-    let recall100 = if relevant > 0 { found as f64 / relevant as f64 } else { 0.0 };
+    let recall100 = if relevant > 0 {
+        found as f64 / relevant as f64
+    } else {
+        0.0
+    };
     QueryMetrics {
         ndcg10,
         mrr10,
@@ -215,21 +223,44 @@ mod tests {
         let q = parse_queries("{\"_id\": \"1\", \"text\": \"wings\"}\n\n{\"_id\": 2, \"text\": \"flow\"}\n").unwrap();
         assert_eq!(q.len(), 2);
         assert_eq!(q[1].id, "2");
-        assert!(matches!(parse_queries("{\"_id\": \"1\"}"), Err(EvalError::BadQuery { line: 1, .. })));
+        assert!(matches!(
+            parse_queries("{\"_id\": \"1\"}"),
+            Err(EvalError::BadQuery { line: 1, .. })
+        ));
         let r = parse_qrels("query-id\tcorpus-id\tscore\n1\t184\t4\n1\t29\t2\n2\t12\t1\n").unwrap();
         assert_eq!(r["1"]["184"], 4);
         assert_eq!(r["2"].len(), 1);
-        assert!(matches!(parse_qrels("q\td\tg\n1\t2\tx\n"), Err(EvalError::BadQrel { line: 2, .. })));
+        assert!(matches!(
+            parse_qrels("q\td\tg\n1\t2\tx\n"),
+            Err(EvalError::BadQrel { line: 2, .. })
+        ));
     }
 
     #[test]
     fn means_over_queries() {
         let mut per: BTreeMap<String, QueryMetrics> = BTreeMap::new();
-        per.insert("1".into(), QueryMetrics { ndcg10: 1.0, mrr10: 1.0, recall100: 1.0 });
-        per.insert("2".into(), QueryMetrics { ndcg10: 0.0, mrr10: 0.5, recall100: 0.5 });
+        per.insert(
+            "1".into(),
+            QueryMetrics {
+                ndcg10: 1.0,
+                mrr10: 1.0,
+                recall100: 1.0,
+            },
+        );
+        per.insert(
+            "2".into(),
+            QueryMetrics {
+                ndcg10: 0.0,
+                mrr10: 0.5,
+                recall100: 0.5,
+            },
+        );
         let m = mean("hybrid", &per);
         assert_eq!((m.ndcg10, m.mrr10, m.recall100, m.queries), (0.5, 0.75, 0.75, 2));
         let json = serde_json::to_string(&m).unwrap();
-        assert_eq!(json, "{\"mode\":\"hybrid\",\"ndcg@10\":0.5,\"mrr@10\":0.75,\"recall@100\":0.75,\"queries\":2}");
+        assert_eq!(
+            json,
+            "{\"mode\":\"hybrid\",\"ndcg@10\":0.5,\"mrr@10\":0.75,\"recall@100\":0.75,\"queries\":2}"
+        );
     }
 }

@@ -9,7 +9,10 @@
 
 use crate::analyzer::Analyzer;
 use crate::bm25::{Bm25Error, Bm25Index};
-use crate::bundle::{crate_versions, write_bundle, BundleError, Counts, DocumentInfo, FormatVersion, Manifest, FORMAT_MAJOR, FORMAT_MINOR};
+use crate::bundle::{
+    crate_versions, write_bundle, BundleError, Counts, DocumentInfo, FormatVersion, Manifest, FORMAT_MAJOR,
+    FORMAT_MINOR,
+};
 use crate::chunk::{chunk_documents, ChunkParamError, ChunkedCorpus, Document};
 use crate::config::BuildConfig;
 use crate::embed::{EmbedError, ModelSpec, ModelTokenizer};

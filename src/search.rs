@@ -281,7 +281,12 @@ impl Engine {
     }
 
     /// Searches with the embedder attached. See the module docs for the pipeline.
-    pub fn search(&self, query: &str, options: &SearchOptions, clock: &dyn Clock) -> Result<SearchResponse, SearchError> {
+    pub fn search(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+        clock: &dyn Clock,
+    ) -> Result<SearchResponse, SearchError> {
         let start = clock.now_ms();
         validate(query, options)?;
         let query_vector = if options.mode == Mode::Keyword {
@@ -398,11 +403,15 @@ impl Engine {
             if options.score_threshold.is_some_and(|t| score < t) {
                 continue;
             }
-            let Some(chunk) = self.bundle.chunks.get(chunk_number as usize) else { continue };
+            let Some(chunk) = self.bundle.chunks.get(chunk_number as usize) else {
+                continue;
+            };
             if options.per_document && !seen_docs.insert(chunk.doc) {
                 continue;
             }
-            let Some(doc) = self.bundle.documents.get(chunk.doc as usize) else { continue };
+            let Some(doc) = self.bundle.documents.get(chunk.doc as usize) else {
+                continue;
+            };
             results.push(SearchResult {
                 rank: results.len() as u32 + 1,
                 chunk_id: chunk.id.clone(),
@@ -473,7 +482,10 @@ fn validate(query: &str, options: &SearchOptions) -> Result<(), SearchError> {
             reason: e.to_string(),
         })?;
     }
-    for (name, value) in [("score_threshold", options.score_threshold), ("min_similarity", options.min_similarity)] {
+    for (name, value) in [
+        ("score_threshold", options.score_threshold),
+        ("min_similarity", options.min_similarity),
+    ] {
         if value.is_some_and(|v| !v.is_finite()) {
             return Err(SearchError::BadArgument {
                 name,

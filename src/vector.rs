@@ -133,7 +133,10 @@ pub struct VectorIndex {
 
 impl std::fmt::Debug for VectorIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VectorIndex").field("dims", &self.dims).field("len", &self.len).finish()
+        f.debug_struct("VectorIndex")
+            .field("dims", &self.dims)
+            .field("len", &self.len)
+            .finish()
     }
 }
 
@@ -305,7 +308,10 @@ fn validate_graph(bytes: &[u8], dims: usize, len: usize) -> Result<(), DecodeErr
             let offset = r.offset();
             let id = r.u32()?;
             if id != INVALID && id as usize >= below {
-                return Err(DecodeError::Invalid { what: "hnsw neighbour id", offset });
+                return Err(DecodeError::Invalid {
+                    what: "hnsw neighbour id",
+                    offset,
+                });
             }
         }
         Ok(())
@@ -391,7 +397,11 @@ mod tests {
     }
 
     fn one_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-        rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(f)
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(f)
     }
 
     #[test]
@@ -458,7 +468,10 @@ mod tests {
         bad[layer0..layer0 + 4].copy_from_slice(&500u32.to_le_bytes());
         assert!(matches!(
             VectorIndex::from_bytes(&bad),
-            Err(DecodeError::Invalid { what: "hnsw neighbour id", .. })
+            Err(DecodeError::Invalid {
+                what: "hnsw neighbour id",
+                ..
+            })
         ));
     }
 
@@ -467,7 +480,9 @@ mod tests {
         let index = VectorIndex::build(Vec::new(), 4, &HnswParams::default()).unwrap();
         let back = VectorIndex::from_bytes(&index.to_bytes().unwrap()).unwrap();
         assert!(back.search_exact(&[1.0, 0.0, 0.0, 0.0], 3).is_empty());
-        assert!(back.search_hnsw(&[1.0, 0.0, 0.0, 0.0], 3, &mut Search::default()).is_empty());
+        assert!(back
+            .search_hnsw(&[1.0, 0.0, 0.0, 0.0], 3, &mut Search::default())
+            .is_empty());
     }
 
     #[test]

@@ -15,7 +15,12 @@ fn golden() -> Vec<u8> {
 
 #[test]
 fn golden_v1_is_still_readable() {
-    assert!(OLDEST_READABLE_MAJOR <= 1 && 1 <= FORMAT_MAJOR, "format 1 must stay readable");
+    const {
+        assert!(
+            OLDEST_READABLE_MAJOR <= 1 && 1 <= FORMAT_MAJOR,
+            "format 1 must stay readable"
+        )
+    };
     let bundle = Bundle::from_bytes(&golden()).unwrap();
     assert_eq!((bundle.manifest.format.major, bundle.manifest.format.minor), (1, 0));
     assert_eq!(bundle.documents.len(), 7);
@@ -25,11 +30,22 @@ fn golden_v1_is_still_readable() {
     let ids: Vec<&str> = bundle.documents.iter().map(|d| d.id.as_str()).collect();
     assert_eq!(
         ids,
-        ["faq-1", "faq-2", "faq-3", "guide/install.md", "guide/search.mdx", "notes.txt", "pages/security.html"]
+        [
+            "faq-1",
+            "faq-2",
+            "faq-3",
+            "guide/install.md",
+            "guide/search.mdx",
+            "notes.txt",
+            "pages/security.html"
+        ]
     );
     let install = bundle.documents.iter().find(|d| d.id == "guide/install.md").unwrap();
     assert_eq!(install.title, "Installing the lighthouse keeper");
-    assert_eq!(install.metadata.get("tags").map(String::as_str), Some("setup, beginner"));
+    assert_eq!(
+        install.metadata.get("tags").map(String::as_str),
+        Some("setup, beginner")
+    );
 }
 
 #[test]
@@ -50,11 +66,21 @@ fn golden_v1_answers_keyword_and_hybrid_queries() {
     )
     .unwrap();
     engine.attach_model(Arc::new(embedder)).unwrap();
-    let hybrid = SearchOptions { k: 3, ..Default::default() };
-    let r = engine.search("how often should the bulb be changed", &hybrid, &NoClock).unwrap();
+    let hybrid = SearchOptions {
+        k: 3,
+        ..Default::default()
+    };
+    let r = engine
+        .search("how often should the bulb be changed", &hybrid, &NoClock)
+        .unwrap();
     assert_eq!(r.results[0].doc_id, "notes.txt");
     // The stored vectors are those the model gives today (cosine with a fresh embedding).
-    let chunk = engine.bundle().chunks.iter().position(|c| c.id.starts_with("notes.txt#")).unwrap();
+    let chunk = engine
+        .bundle()
+        .chunks
+        .iter()
+        .position(|c| c.id.starts_with("notes.txt#"))
+        .unwrap();
     let stored = engine.bundle().vectors.vector_of(chunk as u32).unwrap().to_vec();
     let fresh = engine
         .embedder()

@@ -158,8 +158,16 @@ pub fn run(args: BuildArgs) -> Result<()> {
     if files.is_empty() {
         bail!(
             "no documents to index in {}: no .md, .mdx, .html, .txt or .jsonl files{}",
-            args.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-            if include.is_empty() && exclude.is_empty() { "" } else { " matched the include/exclude globs" }
+            args.inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if include.is_empty() && exclude.is_empty() {
+                ""
+            } else {
+                " matched the include/exclude globs"
+            }
         );
     }
     let documents = load_documents(&files)?;
@@ -214,7 +222,11 @@ fn print_summary(s: &Summary, json: bool) -> Result<()> {
         s.duplicates_dropped,
         s.skipped.len()
     )?;
-    writeln!(out, "  {:.1} documents/s, {:.1} chunks/s", s.docs_per_second, s.chunks_per_second)?;
+    writeln!(
+        out,
+        "  {:.1} documents/s, {:.1} chunks/s",
+        s.docs_per_second, s.chunks_per_second
+    )?;
     for section in &s.sections {
         writeln!(out, "  {:<10} {:>12} bytes", section.name, section.bytes)?;
     }
@@ -251,7 +263,10 @@ pub fn build_bundle(documents: &[Document], config: &BuildConfig, model_arg: Opt
 /// Writes to a temporary file beside `path` and renames it over `path`, so a failed or
 /// interrupted build never leaves a half-written bundle.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     if !dir.is_dir() {
         bail!("output directory {} does not exist; create it first", dir.display());
     }

@@ -162,8 +162,16 @@ fn print_results(response: &SearchResponse) -> Result<()> {
         writeln!(out, "no results")?;
     }
     for r in &response.results {
-        let crumbs = if r.heading_path.is_empty() { String::new() } else { format!(" › {}", r.heading_path.join(" › ")) };
-        writeln!(out, "{:>3}. {:.4}  {}{}  [{}]", r.rank, r.score, r.title, crumbs, r.chunk_id)?;
+        let crumbs = if r.heading_path.is_empty() {
+            String::new()
+        } else {
+            format!(" › {}", r.heading_path.join(" › "))
+        };
+        writeln!(
+            out,
+            "{:>3}. {:.4}  {}{}  [{}]",
+            r.rank, r.score, r.title, crumbs, r.chunk_id
+        )?;
         writeln!(out, "     {}", r.url)?;
         let snippet: String = r.text.split_whitespace().collect::<Vec<_>>().join(" ");
         let snippet: String = snippet.chars().take(160).collect();
@@ -257,8 +265,16 @@ pub fn embed(args: EmbedArgs) -> Result<()> {
     let (config, _, _) = crate::build::read_config(args.config.as_deref())?;
     let dir = model::model_dir(args.model.as_deref())?;
     let embedder = model::load(&dir, &config.model)?;
-    let kind = if args.passage { TextKind::Passage } else { TextKind::Query };
-    let prefix = if args.passage { &config.model.passage_prefix } else { &config.model.query_prefix };
+    let kind = if args.passage {
+        TextKind::Passage
+    } else {
+        TextKind::Query
+    };
+    let prefix = if args.passage {
+        &config.model.passage_prefix
+    } else {
+        &config.model.query_prefix
+    };
     let token_ids = embedder.tokenizer().encode(&format!("{prefix}{}", args.text))?;
     let vector = embedder.embed(&args.text, kind)?;
     let mut out = std::io::stdout().lock();
@@ -282,16 +298,26 @@ pub fn embed(args: EmbedArgs) -> Result<()> {
 }
 
 pub fn eval(args: EvalArgs) -> Result<()> {
-    let modes: Vec<Mode> = if args.all_modes { Mode::ALL.to_vec() } else { vec![args.mode.into()] };
+    let modes: Vec<Mode> = if args.all_modes {
+        Mode::ALL.to_vec()
+    } else {
+        vec![args.mode.into()]
+    };
     let needs_model = modes.iter().any(|m| *m != Mode::Keyword);
     let engine = open(&args.bundle, args.model.as_deref(), needs_model)?;
-    let queries_text = std::fs::read_to_string(&args.queries).with_context(|| format!("reading {}", args.queries.display()))?;
-    let qrels_text = std::fs::read_to_string(&args.qrels).with_context(|| format!("reading {}", args.qrels.display()))?;
+    let queries_text =
+        std::fs::read_to_string(&args.queries).with_context(|| format!("reading {}", args.queries.display()))?;
+    let qrels_text =
+        std::fs::read_to_string(&args.qrels).with_context(|| format!("reading {}", args.qrels.display()))?;
     let queries = parse_queries(&queries_text).with_context(|| format!("in {}", args.queries.display()))?;
     let qrels = parse_qrels(&qrels_text).with_context(|| format!("in {}", args.qrels.display()))?;
     let judged: Vec<_> = queries.iter().filter(|q| has_relevant(qrels.get(&q.id))).collect();
     if judged.is_empty() {
-        anyhow::bail!("none of the {} queries has a relevant judgement in {}; check that the query ids match", queries.len(), args.qrels.display());
+        anyhow::bail!(
+            "none of the {} queries has a relevant judgement in {}; check that the query ids match",
+            queries.len(),
+            args.qrels.display()
+        );
     }
     // Embed every query once; every mode reuses the vectors.
     let progress = ProgressBar::new(judged.len() as u64);
@@ -377,19 +403,55 @@ pub fn inspect(path: &Path, json: bool) -> Result<()> {
         return Ok(());
     }
     let m = &bundle.manifest;
-    writeln!(out, "{}: sextant bundle format {}.{}, {} bytes, all digests verified", path.display(), raw.major, raw.minor, bytes.len())?;
+    writeln!(
+        out,
+        "{}: sextant bundle format {}.{}, {} bytes, all digests verified",
+        path.display(),
+        raw.major,
+        raw.minor,
+        bytes.len()
+    )?;
     writeln!(out, "  generator   {}", m.generator)?;
     writeln!(out, "  documents   {}", bundle.documents.len())?;
-    writeln!(out, "  chunks      {} ({} duplicates dropped)", bundle.chunks.len(), m.counts.duplicates_dropped)?;
-    writeln!(out, "  model       sha256 {} ({} dims, {:?} pooling, normalize {}, window {})", m.model.sha256, m.model.dims, m.model.pooling, m.model.normalize, m.model.max_tokens)?;
+    writeln!(
+        out,
+        "  chunks      {} ({} duplicates dropped)",
+        bundle.chunks.len(),
+        m.counts.duplicates_dropped
+    )?;
+    writeln!(
+        out,
+        "  model       sha256 {} ({} dims, {:?} pooling, normalize {}, window {})",
+        m.model.sha256, m.model.dims, m.model.pooling, m.model.normalize, m.model.max_tokens
+    )?;
     writeln!(out, "  tokenizer   sha256 {}", m.model.tokenizer_sha256)?;
-    writeln!(out, "  chunking    size {} overlap {}", m.chunking.chunk_size, m.chunking.chunk_overlap)?;
+    writeln!(
+        out,
+        "  chunking    size {} overlap {}",
+        m.chunking.chunk_size, m.chunking.chunk_overlap
+    )?;
     writeln!(out, "  bm25        k1 {} b {}", m.bm25.k1, m.bm25.b)?;
-    writeln!(out, "  hnsw        ef_construction {} ef_search {} seed {} exact_below {}", m.hnsw.ef_construction, m.hnsw.ef_search, m.hnsw.seed, m.hnsw.exact_below)?;
-    writeln!(out, "  crates      {}", m.crates.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "))?;
+    writeln!(
+        out,
+        "  hnsw        ef_construction {} ef_search {} seed {} exact_below {}",
+        m.hnsw.ef_construction, m.hnsw.ef_search, m.hnsw.seed, m.hnsw.exact_below
+    )?;
+    writeln!(
+        out,
+        "  crates      {}",
+        m.crates
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
     writeln!(out, "  sections:")?;
     for s in &raw.sections {
-        writeln!(out, "    {:<10} {:>12} bytes at {:>10}  sha256 {}", s.name, s.length, s.offset, s.sha256)?;
+        writeln!(
+            out,
+            "    {:<10} {:>12} bytes at {:>10}  sha256 {}",
+            s.name, s.length, s.offset, s.sha256
+        )?;
     }
     Ok(())
 }

@@ -59,7 +59,10 @@ fn build_summary_counts_and_skips_unknown_types() {
     let result = sextant(&["build", s(&tiny), "-o", s(&out), "--json"]);
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
     let stderr = String::from_utf8_lossy(&result.stderr);
-    assert!(stderr.contains("warning: skipped") && stderr.contains("extra.rst"), "{stderr}");
+    assert!(
+        stderr.contains("warning: skipped") && stderr.contains("extra.rst"),
+        "{stderr}"
+    );
     let summary: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
     assert_eq!(summary["files"], 5);
     assert_eq!(summary["documents"], 7, "5 files, the JSONL holding 3 records");
@@ -89,7 +92,16 @@ fn same_inputs_give_byte_identical_bundles() {
 fn search_finds_the_right_document_in_every_mode() {
     let bundle = tiny_bundle();
     for mode in ["hybrid", "dense", "keyword"] {
-        let out = ok(&["search", s(bundle), "how do I clean the lens", "--mode", mode, "-k", "3", "--json"]);
+        let out = ok(&[
+            "search",
+            s(bundle),
+            "how do I clean the lens",
+            "--mode",
+            mode,
+            "-k",
+            "3",
+            "--json",
+        ]);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let top = &v["results"][0];
         assert_eq!(top["doc_id"], "notes.txt", "{mode}: {out}");
@@ -101,11 +113,29 @@ fn search_finds_the_right_document_in_every_mode() {
         }
     }
     // Meaning, not words: "storms" is not in the corpus, gales are.
-    let out = ok(&["search", s(bundle), "bad weather with storms", "--mode", "dense", "-k", "1", "--json"]);
+    let out = ok(&[
+        "search",
+        s(bundle),
+        "bad weather with storms",
+        "--mode",
+        "dense",
+        "-k",
+        "1",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["results"][0]["doc_id"], "guide/search.mdx", "{out}");
     // Anchors and breadcrumbs come through.
-    let out = ok(&["search", s(bundle), "install from source make install", "--mode", "keyword", "-k", "1", "--json"]);
+    let out = ok(&[
+        "search",
+        s(bundle),
+        "install from source make install",
+        "--mode",
+        "keyword",
+        "-k",
+        "1",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["results"][0]["url"], "guide/install.md#from-source");
     assert_eq!(v["results"][0]["heading_path"][0], "Install from source");
@@ -116,7 +146,14 @@ fn search_finds_the_right_document_in_every_mode() {
 #[test]
 fn frame_quotes_and_blocks_injected_delimiters() {
     let bundle = tiny_bundle();
-    let out = ok(&["frame", s(bundle), "prompt injection password", "--budget", "400", "--json"]);
+    let out = ok(&[
+        "frame",
+        s(bundle),
+        "prompt injection password",
+        "--budget",
+        "400",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let context = v["context"].as_str().unwrap();
     assert!(context.contains("[blocked-retrieved-context-end]"), "{context}");
@@ -125,7 +162,10 @@ fn frame_quotes_and_blocks_injected_delimiters() {
         context.matches("</retrieved_context>").count()
     );
     for line in context.lines() {
-        assert!(line.starts_with("<retrieved_context ") || line.starts_with("| ") || line == "</retrieved_context>", "{line:?}");
+        assert!(
+            line.starts_with("<retrieved_context ") || line.starts_with("| ") || line == "</retrieved_context>",
+            "{line:?}"
+        );
     }
     assert!(v["tokens"].as_u64().unwrap() <= 400);
     assert!(v["system_prompt"].as_str().unwrap().contains("untrusted"));
@@ -154,7 +194,16 @@ fn eval_reports_one_json_object_per_mode() {
     let qrels = tmp("qrels.tsv");
     std::fs::write(&queries, "{\"_id\": \"1\", \"text\": \"why do lighthouse beams rotate\"}\n{\"_id\": \"2\", \"text\": \"who writes the logbook\"}\n").unwrap();
     std::fs::write(&qrels, "query-id\tcorpus-id\tscore\n1\tfaq-1\t2\n2\tfaq-3\t2\n").unwrap();
-    let out = ok(&["eval", s(tiny_bundle()), "--queries", s(&queries), "--qrels", s(&qrels), "--all-modes", "--json"]);
+    let out = ok(&[
+        "eval",
+        s(tiny_bundle()),
+        "--queries",
+        s(&queries),
+        "--qrels",
+        s(&qrels),
+        "--all-modes",
+        "--json",
+    ]);
     let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 3);
     for (line, mode) in lines.iter().zip(["hybrid", "dense", "keyword"]) {
@@ -171,8 +220,16 @@ fn embed_prints_the_golden_token_ids() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["dims"], 384);
     assert_eq!(v["vector"].as_array().unwrap().len(), 384);
-    let ids: Vec<u64> = v["token_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
-    assert_eq!(ids, [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]);
+    let ids: Vec<u64> = v["token_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]
+    );
 }
 
 #[test]
@@ -201,7 +258,11 @@ fn bad_inputs_fail_clearly_and_write_nothing() {
     assert!(err.contains("latin1.txt") && err.contains("not valid UTF-8"), "{err}");
 
     let jsonl = tmp("broken.jsonl");
-    std::fs::write(&jsonl, "{\"_id\": \"1\", \"text\": \"fine\"}\n{\"_id\": \"2\", \"text\": \n").unwrap();
+    std::fs::write(
+        &jsonl,
+        "{\"_id\": \"1\", \"text\": \"fine\"}\n{\"_id\": \"2\", \"text\": \n",
+    )
+    .unwrap();
     let err = fails(&["build", s(&jsonl), "-o", s(&out)]);
     assert!(err.contains("broken.jsonl:2:"), "{err}");
 
@@ -209,7 +270,10 @@ fn bad_inputs_fail_clearly_and_write_nothing() {
     let config = tmp("overlap.toml");
     std::fs::write(&config, "[chunking]\nchunk_size = 100\nchunk_overlap = 100\n").unwrap();
     let err = fails(&["build", s(&text_only), "-o", s(&out), "--config", s(&config)]);
-    assert!(err.contains("chunk_overlap (100) must be smaller than chunking.chunk_size (100)"), "{err}");
+    assert!(
+        err.contains("chunk_overlap (100) must be smaller than chunking.chunk_size (100)"),
+        "{err}"
+    );
 
     std::fs::write(&config, "[chunking]\nchunk_size = 1000\n").unwrap();
     let err = fails(&["build", s(&text_only), "-o", s(&out), "--config", s(&config)]);
@@ -223,7 +287,10 @@ fn bad_inputs_fail_clearly_and_write_nothing() {
     assert!(err.contains("output directory /no/such/dir does not exist"), "{err}");
 
     let err = fails(&["build", s(&text_only), "-o", s(&out), "--model", "/no/model"]);
-    assert!(err.contains("/no/model/model.onnx not found") && err.contains("make model"), "{err}");
+    assert!(
+        err.contains("/no/model/model.onnx not found") && err.contains("make model"),
+        "{err}"
+    );
 
     assert!(!out.exists() && !leftovers(), "a failed build left files behind");
 }
@@ -250,7 +317,9 @@ fn corrupt_bundles_and_other_models_are_refused() {
     // A model folder whose tokenizer differs by one byte is another model.
     let model_dir = std::env::var_os("SEXTANT_MODEL_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap()).join(".cache/sextant/models/minilm-l6-v2-int8"));
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var_os("HOME").unwrap()).join(".cache/sextant/models/minilm-l6-v2-int8")
+        });
     let other = tmp("other-model");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::copy(model_dir.join("model.onnx"), other.join("model.onnx")).unwrap();
@@ -260,5 +329,13 @@ fn corrupt_bundles_and_other_models_are_refused() {
     let err = fails(&["search", s(tiny_bundle()), "lamp", "--model", s(&other)]);
     assert!(err.contains("tokenizer.json does not match the bundle"), "{err}");
     // Keyword search needs no model, so it still works.
-    ok(&["search", s(tiny_bundle()), "lamp", "--mode", "keyword", "--model", s(&other)]);
+    ok(&[
+        "search",
+        s(tiny_bundle()),
+        "lamp",
+        "--mode",
+        "keyword",
+        "--model",
+        s(&other),
+    ]);
 }

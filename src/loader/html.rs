@@ -13,12 +13,39 @@ use scraper::{ElementRef, Html, Node, Selector};
 use super::{file_stem, push_block};
 use crate::chunk::{Document, Section};
 
-const SKIPPED: [&str; 9] = ["nav", "header", "footer", "script", "style", "noscript", "template", "svg", "iframe"];
+const SKIPPED: [&str; 9] = [
+    "nav", "header", "footer", "script", "style", "noscript", "template", "svg", "iframe",
+];
 /// Elements that end a block of text (table cells only add a ` | ` separator).
 const BLOCKS: [&str; 28] = [
-    "address", "article", "aside", "blockquote", "dd", "details", "div", "dl", "dt", "fieldset", "figcaption",
-    "figure", "form", "hr", "li", "main", "ol", "p", "pre", "section", "summary", "table", "tbody", "tfoot",
-    "thead", "tr", "ul", "caption",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "form",
+    "hr",
+    "li",
+    "main",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "tfoot",
+    "thead",
+    "tr",
+    "ul",
+    "caption",
 ];
 
 /// The URL of a page of a built site from its path relative to the site root:
@@ -146,7 +173,9 @@ fn skipped(element: ElementRef) -> bool {
     if SKIPPED.contains(&e.name()) || e.attr("data-sextant-ignore").is_some() || e.attr("hidden").is_some() {
         return true;
     }
-    e.name() == "a" && e.classes().any(|c| matches!(c, "headerlink" | "hash-link" | "anchor-link"))
+    e.name() == "a"
+        && e.classes()
+            .any(|c| matches!(c, "headerlink" | "hash-link" | "anchor-link"))
 }
 
 /// The `id` of the parent when the heading is its first element (`<section id=x><h2>`).
@@ -202,7 +231,13 @@ pub fn load_html(path: &str, text: &str) -> Document {
         walker.sections.push(walker.current);
     }
     let title = select_first(&html, "title")
-        .map(|t| t.text().collect::<String>().split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(|t| {
+            t.text()
+                .collect::<String>()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .filter(|t| !t.is_empty())
         .or(walker.first_h1)
         .unwrap_or_else(|| file_stem(path).to_string());

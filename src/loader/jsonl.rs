@@ -94,7 +94,10 @@ mod tests {
             e => panic!("{e:?}"),
         }
         let missing = load_jsonl("c.jsonl", "{\"title\": \"x\", \"text\": \"y\"}").unwrap_err();
-        assert!(missing.to_string().starts_with("c.jsonl:1: missing \"_id\""), "{missing}");
+        assert!(
+            missing.to_string().starts_with("c.jsonl:1: missing \"_id\""),
+            "{missing}"
+        );
         assert!(load_jsonl("c.jsonl", "[1,2]").is_err());
         assert!(load_jsonl("c.jsonl", "{\"_id\": \"1\"}").is_err());
     }

@@ -58,7 +58,11 @@ fn flatten_yaml(prefix: &str, value: &yaml_rust2::Yaml, out: &mut BTreeMap<Strin
         Yaml::Hash(map) => {
             for (k, v) in map {
                 let Some(key) = scalar(k) else { continue };
-                let key = if prefix.is_empty() { key } else { format!("{prefix}.{key}") };
+                let key = if prefix.is_empty() {
+                    key
+                } else {
+                    format!("{prefix}.{key}")
+                };
                 flatten_yaml(&key, v, out);
             }
         }
@@ -81,7 +85,11 @@ fn flatten_toml(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, St
     match value {
         Value::Table(map) => {
             for (k, v) in map {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 flatten_toml(&key, v, out);
             }
         }
@@ -174,7 +182,9 @@ pub fn load_markdown(path: &str, text: &str) -> Result<Document, LoadError> {
                 heading = Some((level_number(level), id.map(|s| s.to_string()), String::new()));
             }
             Event::End(TagEnd::Heading(_)) => {
-                let Some((level, id, title)) = heading.take() else { continue };
+                let Some((level, id, title)) = heading.take() else {
+                    continue;
+                };
                 let title = title.trim().to_string();
                 if !current.text.is_empty() {
                     sections.push(std::mem::take(&mut current));
@@ -300,14 +310,22 @@ mod tests {
     #[test]
     fn bad_front_matter_is_an_error() {
         let err = load_markdown("a.md", "---\ntitle: [unclosed\n---\nx\n").unwrap_err();
-        assert!(matches!(err, LoadError::BadFrontMatter { format: "YAML", .. }), "{err:?}");
+        assert!(
+            matches!(err, LoadError::BadFrontMatter { format: "YAML", .. }),
+            "{err:?}"
+        );
     }
 
     #[test]
     fn mdx_statements_and_components_are_not_text() {
         let mdx = "import Tabs from '@theme/Tabs'\nexport const x = 1\n\n# Title\n\n<Tabs>\n\nInside tab.\n\n</Tabs>\n\n```js\nimport kept from 'code'\n```\n";
         let doc = load_markdown("p.mdx", mdx).unwrap();
-        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect::<Vec<_>>().join("\n");
+        let all: String = doc
+            .sections
+            .iter()
+            .map(|s| s.text.clone())
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(!all.contains("@theme"), "{all}");
         assert!(!all.contains("<Tabs>"), "{all}");
         assert!(all.contains("Inside tab."));

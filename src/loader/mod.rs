@@ -150,7 +150,13 @@ mod tests {
             LoadError::UnsupportedType { path: "a.png".into() }
         );
         let err = load_file("bad.txt", b"ok \xff\xfe").unwrap_err();
-        assert_eq!(err, LoadError::InvalidUtf8 { path: "bad.txt".into(), offset: 3 });
+        assert_eq!(
+            err,
+            LoadError::InvalidUtf8 {
+                path: "bad.txt".into(),
+                offset: 3
+            }
+        );
         assert!(err.to_string().contains("convert the file to UTF-8"));
     }
 

@@ -17,7 +17,10 @@ pub fn model_dir() -> PathBuf {
 pub fn model_file(name: &str) -> Vec<u8> {
     let path = model_dir().join(name);
     std::fs::read(&path).unwrap_or_else(|e| {
-        panic!("{}: {e}; run `make model` (scripts/fetch-model.sh) first", path.display())
+        panic!(
+            "{}: {e}; run `make model` (scripts/fetch-model.sh) first",
+            path.display()
+        )
     })
 }
 

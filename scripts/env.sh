@@ -1,0 +1,8 @@
+# Sourced by the other scripts: shared defaults. Everything can be overridden from the environment.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sextant/target}"
+export SEXTANT_MODEL_DIR="${SEXTANT_MODEL_DIR:-$HOME/.cache/sextant/models/minilm-l6-v2-int8}"
+export PATH="$HOME/.cargo/bin:$PATH"
+SEXTANT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export SEXTANT_ROOT
+# The CLI as built by `scripts/cli.sh` (the dev profile: dependencies optimised, shared with tests).
+export SEXTANT_BIN="$CARGO_TARGET_DIR/debug/sextant"

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Formatting and clippy with warnings as errors.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$SEXTANT_ROOT"
+cargo fmt --all -- --check
+cargo clippy --quiet --workspace --all-targets -- -D warnings
