@@ -162,10 +162,17 @@ fn print_results(response: &SearchResponse) -> Result<()> {
         writeln!(out, "no results")?;
     }
     for r in &response.results {
-        let crumbs = if r.heading_path.is_empty() {
+        // The breadcrumb, without a first heading that only repeats the title.
+        let path: Vec<&str> = r
+            .heading_path
+            .iter()
+            .map(String::as_str)
+            .skip_while(|h| *h == r.title)
+            .collect();
+        let crumbs = if path.is_empty() {
             String::new()
         } else {
-            format!(" › {}", r.heading_path.join(" › "))
+            format!(" › {}", path.join(" › "))
         };
         writeln!(
             out,
