@@ -1,0 +1,143 @@
+//! Native query benchmark: per-stage latency over a query set, HNSW recall against exact search,
+//! and the cost of int8-as-stored weights against folded ones.
+//!
+//! `cargo run --release --example bench_native -- <bundle> <queries.jsonl> <model dir> [rounds]`
+//! (scripts/bench-native.sh runs it on Cranfield). Prints JSON on the last line.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, WeightMode};
+use sextant::eval::parse_queries;
+use sextant::search::{Clock, Engine, Mode, SearchOptions, VectorSearch};
+
+struct InstantClock(Instant);
+impl Clock for InstantClock {
+    fn now_ms(&self) -> f64 {
+        self.0.elapsed().as_secs_f64() * 1000.0
+    }
+}
+
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    v[rank.min(v.len() - 1)]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: bench_native <bundle> <queries.jsonl> <model dir> [rounds]");
+        std::process::exit(2);
+    }
+    let rounds: usize = args.get(4).and_then(|r| r.parse().ok()).unwrap_or(3);
+    let bundle_bytes = std::fs::read(&args[1])?;
+    let queries = parse_queries(&std::fs::read_to_string(&args[2])?)?;
+    let model = std::fs::read(format!("{}/model.onnx", args[3]))?;
+    let tokenizer = std::fs::read(format!("{}/tokenizer.json", args[3]))?;
+
+    let t = Instant::now();
+    let mut engine = Engine::from_bytes(&bundle_bytes)?;
+    let bundle_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
+    let folded = TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default(), WeightMode::Folded)?;
+    let model_ms = t.elapsed().as_secs_f64() * 1000.0;
+    engine.attach_model(Arc::new(folded))?;
+    let t = Instant::now();
+    let as_stored = TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default(), WeightMode::AsStored)?;
+    let model_int8_ms = t.elapsed().as_secs_f64() * 1000.0;
+
+    let clock = InstantClock(Instant::now());
+    let (mut embed, mut keyword, mut exact, mut hnsw, mut fusion, mut total) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut tokenize = Vec::new();
+    let (mut found, mut wanted) = (0usize, 0usize);
+    let embedder = engine.embedder().cloned().ok_or("no model")?;
+    for round in 0..rounds {
+        for q in &queries {
+            let t = Instant::now();
+            let _ = embedder.tokenizer().encode(&q.text)?;
+            tokenize.push(t.elapsed().as_secs_f64() * 1000.0);
+            let options = SearchOptions {
+                k: 10,
+                mode: Mode::Hybrid,
+                vector_search: VectorSearch::Exact,
+                ..Default::default()
+            };
+            let r = engine.search(&q.text, &options, &clock)?;
+            embed.push(r.timings.embed_ms);
+            keyword.push(r.timings.keyword_ms);
+            exact.push(r.timings.vector_ms);
+            fusion.push(r.timings.fusion_ms);
+            total.push(r.timings.total_ms);
+            let vector = embedder.embed(&q.text, TextKind::Query)?;
+            let h = engine.search_with_vector(
+                &q.text,
+                Some(&vector),
+                &SearchOptions {
+                    vector_search: VectorSearch::Hnsw,
+                    mode: Mode::Dense,
+                    ..Default::default()
+                },
+                &clock,
+            )?;
+            hnsw.push(h.timings.vector_ms);
+            if round == 0 {
+                let e = engine.search_with_vector(
+                    &q.text,
+                    Some(&vector),
+                    &SearchOptions {
+                        vector_search: VectorSearch::Exact,
+                        mode: Mode::Dense,
+                        ..Default::default()
+                    },
+                    &clock,
+                )?;
+                let truth: Vec<&str> = e.results.iter().map(|r| r.chunk_id.as_str()).collect();
+                found += h.results.iter().filter(|r| truth.contains(&r.chunk_id.as_str())).count();
+                wanted += truth.len();
+            }
+        }
+    }
+    let mut int8 = Vec::new();
+    for q in &queries {
+        let t = Instant::now();
+        as_stored.embed(&q.text, TextKind::Query)?;
+        int8.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let recall = found as f64 / wanted.max(1) as f64;
+    let row = |name: &str, v: &[f64]| {
+        println!("| {name} | {:.3} | {:.3} |", percentile(v, 50.0), percentile(v, 95.0));
+    };
+    println!(
+        "{} queries x {rounds} rounds; bundle parse {bundle_ms:.1} ms; model load (folded) {model_ms:.0} ms, (int8 as stored) {model_int8_ms:.0} ms",
+        queries.len()
+    );
+    println!("| stage | p50 ms | p95 ms |\n|---|---|---|");
+    row("tokenise", &tokenize);
+    row("tokenise + embed (folded f32 weights)", &embed);
+    row("tokenise + embed (int8 weights as stored)", &int8);
+    row("keyword (BM25)", &keyword);
+    row("vector, exact scan", &exact);
+    row("vector, HNSW", &hnsw);
+    row("fusion + results", &fusion);
+    row("hybrid total (exact vectors)", &total);
+    println!("HNSW recall@10 against exact: {recall:.4} ({found}/{wanted})");
+    println!(
+        "{}",
+        serde_json::json!({
+            "queries": queries.len(), "rounds": rounds, "bundle_parse_ms": bundle_ms, "model_load_ms": model_ms,
+            "embed_p50_ms": percentile(&embed, 50.0), "embed_p95_ms": percentile(&embed, 95.0),
+            "embed_int8_p50_ms": percentile(&int8, 50.0),
+            "keyword_p50_ms": percentile(&keyword, 50.0), "exact_p50_ms": percentile(&exact, 50.0),
+            "hnsw_p50_ms": percentile(&hnsw, 50.0), "fusion_p50_ms": percentile(&fusion, 50.0),
+            "total_p50_ms": percentile(&total, 50.0), "total_p95_ms": percentile(&total, 95.0),
+            "hnsw_recall_at_10": recall,
+        })
+    );
+    Ok(())
+}
