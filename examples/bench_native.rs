@@ -98,7 +98,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     &clock,
                 )?;
                 let truth: Vec<&str> = e.results.iter().map(|r| r.chunk_id.as_str()).collect();
-                found += h.results.iter().filter(|r| truth.contains(&r.chunk_id.as_str())).count();
+                found += h
+                    .results
+                    .iter()
+                    .filter(|r| truth.contains(&r.chunk_id.as_str()))
+                    .count();
                 wanted += truth.len();
             }
         }

@@ -9,6 +9,7 @@ pub mod analyzer;
 pub mod bm25;
 pub mod bundle;
 pub mod chunk;
+pub mod cite;
 pub mod codec;
 pub mod config;
 pub mod embed;

@@ -38,6 +38,15 @@ fn runner(cases: u32) -> TestRunner {
     )
 }
 
+/// The known sections of a bundle as (id, body) pairs, ready for `write_container`.
+fn sections_of(bytes: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    let raw = RawBundle::parse(bytes).unwrap();
+    SectionId::ALL
+        .iter()
+        .map(|id| (*id as u32, raw.section(*id).unwrap().to_vec()))
+        .collect()
+}
+
 /// Loads and, if that works, exercises every search path.
 fn load_and_search(bytes: &[u8]) {
     let Ok(bundle) = Bundle::from_bytes(bytes) else { return };
@@ -105,11 +114,7 @@ fn flipped_truncated_and_spliced_bytes_never_panic() {
 #[test]
 fn damaged_sections_with_valid_digests_never_panic() {
     let bytes = golden();
-    let raw = RawBundle::parse(&bytes).unwrap();
-    let sections: Vec<(u32, Vec<u8>)> = SectionId::ALL
-        .iter()
-        .map(|id| (*id as u32, raw.section(*id).unwrap().to_vec()))
-        .collect();
+    let sections = sections_of(&bytes);
     let strategy = (
         0..sections.len(),
         prop_oneof![
@@ -149,11 +154,7 @@ fn damaged_sections_with_valid_digests_never_panic() {
 #[test]
 fn unknown_sections_are_skipped() {
     let bytes = golden();
-    let raw = RawBundle::parse(&bytes).unwrap();
-    let mut sections: Vec<(u32, Vec<u8>)> = SectionId::ALL
-        .iter()
-        .map(|id| (*id as u32, raw.section(*id).unwrap().to_vec()))
-        .collect();
+    let mut sections = sections_of(&bytes);
     sections.insert(2, (4242, b"from a future minor version".to_vec()));
     let bundle = Bundle::from_bytes(&write_container(&sections)).unwrap();
     assert_eq!(bundle.chunks.len(), 12);

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use sextant::bundle::{Bundle, FORMAT_MAJOR, OLDEST_READABLE_MAJOR};
-use sextant::embed::{ModelOptions, TractEmbedder, WeightMode};
+use sextant::embed::WeightMode;
 use sextant::search::{Engine, Mode, NoClock, SearchOptions};
 
 fn golden() -> Vec<u8> {
@@ -58,13 +58,7 @@ fn golden_v1_answers_keyword_and_hybrid_queries() {
     };
     let r = engine.search("fog horn", &keyword, &NoClock).unwrap();
     assert_eq!(r.results[0].doc_id, "faq-2");
-    let embedder = TractEmbedder::from_bytes(
-        &common::model_file("model.onnx"),
-        &common::model_file("tokenizer.json"),
-        &ModelOptions::default(),
-        WeightMode::Folded,
-    )
-    .unwrap();
+    let embedder = common::embedder(WeightMode::Folded);
     engine.attach_model(Arc::new(embedder)).unwrap();
     let hybrid = SearchOptions {
         k: 3,

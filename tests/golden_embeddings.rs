@@ -3,7 +3,7 @@
 
 mod common;
 
-use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, WeightMode};
+use sextant::embed::{Embedder, TextKind, WeightMode};
 
 #[derive(serde::Deserialize)]
 struct Golden {
@@ -18,13 +18,7 @@ fn goldens() -> Vec<Golden> {
 }
 
 fn check(weights: WeightMode) {
-    let embedder = TractEmbedder::from_bytes(
-        &common::model_file("model.onnx"),
-        &common::model_file("tokenizer.json"),
-        &ModelOptions::default(),
-        weights,
-    )
-    .unwrap();
+    let embedder = common::embedder(weights);
     assert_eq!(embedder.spec().dims, 384);
     let goldens = goldens();
     assert!(goldens.len() >= 10, "the golden file lost its texts");
@@ -51,13 +45,7 @@ fn int8_weights_as_stored_reproduce_golden_embeddings() {
 
 #[test]
 fn long_text_is_truncated_at_the_window_like_the_reference() {
-    let embedder = TractEmbedder::from_bytes(
-        &common::model_file("model.onnx"),
-        &common::model_file("tokenizer.json"),
-        &ModelOptions::default(),
-        WeightMode::Folded,
-    )
-    .unwrap();
+    let embedder = common::embedder(WeightMode::Folded);
     let long = "retrieval ".repeat(600);
     let ids = embedder.tokenizer().encode(&long).unwrap();
     assert_eq!(ids.len(), 256);

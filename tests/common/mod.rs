@@ -36,3 +36,14 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
     dot / (na * nb)
 }
+
+/// The default model, loaded from the model folder.
+pub fn embedder(weights: sextant::embed::WeightMode) -> sextant::embed::TractEmbedder {
+    sextant::embed::TractEmbedder::from_bytes(
+        &model_file("model.onnx"),
+        &model_file("tokenizer.json"),
+        &sextant::embed::ModelOptions::default(),
+        weights,
+    )
+    .expect("load the model")
+}
