@@ -161,6 +161,24 @@ pub enum BundleError {
     },
 }
 
+impl BundleError {
+    /// A stable, machine-readable code for the error (the `code` of JS errors):
+    /// `UNSUPPORTED_VERSION`, `MODEL_MISMATCH` or `CORRUPT_BUNDLE`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            BundleError::UnsupportedVersion { .. } => "UNSUPPORTED_VERSION",
+            BundleError::ModelMismatch { .. } => "MODEL_MISMATCH",
+            BundleError::BadMagic { .. }
+            | BundleError::Truncated { .. }
+            | BundleError::HeaderChecksum
+            | BundleError::ChecksumMismatch { .. }
+            | BundleError::Corrupt { .. }
+            | BundleError::MissingSection { .. }
+            | BundleError::BadSection { .. } => "CORRUPT_BUNDLE",
+        }
+    }
+}
+
 /// The format version stored in the manifest (the header is authoritative).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FormatVersion {

@@ -140,6 +140,18 @@ pub enum EmbedError {
     },
 }
 
+impl EmbedError {
+    /// A stable, machine-readable code: `BAD_MODEL` for files that cannot be loaded,
+    /// `BAD_ARGUMENT` for options, `EMBED_FAILED` for a failure while embedding.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EmbedError::BadTokenizer { .. } | EmbedError::BadModel { .. } => "BAD_MODEL",
+            EmbedError::BadOption { .. } => "BAD_ARGUMENT",
+            EmbedError::Tokenize { .. } | EmbedError::Run { .. } => "EMBED_FAILED",
+        }
+    }
+}
+
 /// Turns texts into fixed-size vectors. `Sync` so the CLI can embed from many threads at once.
 pub trait Embedder: Send + Sync {
     /// The model's description as recorded in a bundle manifest.

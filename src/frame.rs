@@ -41,7 +41,9 @@ const TAG: &str = "retrieved_context";
 pub struct FrameChunk {
     /// The chunk id (what the LLM cites).
     pub chunk_id: String,
-    /// Where it came from (URL or path with anchor).
+    /// Where it came from (URL or path with anchor). Also read from `url`, so search results
+    /// deserialise directly into frame chunks.
+    #[serde(alias = "url")]
     pub source: String,
     /// The chunk's text.
     pub text: String,

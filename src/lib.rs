@@ -22,3 +22,5 @@ pub mod indexer;
 pub mod loader;
 pub mod search;
 pub mod vector;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;

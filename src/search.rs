@@ -136,6 +136,17 @@ pub enum SearchError {
     Embed(#[from] EmbedError),
 }
 
+impl SearchError {
+    /// A stable, machine-readable code: `BAD_ARGUMENT`, `NO_MODEL`, or the embedder's code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SearchError::BadArgument { .. } => "BAD_ARGUMENT",
+            SearchError::NoModel { .. } => "NO_MODEL",
+            SearchError::Embed(e) => e.code(),
+        }
+    }
+}
+
 /// A chunk's place in one retriever's list.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RetrieverHit {
@@ -437,7 +448,6 @@ impl Engine {
 
     /// Frames results as LLM context within `budget` model tokens (needs the model's tokenizer).
     pub fn frame(&self, results: &[SearchResult], budget: usize) -> Result<Framed, SearchError> {
-        let embedder = self.embedder.as_ref().ok_or(SearchError::NoModel { mode: "frame" })?;
         let chunks: Vec<FrameChunk> = results
             .iter()
             .map(|r| FrameChunk {
@@ -446,8 +456,14 @@ impl Engine {
                 text: r.text.clone(),
             })
             .collect();
+        self.frame_chunks(&chunks, budget)
+    }
+
+    /// Frames chunks as LLM context within `budget` model tokens.
+    pub fn frame_chunks(&self, chunks: &[FrameChunk], budget: usize) -> Result<Framed, SearchError> {
+        let embedder = self.embedder.as_ref().ok_or(SearchError::NoModel { mode: "frame" })?;
         let tokenizer = embedder.tokenizer();
-        Ok(frame(&chunks, budget, &|s: &str| tokenizer.count(s))?)
+        Ok(frame(chunks, budget, &|s: &str| tokenizer.count(s))?)
     }
 }
 
