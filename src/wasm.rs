@@ -15,7 +15,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::bundle::Bundle;
 use crate::cite::verify_citations as verify;
-use crate::embed::{sha256_hex, Embedder, ModelOptions, TextKind, TractEmbedder, WeightMode};
+use crate::embed::{sha256_hex, ModelOptions, TextKind, TractEmbedder, WeightMode};
 use crate::frame::{FrameChunk, SYSTEM_PROMPT};
 use crate::search::{Clock, Mode, SearchOptions, VectorSearch};
 
