@@ -41,9 +41,7 @@ const TAG: &str = "retrieved_context";
 pub struct FrameChunk {
     /// The chunk id (what the LLM cites).
     pub chunk_id: String,
-    /// Where it came from (URL or path with anchor). Also read from `url`, so search results
-    /// deserialise directly into frame chunks.
-    #[serde(alias = "url")]
+    /// Where it came from (URL or path with anchor).
     pub source: String,
     /// The chunk's text.
     pub text: String,

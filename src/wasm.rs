@@ -41,7 +41,11 @@ fn from_js<T: for<'de> Deserialize<'de> + Default>(value: JsValue, what: &str) -
     if value.is_undefined() || value.is_null() {
         return Ok(T::default());
     }
-    serde_wasm_bindgen::from_value(value).map_err(|e| bad_argument(format!("invalid {what}: {e}")))
+    // Through serde_json so that `deny_unknown_fields` sees every key (serde-wasm-bindgen only
+    // reads the keys a struct names): a misspelt option is an error, not a silent default.
+    let json: serde_json::Value =
+        serde_wasm_bindgen::from_value(value).map_err(|e| bad_argument(format!("invalid {what}: {e}")))?;
+    serde_json::from_value(json).map_err(|e| bad_argument(format!("invalid {what}: {e}")))
 }
 
 /// `performance.now()` of the host (browser, Node, workerd).
@@ -49,7 +53,8 @@ struct JsClock(Option<Function>, JsValue);
 
 impl JsClock {
     fn new() -> Self {
-        let performance = Reflect::get(&js_sys::global(), &JsValue::from_str("performance")).unwrap_or(JsValue::UNDEFINED);
+        let performance =
+            Reflect::get(&js_sys::global(), &JsValue::from_str("performance")).unwrap_or(JsValue::UNDEFINED);
         let now = Reflect::get(&performance, &JsValue::from_str("now"))
             .ok()
             .and_then(|f| f.dyn_into::<Function>().ok());
@@ -117,7 +122,12 @@ fn weight_mode(options: &EngineOptions) -> Result<WeightMode, JsValue> {
     }
 }
 
-fn build_engine(bundle: &[u8], model: Option<&[u8]>, tokenizer: Option<&[u8]>, options: JsValue) -> Result<Engine, JsValue> {
+fn build_engine(
+    bundle: &[u8],
+    model: Option<&[u8]>,
+    tokenizer: Option<&[u8]>,
+    options: JsValue,
+) -> Result<Engine, JsValue> {
     let options: EngineOptions = from_js(options, "engine options")?;
     let weights = weight_mode(&options)?;
     let bundle = Bundle::from_bytes(bundle).map_err(|e| js_error(e.code(), e))?;
@@ -139,26 +149,41 @@ fn build_engine(bundle: &[u8], model: Option<&[u8]>, tokenizer: Option<&[u8]>, o
             };
             let embedder = TractEmbedder::from_bytes(model, tokenizer, &model_options, weights)
                 .map_err(|e| js_error(e.code(), e))?;
-            inner.attach_model(Arc::new(embedder)).map_err(|e| js_error(e.code(), e))?;
+            inner
+                .attach_model(Arc::new(embedder))
+                .map_err(|e| js_error(e.code(), e))?;
         }
         (None, None) => {}
-        _ => return Err(bad_argument("pass both model and tokenizer, or neither (keyword search only)")),
+        _ => {
+            return Err(bad_argument(
+                "pass both model and tokenizer, or neither (keyword search only)",
+            ))
+        }
     }
     Ok(Engine { inner })
 }
 
 /// Fetches a URL with the host's `fetch`, reporting `{file, loaded, total}` as bytes arrive.
 async fn fetch_bytes(url: &str, file: &str, on_progress: Option<&Function>) -> Result<Vec<u8>, JsValue> {
-    let failed = |reason: String| js_error("FETCH_FAILED", format!("fetching the {file} from {url} failed: {reason}"));
+    let failed = |reason: String| {
+        js_error(
+            "FETCH_FAILED",
+            format!("fetching the {file} from {url} failed: {reason}"),
+        )
+    };
     let global = js_sys::global();
     let fetch: Function = Reflect::get(&global, &JsValue::from_str("fetch"))?
         .dyn_into()
         .map_err(|_| failed("this host has no fetch()".into()))?;
     let promise: Promise = fetch.call1(&global, &JsValue::from_str(url))?.dyn_into()?;
     let response = JsFuture::from(promise).await.map_err(|e| failed(format!("{e:?}")))?;
-    let ok = Reflect::get(&response, &JsValue::from_str("ok"))?.as_bool().unwrap_or(false);
+    let ok = Reflect::get(&response, &JsValue::from_str("ok"))?
+        .as_bool()
+        .unwrap_or(false);
     if !ok {
-        let status = Reflect::get(&response, &JsValue::from_str("status"))?.as_f64().unwrap_or(0.0);
+        let status = Reflect::get(&response, &JsValue::from_str("status"))?
+            .as_f64()
+            .unwrap_or(0.0);
         return Err(failed(format!("HTTP status {status}")));
     }
     let headers = Reflect::get(&response, &JsValue::from_str("headers"))?;
@@ -179,12 +204,20 @@ async fn fetch_bytes(url: &str, file: &str, on_progress: Option<&Function>) -> R
     let body = Reflect::get(&response, &JsValue::from_str("body"))?;
     let mut bytes: Vec<u8> = Vec::with_capacity(total.unwrap_or(0.0) as usize);
     if body.is_null() || body.is_undefined() {
-        let buffer = JsFuture::from(Reflect::get(&response, &"arrayBuffer".into())?.dyn_into::<Function>()?.call0(&response)?.dyn_into::<Promise>()?).await?;
+        let buffer = JsFuture::from(
+            Reflect::get(&response, &"arrayBuffer".into())?
+                .dyn_into::<Function>()?
+                .call0(&response)?
+                .dyn_into::<Promise>()?,
+        )
+        .await?;
         bytes = Uint8Array::new(&buffer).to_vec();
         report(bytes.len());
         return Ok(bytes);
     }
-    let reader = Reflect::get(&body, &"getReader".into())?.dyn_into::<Function>()?.call0(&body)?;
+    let reader = Reflect::get(&body, &"getReader".into())?
+        .dyn_into::<Function>()?
+        .call0(&body)?;
     let read: Function = Reflect::get(&reader, &"read".into())?.dyn_into()?;
     report(0);
     loop {
@@ -208,7 +241,12 @@ impl Engine {
     /// `new Engine(bundle, model?, tokenizer?, options?)` from bytes. Without a model only
     /// keyword search works. `options.weights`: `"folded"` (default) or `"int8"`.
     #[wasm_bindgen(constructor)]
-    pub fn new(bundle: &[u8], model: Option<Vec<u8>>, tokenizer: Option<Vec<u8>>, options: JsValue) -> Result<Engine, JsValue> {
+    pub fn new(
+        bundle: &[u8],
+        model: Option<Vec<u8>>,
+        tokenizer: Option<Vec<u8>>,
+        options: JsValue,
+    ) -> Result<Engine, JsValue> {
         build_engine(bundle, model.as_deref(), tokenizer.as_deref(), options)
     }
 
@@ -255,7 +293,11 @@ impl Engine {
             None | Some("auto") => VectorSearch::Auto,
             Some("exact") => VectorSearch::Exact,
             Some("hnsw") => VectorSearch::Hnsw,
-            Some(other) => return Err(bad_argument(format!("vectorSearch {other:?} is not auto, exact or hnsw"))),
+            Some(other) => {
+                return Err(bad_argument(format!(
+                    "vectorSearch {other:?} is not auto, exact or hnsw"
+                )))
+            }
         };
         let response = self
             .inner
@@ -266,8 +308,23 @@ impl Engine {
 
     /// `frame(results, {tokenBudget})` → `{context, included, omitted, tokens, budget, systemPrompt}`.
     pub fn frame(&self, results: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-        let chunks: Vec<FrameChunk> = serde_wasm_bindgen::from_value(results)
+        /// The fields of a search result that framing reads.
+        #[derive(Deserialize)]
+        struct Framable {
+            chunk_id: String,
+            url: String,
+            text: String,
+        }
+        let results: Vec<Framable> = serde_wasm_bindgen::from_value(results)
             .map_err(|e| bad_argument(format!("results must be search results (chunk_id, url, text): {e}")))?;
+        let chunks: Vec<FrameChunk> = results
+            .into_iter()
+            .map(|r| FrameChunk {
+                chunk_id: r.chunk_id,
+                source: r.url,
+                text: r.text,
+            })
+            .collect();
         let o: FrameOptions = from_js(options, "frame options")?;
         let framed = self
             .inner
@@ -306,6 +363,19 @@ impl Engine {
             .ok_or_else(|| js_error("NO_MODEL", "this engine was loaded without a model"))?;
         embedder.tokenizer().encode(text).map_err(|e| js_error(e.code(), e))
     }
+}
+
+/// `await fetchBytes(url, file, onProgress?)`: the bytes at `url`, reporting
+/// `onProgress({file, loaded, total})` as they arrive (`total` is null without a
+/// Content-Length). Fails with code `FETCH_FAILED`.
+#[wasm_bindgen(js_name = fetchBytes)]
+pub async fn fetch_bytes_export(
+    url: String,
+    file: String,
+    on_progress: Option<Function>,
+) -> Result<Uint8Array, JsValue> {
+    let bytes = fetch_bytes(&url, &file, on_progress.as_ref()).await?;
+    Ok(Uint8Array::from(bytes.as_slice()))
 }
 
 /// `verifyCitations(answer, chunkIds)` → `{citations, valid, unknown, grounded}`: which

@@ -31,8 +31,13 @@ impl Clock for InstantClock {
 pub struct SearchArgs {
     /// The bundle file.
     bundle: PathBuf,
-    /// The query.
-    query: String,
+    /// The query (or use --queries).
+    #[arg(required_unless_present = "queries", conflicts_with = "queries")]
+    query: Option<String>,
+    /// Run every query of a BEIR queries JSONL file ({"_id", "text"} a line); with --json,
+    /// prints one line per query: {"query_id", "query", "mode", "results", "timings", …}.
+    #[arg(long)]
+    queries: Option<PathBuf>,
     /// Number of results (1–1000).
     #[arg(short, default_value_t = 10)]
     k: usize,
@@ -204,7 +209,38 @@ pub fn search(args: SearchArgs) -> Result<()> {
         ..Default::default()
     };
     let clock = InstantClock(Instant::now());
-    let response = engine.search(&args.query, &options, &clock)?;
+    if let Some(path) = &args.queries {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let queries = parse_queries(&text).with_context(|| format!("in {}", path.display()))?;
+        for q in queries {
+            let response = engine.search(&q.text, &options, &clock)?;
+            if args.json {
+                #[derive(Serialize)]
+                struct Line<'a> {
+                    query_id: &'a str,
+                    query: &'a str,
+                    mode: &'a str,
+                    #[serde(flatten)]
+                    response: &'a SearchResponse,
+                }
+                let mut out = std::io::stdout().lock();
+                let line = Line {
+                    query_id: &q.id,
+                    query: &q.text,
+                    mode: mode.name(),
+                    response: &response,
+                };
+                serde_json::to_writer(&mut out, &line)?;
+                writeln!(out)?;
+            } else {
+                println!("# {} {}", q.id, q.text);
+                print_results(&response)?;
+            }
+        }
+        return Ok(());
+    }
+    let query = args.query.as_deref().unwrap_or_default();
+    let response = engine.search(query, &options, &clock)?;
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer(&mut out, &response)?;

@@ -1,0 +1,8 @@
+// Browser (and bundler) entry: the .wasm file is fetched next to this module.
+import init, * as wasm from './sextant_wasm.js';
+import { makeApi } from './core.js';
+
+const api = makeApi(wasm, () => init({ module_or_path: new URL('./sextant_wasm_bg.wasm', import.meta.url) }));
+
+export const { Sextant, SextantError, verifyCitations, systemPrompt, ready } = api;
+export { readChatStream, retryAfterMs, backoffMs } from './core.js';

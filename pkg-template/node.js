@@ -1,0 +1,12 @@
+// Node entry: the .wasm file is read from the package folder.
+import { readFile } from 'node:fs/promises';
+import init, * as wasm from './sextant_wasm.js';
+import { makeApi } from './core.js';
+
+const api = makeApi(wasm, async () => {
+  const bytes = await readFile(new URL('./sextant_wasm_bg.wasm', import.meta.url));
+  await init({ module_or_path: bytes });
+});
+
+export const { Sextant, SextantError, verifyCitations, systemPrompt, ready } = api;
+export { readChatStream, retryAfterMs, backoffMs } from './core.js';

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the npm package into pkg/: the core crate for wasm32 (profile `wasm`, +simd128),
+# wasm-bindgen (pinned to the crate's exact version), wasm-opt when available, and the JS API,
+# types and README from pkg-template/.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$SEXTANT_ROOT"
+
+want=$(scripts/wasm-bindgen-version.sh)
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+  echo "error: wasm-bindgen CLI $want is needed (found ${have:-none}); run scripts/setup.sh or 'cargo install wasm-bindgen-cli --version $want'" >&2
+  exit 1
+fi
+
+cargo build --quiet --target wasm32-unknown-unknown --no-default-features --profile wasm --lib
+rm -rf pkg
+mkdir -p pkg
+wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_wasm \
+  "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sextant.wasm"
+
+if command -v wasm-opt >/dev/null && [ "${SEXTANT_SKIP_WASM_OPT:-0}" != 1 ]; then
+  wasm-opt -O3 --strip-debug --strip-producers \
+    --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    pkg/sextant_wasm_bg.wasm -o pkg/sextant_wasm_bg.opt.wasm
+  mv pkg/sextant_wasm_bg.opt.wasm pkg/sextant_wasm_bg.wasm
+else
+  echo "wasm-opt not found (apt-get install binaryen): the .wasm is left unoptimised" >&2
+fi
+
+cp pkg-template/core.js pkg-template/browser.js pkg-template/node.js pkg-template/workerd.js \
+  pkg-template/index.d.ts pkg-template/README.md pkg/
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json > pkg/package.json
+size=$(stat -c %s pkg/sextant_wasm_bg.wasm)
+gz=$(gzip -9 -c pkg/sextant_wasm_bg.wasm | wc -c)
+echo "pkg: sextant-search $version, wasm $size bytes ($gz gzip)"

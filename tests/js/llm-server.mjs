@@ -1,0 +1,77 @@
+// A small OpenAI-compatible chat-completions server on loopback, standing in for the LLM
+// endpoint (the one third-party service a test may double). Each request is answered by a
+// plan the test gives: a status, headers, SSE events (streamed with a delay), or a hang.
+import http from 'node:http';
+
+/** SSE lines of a streamed answer: one `data:` event per piece, then usage and [DONE]. */
+export function sseAnswer(text, { pieces, usage = { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 } } = {}) {
+  const parts = pieces ?? text.match(/\S+\s*/g) ?? [];
+  const events = parts.map((content, i) => ({
+    id: 'chatcmpl-test',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content } : { content }, finish_reason: null }],
+  }));
+  events.push({ id: 'chatcmpl-test', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+  events.push({ id: 'chatcmpl-test', object: 'chat.completion.chunk', choices: [], usage });
+  return [...events.map((e) => `data: ${JSON.stringify(e)}`), 'data: [DONE]'];
+}
+
+/** The chunk ids the request's system prompt carries (what the LLM was shown). */
+export function chunkIdsIn(body) {
+  const system = body?.messages?.find((m) => m.role === 'system')?.content ?? '';
+  return [...system.matchAll(/chunk_id="([^"]+)"/g)].map((m) => m[1]);
+}
+
+/**
+ * Starts the server. `plan(request, index)` returns
+ * { status = 200, headers = {}, events: [sse lines], delayMs = 5, hang = false, body }.
+ * By default it answers citing the first chunk it was shown.
+ */
+export async function startLlmServer(plan) {
+  const requests = [];
+  const sockets = new Set();
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    let body = null;
+    try {
+      body = JSON.parse(raw);
+    } catch {}
+    const request = { method: req.method, url: req.url, headers: req.headers, body };
+    requests.push(request);
+    const p = (plan ? plan(request, requests.length - 1) : undefined) ?? defaultPlan(request);
+    if (p.hang) return; // never answers: for timeouts and aborts
+    const status = p.status ?? 200;
+    if (status !== 200 || p.body !== undefined) {
+      res.writeHead(status, { 'content-type': 'application/json', ...(p.headers ?? {}) });
+      res.end(p.body ?? JSON.stringify({ error: { message: `status ${status}` } }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(p.headers ?? {}) });
+    for (const line of p.events ?? []) {
+      res.write(`${line}\n\n`);
+      await new Promise((r) => setTimeout(r, p.delayMs ?? 5));
+    }
+    res.end();
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(resolve);
+      }),
+  };
+}
+
+export function defaultPlan(request) {
+  const [first] = chunkIdsIn(request.body);
+  return { events: sseAnswer(`The documents say so [${first}].`) };
+}

@@ -1,0 +1,329 @@
+// Tests of the *built* npm package (pkg/, packed and installed as a user would), in Node:
+// API shape, typed errors, parity with the CLI, loading by URL with progress, and ask()
+// against a local OpenAI-compatible SSE server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, writeFile, mkdtemp } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
+import { fixtures, modelDir, sextantBin, importPackage, consumerProject, exampleFiles, taggedBlock, root } from './harness.mjs';
+import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
+
+let api;
+let bundle;
+let model;
+let tokenizer;
+let sextant;
+
+before(async () => {
+  api = await importPackage();
+  bundle = await readFile(path.join(fixtures, 'golden-v1.sxt'));
+  model = await readFile(path.join(modelDir, 'model.onnx'));
+  tokenizer = await readFile(path.join(modelDir, 'tokenizer.json'));
+  sextant = await api.Sextant.load({ bundle, model, tokenizer });
+});
+
+after(() => sextant?.free());
+
+async function expectCode(promiseOrFn, code) {
+  let error;
+  try {
+    await (typeof promiseOrFn === 'function' ? promiseOrFn() : promiseOrFn);
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error, `expected an error with code ${code}`);
+  assert.ok(error instanceof Error, `not an Error: ${error}`);
+  assert.equal(error.code, code, `${error.code}: ${error.message}`);
+  return error;
+}
+
+test('the package exports its API, types and conditions', async () => {
+  for (const name of ['Sextant', 'SextantError', 'verifyCitations', 'systemPrompt', 'ready', 'readChatStream']) {
+    assert.ok(name in api, `missing export ${name}`);
+  }
+  const pkg = JSON.parse(readFileSync(path.join(consumerProject(), 'node_modules/sextant-search/package.json'), 'utf8'));
+  assert.deepEqual(Object.keys(pkg.exports['.']), ['types', 'workerd', 'node', 'browser', 'default']);
+  const types = readFileSync(path.join(consumerProject(), 'node_modules/sextant-search/index.d.ts'), 'utf8');
+  assert.match(types, /static load\(options: LoadOptions\): Promise<Sextant>/);
+  assert.match(api.systemPrompt(), /untrusted/);
+});
+
+test('search returns the CLI fields and per-stage timings', () => {
+  const response = sextant.search('how do I clean the lens', { k: 3 });
+  assert.equal(response.results.length, 3);
+  const top = response.results[0];
+  assert.equal(top.doc_id, 'notes.txt');
+  for (const field of ['rank', 'chunk_id', 'doc_id', 'title', 'source', 'url', 'heading_path', 'text', 'score', 'dense', 'keyword']) {
+    assert.ok(field in top, `missing ${field}`);
+  }
+  for (const stage of ['embed_ms', 'keyword_ms', 'vector_ms', 'fusion_ms', 'total_ms']) {
+    assert.equal(typeof response.timings[stage], 'number');
+  }
+  assert.ok(response.timings.total_ms >= response.timings.embed_ms);
+  assert.equal(response.vector_method, 'exact');
+});
+
+test('the package gives the native CLI results in every mode', () => {
+  for (const mode of ['hybrid', 'dense', 'keyword']) {
+    for (const query of ['how often should the bulb be changed', 'fog horn signals', 'prompt injection password']) {
+      const cli = JSON.parse(
+        execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v1.sxt'), query, '--mode', mode, '-k', '5', '--json'], {
+          env: { ...process.env, SEXTANT_MODEL_DIR: modelDir },
+        }),
+      );
+      const js = sextant.search(query, { k: 5, mode });
+      assert.deepEqual(js.results.map((r) => r.chunk_id), cli.results.map((r) => r.chunk_id), `${mode}: ${query}`);
+      js.results.forEach((r, i) => assert.ok(Math.abs(r.score - cli.results[i].score) <= 1e-4, `${mode} ${query} ${r.chunk_id}`));
+    }
+  }
+});
+
+test('context frames results within the budget and blocks fake delimiters', () => {
+  const framed = sextant.context('prompt injection password', { tokenBudget: 400, k: 4 });
+  assert.ok(framed.tokens <= 400);
+  assert.ok(framed.included.length >= 1);
+  assert.match(framed.context, /\[blocked-retrieved-context-end\]/);
+  for (const line of framed.context.split('\n')) {
+    assert.ok(line.startsWith('<retrieved_context ') || line.startsWith('| ') || line === '</retrieved_context>', line);
+  }
+});
+
+test('errors are Errors with stable codes', async () => {
+  const corrupt = Uint8Array.from(bundle);
+  corrupt[corrupt.length - 20] ^= 0xff;
+  await expectCode(api.Sextant.load({ bundle: corrupt, model, tokenizer }), 'CORRUPT_BUNDLE');
+  await expectCode(api.Sextant.load({ bundle: new TextEncoder().encode('<html>'), model, tokenizer }), 'CORRUPT_BUNDLE');
+  const future = Uint8Array.from(bundle);
+  future[8] = 9; // major 9
+  const e = await expectCode(api.Sextant.load({ bundle: future }), 'UNSUPPORTED_VERSION');
+  assert.match(e.message, /reads majors 1 to 1/);
+  const otherTokenizer = new Uint8Array([...tokenizer, 0x0a]);
+  await expectCode(api.Sextant.load({ bundle, model, tokenizer: otherTokenizer }), 'MODEL_MISMATCH');
+  await expectCode(api.Sextant.load({ bundle, model: model.subarray(0, 1000), tokenizer }), 'MODEL_MISMATCH');
+  await expectCode(api.Sextant.load({ bundle, model }), 'BAD_ARGUMENT');
+  await expectCode(api.Sextant.load({}), 'BAD_ARGUMENT');
+  await expectCode(api.Sextant.load({ bundle, model, tokenizer, weights: 'fp4' }), 'BAD_ARGUMENT');
+  await expectCode(() => sextant.search('lamp', { k: 0 }), 'BAD_ARGUMENT');
+  await expectCode(() => sextant.search('   '), 'BAD_ARGUMENT');
+  await expectCode(() => sextant.search('lamp', { mode: 'fuzzy' }), 'BAD_ARGUMENT');
+  await expectCode(() => sextant.search('lamp', { kk: 3 }), 'BAD_ARGUMENT');
+  const keywordOnly = await api.Sextant.load({ bundle });
+  assert.equal(keywordOnly.search('fog horn', { mode: 'keyword' }).results[0].doc_id, 'faq-2');
+  await expectCode(() => keywordOnly.search('fog horn'), 'NO_MODEL');
+  keywordOnly.free();
+});
+
+test('int8 weights as stored give the same ranking', async () => {
+  const small = await api.Sextant.load({ bundle, model, tokenizer, weights: 'int8' });
+  const a = small.search('how do I clean the lens', { k: 5, mode: 'dense' }).results;
+  const b = sextant.search('how do I clean the lens', { k: 5, mode: 'dense' }).results;
+  assert.deepEqual(a.map((r) => r.chunk_id), b.map((r) => r.chunk_id));
+  small.free();
+});
+
+test('loading by URL reports download progress', async () => {
+  const files = { '/docs.sxt': path.join(fixtures, 'golden-v1.sxt'), '/model.onnx': path.join(modelDir, 'model.onnx'), '/tokenizer.json': path.join(modelDir, 'tokenizer.json') };
+  const server = http.createServer(async (req, res) => {
+    const file = files[req.url];
+    if (!file) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    const body = await readFile(file);
+    res.writeHead(200, { 'content-length': body.length });
+    // Several writes so progress has steps.
+    for (let i = 0; i < body.length; i += 1 << 20) res.write(body.subarray(i, i + (1 << 20)));
+    res.end();
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const events = [];
+    const s = await api.Sextant.load({
+      bundle: `${base}/docs.sxt`,
+      model: new URL(`${base}/model.onnx`),
+      tokenizer: `${base}/tokenizer.json`,
+      onProgress: (p) => events.push({ ...p }),
+    });
+    const modelEvents = events.filter((e) => e.file === 'model');
+    assert.ok(modelEvents.length >= 3, `only ${modelEvents.length} model progress events`);
+    for (let i = 1; i < modelEvents.length; i++) assert.ok(modelEvents[i].loaded >= modelEvents[i - 1].loaded);
+    const last = modelEvents.at(-1);
+    assert.equal(last.loaded, statSync(files['/model.onnx']).size);
+    assert.equal(last.total, last.loaded);
+    assert.ok(events.some((e) => e.file === 'bundle') && events.some((e) => e.file === 'tokenizer'));
+    assert.equal(s.search('fog horn', { k: 1 }).results[0].doc_id, 'faq-2');
+    s.free();
+    const e = await expectCode(api.Sextant.load({ bundle: `${base}/missing.sxt` }), 'FETCH_FAILED');
+    assert.match(e.message, /404/);
+  } finally {
+    server.close();
+  }
+});
+
+test('verifyCitations keeps citations of sent chunks and flags the rest', () => {
+  const results = sextant.search('fog horn', { k: 2 }).results;
+  const id = results[0].chunk_id;
+  const report = api.verifyCitations(`Fog horns sound a code [${id}] unlike [made-up.md#4].`, results);
+  assert.deepEqual(report.valid, [id]);
+  assert.deepEqual(report.unknown, ['made-up.md#4']);
+  assert.equal(report.grounded, true);
+  assert.equal(api.verifyCitations('no citations here', [id]).grounded, false);
+});
+
+test('ask streams tokens in order and verifies citations', async () => {
+  const pieces = ['Ships ', 'count ', 'the ', 'seconds ', 'between ', 'flashes'];
+  const llm = await startLlmServer((req) => {
+    const [first] = chunkIdsIn(req.body);
+    return { events: sseAnswer('', { pieces: [...pieces, ` [${first}].`] }), delayMs: 15 };
+  });
+  try {
+    const tokens = [];
+    const result = await sextant.ask('why does the lighthouse beam rotate', {
+      llm: { baseUrl: llm.baseUrl, model: 'test-model', apiKey: 'sk-secret-123' },
+      onToken: (t) => tokens.push(t),
+    });
+    assert.equal(llm.requests.length, 1);
+    const request = llm.requests[0];
+    assert.equal(request.url, '/v1/chat/completions');
+    assert.equal(request.headers.authorization, 'Bearer sk-secret-123');
+    assert.equal(request.body.stream, true);
+    assert.equal(request.body.model, 'test-model');
+    const system = request.body.messages[0].content;
+    assert.match(system, /untrusted/);
+    assert.match(system, /<retrieved_context source="[^"]+" chunk_id="[^"]+">/);
+    assert.equal(request.body.messages[1].content, 'why does the lighthouse beam rotate');
+    assert.deepEqual(tokens.slice(0, pieces.length), pieces);
+    assert.equal(result.answer, tokens.join(''));
+    assert.equal(result.refused, false);
+    assert.equal(result.grounded, true);
+    assert.equal(result.citations.length, 1);
+    assert.equal(result.citations[0].valid, true);
+    assert.ok(result.chunks.some((c) => c.chunk_id === result.citations[0].chunk_id));
+    assert.deepEqual(result.usage, { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 });
+  } finally {
+    await llm.close();
+  }
+});
+
+test('ask retries 429 and 5xx, honouring Retry-After, at most 3 tries', async () => {
+  const llm = await startLlmServer((req, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '0' } } : undefined));
+  try {
+    const retries = [];
+    const result = await sextant.ask('who writes the logbook', {
+      llm: { baseUrl: llm.baseUrl, model: 'm' },
+      onRetry: (r) => retries.push(r),
+    });
+    assert.equal(llm.requests.length, 2);
+    assert.deepEqual(retries, [{ attempt: 1, status: 429, waitMs: 0 }]);
+    assert.equal(result.grounded, true);
+  } finally {
+    await llm.close();
+  }
+  const down = await startLlmServer(() => ({ status: 503 }));
+  try {
+    const e = await expectCode(
+      sextant.ask('who writes the logbook', { llm: { baseUrl: down.baseUrl, model: 'm' }, random: () => 0 }),
+      'LLM_UNAVAILABLE',
+    );
+    assert.equal(down.requests.length, 3);
+    assert.equal(e.status, 503);
+  } finally {
+    await down.close();
+  }
+});
+
+test('ask reports 401 at once and never leaks the key', async () => {
+  const llm = await startLlmServer(() => ({ status: 401, body: JSON.stringify({ error: { message: 'Incorrect API key provided' } }) }));
+  try {
+    const e = await expectCode(
+      sextant.ask('who writes the logbook', { llm: { baseUrl: llm.baseUrl, model: 'm', apiKey: 'sk-do-not-print' } }),
+      'LLM_AUTH',
+    );
+    assert.equal(llm.requests.length, 1);
+    assert.match(e.message, /401/);
+    assert.doesNotMatch(e.message + JSON.stringify(e), /sk-do-not-print/);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('ask survives malformed SSE lines', async () => {
+  const llm = await startLlmServer((req) => {
+    const [first] = chunkIdsIn(req.body);
+    const events = sseAnswer(`Keepers write it [${first}].`);
+    events.splice(1, 0, 'data: {"choices": [{"delta": {"content": "bro', ': keep-alive comment', 'event: ping');
+    return { events };
+  });
+  try {
+    const result = await sextant.ask('who writes the logbook', { llm: { baseUrl: llm.baseUrl, model: 'm' } });
+    assert.match(result.answer, /^Keepers write it \[.+\]\.$/);
+    assert.equal(result.malformedEvents, 1);
+    assert.equal(result.grounded, true);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('ask flags a citation to a chunk that was not retrieved', async () => {
+  const llm = await startLlmServer(() => ({ events: sseAnswer('Trust me [guide/secret.md#7].') }));
+  try {
+    const result = await sextant.ask('who writes the logbook', { llm: { baseUrl: llm.baseUrl, model: 'm' } });
+    assert.deepEqual(result.unknownCitations, ['guide/secret.md#7']);
+    assert.equal(result.citations[0].valid, false);
+    assert.equal(result.grounded, false);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('ask refuses without a request when nothing relevant is retrieved', async () => {
+  const llm = await startLlmServer();
+  try {
+    const result = await sextant.ask('zxqv blorft wibble', { llm: { baseUrl: llm.baseUrl, model: 'm' } });
+    assert.equal(result.refused, true);
+    assert.equal(result.grounded, false);
+    assert.deepEqual(result.chunks, []);
+    assert.equal(llm.requests.length, 0);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('ask reports bad base URLs, unreachable hosts, timeouts and aborts clearly', async () => {
+  const question = 'who writes the logbook';
+  await expectCode(sextant.ask(question, { llm: { baseUrl: 'not a url', model: 'm' } }), 'LLM_BAD_URL');
+  await expectCode(sextant.ask(question, { llm: { baseUrl: 'ftp://example.com/v1', model: 'm' } }), 'LLM_BAD_URL');
+  await expectCode(sextant.ask(question, { llm: { model: 'm' } }), 'BAD_ARGUMENT');
+  const closed = await startLlmServer();
+  const deadUrl = closed.baseUrl;
+  await closed.close();
+  await expectCode(sextant.ask(question, { llm: { baseUrl: deadUrl, model: 'm' } }), 'LLM_UNREACHABLE');
+  const hanging = await startLlmServer(() => ({ hang: true }));
+  try {
+    await expectCode(sextant.ask(question, { llm: { baseUrl: hanging.baseUrl, model: 'm' }, timeoutMs: 300 }), 'LLM_TIMEOUT');
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    await expectCode(sextant.ask(question, { llm: { baseUrl: hanging.baseUrl, model: 'm' }, signal: controller.signal }), 'ABORTED');
+  } finally {
+    await hanging.close();
+  }
+});
+
+test('the README Node examples work as written', async () => {
+  for (const readme of [path.join(root, 'README.md'), path.join(root, 'pkg-template/README.md')]) {
+    const code = taggedBlock(await readFile(readme, 'utf8'), 'node-example');
+    const dir = consumerProject();
+    const work = await mkdtemp(path.join(dir, 'example-'));
+    exampleFiles(work);
+    await writeFile(path.join(work, 'example.mjs'), code);
+    const out = execFileSync(process.execPath, ['example.mjs'], { cwd: work, encoding: 'utf8' });
+    const lines = out.trim().split('\n');
+    assert.equal(lines.length, 3, `${readme}: ${out}`);
+    assert.match(lines[0], /^1 Security model pages\/security\.html#/, `${readme}: ${out}`);
+  }
+});

@@ -1,0 +1,47 @@
+// A static file server on loopback for browser tests: correct MIME types (application/wasm),
+// Content-Length, and a log of the requests it served.
+import http from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+  '.onnx': 'application/octet-stream',
+  '.sxt': 'application/octet-stream',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+export async function startStaticServer(dir, { port = 0, headers = {} } = {}) {
+  const log = [];
+  const server = http.createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://localhost');
+    let file = path.join(dir, decodeURIComponent(url.pathname));
+    if (!file.startsWith(path.resolve(dir))) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      if ((await stat(file)).isDirectory()) file = path.join(file, 'index.html');
+      const body = await readFile(file);
+      log.push({ path: url.pathname, bytes: body.length });
+      res.writeHead(200, {
+        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+        'content-length': body.length,
+        ...headers,
+      });
+      res.end(body);
+    } catch {
+      log.push({ path: url.pathname, status: 404 });
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+    }
+  });
+  await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, log, close: () => new Promise((r) => server.close(r)) };
+}

@@ -1,0 +1,113 @@
+//! The core compiled to WebAssembly gives the native results: the golden embeddings (token ids
+//! exact, cosine >= 0.999) and, on a Cranfield bundle built by the native CLI, the same top-10
+//! chunks in the same order with scores within 1e-4 of `sextant search --json`, in every mode.
+//!
+//! Runs under wasm-bindgen-test in Node and in headless Chromium (scripts/test-wasm.sh builds
+//! the bundle and the expected results first and points SEXTANT_PARITY_DIR at them).
+#![cfg(target_arch = "wasm32")]
+
+use std::sync::Arc;
+
+use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, WeightMode};
+use sextant::search::{Engine, Mode, NoClock, SearchOptions};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+static MODEL: &[u8] = include_bytes!(concat!(env!("SEXTANT_MODEL_DIR"), "/model.onnx"));
+static TOKENIZER: &[u8] = include_bytes!(concat!(env!("SEXTANT_MODEL_DIR"), "/tokenizer.json"));
+static GOLDEN: &str = include_str!("fixtures/golden/minilm-int8-embeddings.jsonl");
+static BUNDLE: &[u8] = include_bytes!(concat!(env!("SEXTANT_PARITY_DIR"), "/cranfield.sxt"));
+static EXPECTED: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected.jsonl"));
+
+fn embedder() -> TractEmbedder {
+    TractEmbedder::from_bytes(MODEL, TOKENIZER, &ModelOptions::default(), WeightMode::Folded).unwrap()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb)
+}
+
+#[derive(serde::Deserialize)]
+struct Golden {
+    text: String,
+    token_ids: Vec<u32>,
+    embedding: Vec<f32>,
+}
+
+#[wasm_bindgen_test]
+fn golden_embeddings_in_wasm() {
+    let embedder = embedder();
+    let mut n = 0;
+    for line in GOLDEN.lines() {
+        let g: Golden = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            embedder.tokenizer().encode(&g.text).unwrap(),
+            g.token_ids,
+            "{:?}",
+            g.text
+        );
+        let v = embedder.embed(&g.text, TextKind::Query).unwrap();
+        let cos = cosine(&v, &g.embedding);
+        assert!(cos >= 0.999, "cosine {cos} for {:?}", g.text);
+        n += 1;
+    }
+    assert!(n >= 10);
+}
+
+#[derive(serde::Deserialize)]
+struct ExpectedHit {
+    chunk_id: String,
+    score: f32,
+}
+
+#[derive(serde::Deserialize)]
+struct ExpectedLine {
+    query_id: String,
+    query: String,
+    mode: String,
+    results: Vec<ExpectedHit>,
+}
+
+#[wasm_bindgen_test]
+fn cranfield_results_match_the_native_cli() {
+    let mut engine = Engine::from_bytes(BUNDLE).unwrap();
+    engine.attach_model(Arc::new(embedder())).unwrap();
+    let mut checked = std::collections::BTreeMap::<String, usize>::new();
+    for line in EXPECTED.lines() {
+        let expected: ExpectedLine = serde_json::from_str(line).unwrap();
+        let mode: Mode = expected.mode.parse().unwrap();
+        let options = SearchOptions {
+            k: 10,
+            mode,
+            ..Default::default()
+        };
+        let got = engine.search(&expected.query, &options, &NoClock).unwrap().results;
+        let got_ids: Vec<&str> = got.iter().map(|r| r.chunk_id.as_str()).collect();
+        let want_ids: Vec<&str> = expected.results.iter().map(|r| r.chunk_id.as_str()).collect();
+        assert_eq!(
+            got_ids, want_ids,
+            "query {} ({}) in {} mode",
+            expected.query_id, expected.query, expected.mode
+        );
+        for (g, w) in got.iter().zip(&expected.results) {
+            assert!(
+                (g.score - w.score).abs() <= 1e-4,
+                "query {} {}: {} scores {} in wasm, {} native",
+                expected.query_id,
+                expected.mode,
+                g.chunk_id,
+                g.score,
+                w.score
+            );
+        }
+        *checked.entry(expected.mode).or_default() += 1;
+    }
+    for mode in ["hybrid", "dense", "keyword"] {
+        assert!(
+            checked.get(mode).copied().unwrap_or(0) >= 25,
+            "fewer than 25 {mode} queries checked: {checked:?}"
+        );
+    }
+}
