@@ -2,12 +2,12 @@
 # script in scripts/ that also runs on its own.
 SHELL := /bin/bash
 
-.PHONY: demo test setup model cli lint test-native bench clean
+.PHONY: demo test setup model cli wasm lint test-native test-wasm test-js bench bench-wasm clean
 
-demo: setup cli
+demo: setup cli wasm
 	scripts/demo.sh
 
-test: setup lint test-native
+test: setup lint test-native wasm test-wasm test-js
 
 setup:
 	scripts/setup.sh
@@ -18,14 +18,26 @@ model:
 cli:
 	scripts/cli.sh
 
+wasm:
+	scripts/build-wasm.sh
+
 lint:
 	scripts/lint.sh
 
 test-native:
 	scripts/test-native.sh
 
+test-wasm:
+	scripts/test-wasm.sh
+
+test-js: wasm cli
+	scripts/test-js.sh
+
 bench: setup cli
 	scripts/bench-native.sh
+
+bench-wasm: setup wasm
+	scripts/bench-wasm.sh
 
 clean:
 	rm -rf www/dist pkg

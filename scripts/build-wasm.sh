@@ -19,18 +19,19 @@ mkdir -p pkg
 wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_wasm \
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sextant.wasm"
 
-if command -v wasm-opt >/dev/null && [ "${SEXTANT_SKIP_WASM_OPT:-0}" != 1 ]; then
-  wasm-opt -O3 --strip-debug --strip-producers \
-    --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+# wasm-opt runs only when WASM_OPT names a binaryen wasm-opt: measured on this build it made the
+# gzip larger and queries no faster (BENCHMARKS.md), and Debian's binaryen 108 breaks
+# wasm-bindgen's externref table.
+if [ -n "${WASM_OPT:-}" ]; then
+  "$WASM_OPT" -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue \
     pkg/sextant_wasm_bg.wasm -o pkg/sextant_wasm_bg.opt.wasm
   mv pkg/sextant_wasm_bg.opt.wasm pkg/sextant_wasm_bg.wasm
-else
-  echo "wasm-opt not found (apt-get install binaryen): the .wasm is left unoptimised" >&2
 fi
 
 cp pkg-template/core.js pkg-template/browser.js pkg-template/node.js pkg-template/workerd.js \
   pkg-template/index.d.ts pkg-template/README.md pkg/
+cp -r pkg-template/ui pkg/ui
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json > pkg/package.json
 size=$(stat -c %s pkg/sextant_wasm_bg.wasm)

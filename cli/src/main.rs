@@ -4,6 +4,7 @@ mod build;
 mod inputs;
 mod model;
 mod query;
+mod site;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -208,12 +208,66 @@ fn select_first<'a>(html: &'a Html, selector: &str) -> Option<ElementRef<'a>> {
     html.select(&selector).next()
 }
 
+/// Why a page of a built site is not indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SiteSkip {
+    /// `<html>` or `<body>` carries `data-sextant-ignore`.
+    Ignored,
+    /// A `<meta http-equiv="refresh">` redirect page.
+    Redirect,
+    /// `<meta name="robots" content="noindex">`.
+    NoIndex,
+    /// The main content has no text.
+    Empty,
+}
+
+impl SiteSkip {
+    /// The reason as shown in the build summary.
+    pub fn reason(self) -> &'static str {
+        match self {
+            SiteSkip::Ignored => "marked data-sextant-ignore",
+            SiteSkip::Redirect => "redirect page (meta refresh)",
+            SiteSkip::NoIndex => "robots noindex",
+            SiteSkip::Empty => "no text in the main content",
+        }
+    }
+}
+
+/// Loads a page of a built site: the URL comes from its path ([`site_url`]), and pages that
+/// should not be searched are reported with the reason.
+pub fn load_site_page(path: &str, text: &str) -> Result<Document, SiteSkip> {
+    let html = Html::parse_document(text);
+    if select_first(&html, "html[data-sextant-ignore], body[data-sextant-ignore]").is_some() {
+        return Err(SiteSkip::Ignored);
+    }
+    if let Ok(meta) = Selector::parse("meta") {
+        for m in html.select(&meta) {
+            let attr = |name: &str| m.value().attr(name).unwrap_or("").to_ascii_lowercase();
+            if attr("http-equiv") == "refresh" {
+                return Err(SiteSkip::Redirect);
+            }
+            if attr("name") == "robots" && attr("content").contains("noindex") {
+                return Err(SiteSkip::NoIndex);
+            }
+        }
+    }
+    let mut doc = document_from(path, &html);
+    if doc.sections.iter().all(|s| s.text.trim().is_empty()) {
+        return Err(SiteSkip::Empty);
+    }
+    doc.url = Some(site_url(path));
+    Ok(doc)
+}
+
 /// Loads an HTML page. `url` is left empty; `sextant build --site` sets it from [`site_url`].
 pub fn load_html(path: &str, text: &str) -> Document {
-    let html = Html::parse_document(text);
+    document_from(path, &Html::parse_document(text))
+}
+
+fn document_from(path: &str, html: &Html) -> Document {
     let root = ["[data-sextant-body]", "main", "article", "body"]
         .iter()
-        .find_map(|s| select_first(&html, s))
+        .find_map(|s| select_first(html, s))
         .unwrap_or_else(|| html.root_element());
     let mut walker = Walker {
         sections: Vec::new(),
@@ -230,7 +284,7 @@ pub fn load_html(path: &str, text: &str) -> Document {
     if !walker.current.text.is_empty() {
         walker.sections.push(walker.current);
     }
-    let title = select_first(&html, "title")
+    let title = select_first(html, "title")
         .map(|t| {
             t.text()
                 .collect::<String>()
@@ -296,6 +350,23 @@ mod tests {
         for gone in ["Home Docs", "Site header", "Footer text", "Ignored ad", "alert", "¶"] {
             assert!(!all.contains(gone), "{gone} leaked into {all:?}");
         }
+    }
+
+    #[test]
+    fn site_pages_get_urls_and_skips_say_why() {
+        let doc = load_site_page("guide/index.html", "<main><h2 id=\"a\">A</h2><p>text</p></main>").unwrap();
+        assert_eq!(doc.url.as_deref(), Some("/guide/"));
+        let skip = |html: &str| load_site_page("x.html", html).unwrap_err();
+        assert_eq!(skip("<body data-sextant-ignore><p>hidden</p></body>"), SiteSkip::Ignored);
+        assert_eq!(
+            skip("<head><meta http-equiv=\"Refresh\" content=\"0; url=/b/\"></head><body>Moved</body>"),
+            SiteSkip::Redirect
+        );
+        assert_eq!(
+            skip("<head><meta name=\"robots\" content=\"noindex, nofollow\"></head><body><p>x</p></body>"),
+            SiteSkip::NoIndex
+        );
+        assert_eq!(skip("<body><nav>only navigation</nav></body>"), SiteSkip::Empty);
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod html;
 mod jsonl;
 mod markdown;
 
-pub use html::{load_html, site_url};
+pub use html::{load_html, load_site_page, site_url, SiteSkip};
 pub use jsonl::load_jsonl;
 pub use markdown::{load_markdown, slugify};
 

@@ -1,0 +1,44 @@
+// Headless Chromium benchmark: sextant (the built pkg/) against Transformers.js embedding the same
+// Cranfield queries with the same model.onnx, local files only, one thread each, in one page.
+// node bench/wasm-browser.mjs <pkg dir> <bundle> <queries.jsonl> <model dir> [rounds] [weights]
+import { mkdtemp, mkdir, symlink, readFile, copyFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startStaticServer } from '../tests/js/static-server.mjs';
+import { launch, watchedPage } from '../tests/js/browser.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const [pkgDir, bundlePath, queriesPath, modelDir, roundsArg, weights = 'folded'] = process.argv.slice(2);
+const rounds = Number(roundsArg ?? 3);
+const site = await mkdtemp(path.join(tmpdir(), 'sextant-bench-'));
+const link = (target, name) => symlink(path.resolve(target), path.join(site, name));
+await link(path.join(here, 'browser'), 'page');
+await link(pkgDir, 'pkg');
+await mkdir(path.join(site, 'data'));
+await link(bundlePath, 'data/cranfield.sxt');
+await link(modelDir, 'model');
+await link(path.join(here, 'node_modules/@huggingface/transformers/dist'), 'tfjs');
+await link(path.join(here, 'node_modules/onnxruntime-web/dist'), 'ort');
+// Transformers.js's model layout: config, tokenizer files and onnx/model.onnx.
+const hf = path.join(site, 'hf/minilm');
+await mkdir(path.join(hf, 'onnx'), { recursive: true });
+for (const f of ['config.json', 'tokenizer_config.json', 'tokenizer.json']) await copyFile(path.join(modelDir, f), path.join(hf, f));
+await link(path.join(modelDir, 'model.onnx'), 'hf/minilm/onnx/model.onnx');
+
+const queries = (await readFile(queriesPath, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).text);
+const server = await startStaticServer(site);
+const context = await launch();
+try {
+  const page = await watchedPage(context);
+  await page.goto(`${server.url}/page/index.html`);
+  await page.waitForFunction(() => window.benchReady === true);
+  const result = await page.evaluate((config) => window.runBench(config), { queries, rounds, weights });
+  const version = context.browser()?.version() ?? (await page.evaluate(() => navigator.userAgent));
+  const ratio = result.sextant.total_ms.p50 / result.transformers.embed_ms.p50;
+  console.log(JSON.stringify({ browser: version, queries: queries.length, rounds, ...result, ratio_total_vs_transformers_embed_p50: ratio }));
+  if (page.errors.length) console.error('console errors:', page.errors);
+} finally {
+  await context.close();
+  await server.close();
+}

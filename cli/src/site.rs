@@ -1,0 +1,304 @@
+//! `sextant build --site <dir>`: index a built static site and add search to it.
+//!
+//! Writes into `<dir>/sextant/` content-hashed, immutable files (bundle, model, tokenizer, the
+//! package with its wasm and the search worker) beside three small fixed-name files — the entry
+//! manifest `sextant.json` (fetched fresh on every page load), and the drop-in `sextant-ui.js`
+//! and `sextant-ui.css` — plus the offline service worker `<dir>/sextant-sw.js` (at the root, so
+//! it may serve every page).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Serialize;
+use sextant::bundle::RawBundle;
+use sextant::config::BuildConfig;
+use sextant::embed::sha256_hex;
+use sextant::loader::load_site_page;
+
+use crate::build::{build_bundle, write_atomically};
+
+/// The output folder inside the site.
+pub const OUTPUT_DIR: &str = "sextant";
+/// Package files copied into the hashed package folder.
+const PACKAGE_FILES: [&str; 5] = [
+    "core.js",
+    "browser.js",
+    "sextant_wasm.js",
+    "sextant_wasm_bg.wasm",
+    "ui/search-worker.js",
+];
+
+/// Where the built `sextant-search` package is: `--package`, `$SEXTANT_PACKAGE_DIR`, else the
+/// repository's `pkg/` (what `make wasm` writes).
+pub fn package_dir(arg: Option<&Path>) -> Result<PathBuf> {
+    let dir = arg
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("SEXTANT_PACKAGE_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../pkg"));
+    for file in PACKAGE_FILES.iter().chain(&["ui/sextant-ui.js", "ui/sextant-ui.css", "ui/sextant-sw.js"]) {
+        if !dir.join(file).is_file() {
+            bail!(
+                "{} has no {file}: the sextant-search package is not built; run `make wasm`, or pass --package DIR",
+                dir.display()
+            );
+        }
+    }
+    Ok(dir)
+}
+
+fn short_hash(bytes: &[u8]) -> String {
+    sha256_hex(bytes)[..16].to_string()
+}
+
+#[derive(Serialize)]
+struct Skip {
+    page: String,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct EntryManifest {
+    version: u32,
+    generator: String,
+    bundle: String,
+    model: String,
+    tokenizer: String,
+    package: String,
+    worker: String,
+    bytes: BTreeMap<&'static str, u64>,
+    pages: usize,
+    chunks: usize,
+}
+
+#[derive(Serialize)]
+struct SiteSummary {
+    site: String,
+    pages_indexed: usize,
+    pages_skipped: Vec<Skip>,
+    chunks: usize,
+    duplicates_dropped: usize,
+    files: Vec<String>,
+    bytes: u64,
+    seconds: f64,
+}
+
+fn globs(patterns: &[String]) -> Result<Option<GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(Glob::new(p).with_context(|| format!("invalid glob {p:?}"))?);
+    }
+    Ok(Some(b.build()?))
+}
+
+/// The HTML pages of the site, sorted, relative paths with `/`.
+fn pages(site: &Path, include: &[String], exclude: &[String]) -> Result<Vec<(PathBuf, String)>> {
+    let include = globs(include)?;
+    let exclude = globs(exclude)?;
+    let mut out = Vec::new();
+    let walker = walkdir::WalkDir::new(site).sort_by_file_name().into_iter().filter_entry(|e| {
+        let name = e.file_name().to_string_lossy();
+        e.depth() == 0 || !(name.starts_with('.') || (e.depth() == 1 && name == OUTPUT_DIR))
+    });
+    for entry in walker {
+        let entry = entry.with_context(|| format!("walking {}", site.display()))?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let rel: String = entry
+            .path()
+            .strip_prefix(site)
+            .unwrap_or(entry.path())
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let lower = rel.to_ascii_lowercase();
+        if !(lower.ends_with(".html") || lower.ends_with(".htm")) {
+            continue;
+        }
+        if include.as_ref().is_some_and(|g| !g.is_match(&rel)) || exclude.as_ref().is_some_and(|g| g.is_match(&rel)) {
+            continue;
+        }
+        out.push((entry.path().to_path_buf(), rel));
+    }
+    Ok(out)
+}
+
+/// Builds the site's search: see the module docs.
+pub fn run(
+    site: &Path,
+    config: &BuildConfig,
+    include: &[String],
+    exclude: &[String],
+    model_arg: Option<&Path>,
+    package_arg: Option<&Path>,
+    json: bool,
+) -> Result<()> {
+    let started = Instant::now();
+    if !site.is_dir() {
+        bail!("site folder {} does not exist; pass the folder your site generator wrote (e.g. public/ or _site/)", site.display());
+    }
+    let package = package_dir(package_arg)?;
+    let model_dir = crate::model::model_dir(model_arg)?;
+    let pages = pages(site, include, exclude)?;
+    if pages.is_empty() {
+        bail!("no HTML pages in {}; pass the folder of a built site", site.display());
+    }
+    let mut documents = Vec::new();
+    let mut skipped = Vec::new();
+    for (path, rel) in &pages {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            skipped.push(Skip {
+                page: rel.clone(),
+                reason: "not valid UTF-8".into(),
+            });
+            continue;
+        };
+        match load_site_page(rel, text.strip_prefix('\u{feff}').unwrap_or(text)) {
+            Ok(doc) => documents.push(doc),
+            Err(skip) => skipped.push(Skip {
+                page: rel.clone(),
+                reason: skip.reason().into(),
+            }),
+        }
+    }
+    for s in &skipped {
+        eprintln!("skipped {}: {}", s.page, s.reason);
+    }
+    if documents.is_empty() {
+        bail!("none of the {} pages in {} has text to index (all skipped)", pages.len(), site.display());
+    }
+    let bundle = build_bundle(&documents, config, Some(&model_dir))?;
+    let raw = RawBundle::parse(&bundle)?;
+    let manifest = raw.manifest()?;
+
+    let out = site.join(OUTPUT_DIR);
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut written: Vec<String> = Vec::new();
+    // `hashed`: the name holds the content hash, so a file already there is already right.
+    let mut put = |name: String, bytes: &[u8], hashed: bool| -> Result<String> {
+        let path = out.join(&name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        if !(hashed && path.is_file()) {
+            write_atomically(&path, bytes)?;
+        }
+        written.push(name.clone());
+        Ok(name)
+    };
+    let model = std::fs::read(model_dir.join("model.onnx"))?;
+    let tokenizer = std::fs::read(model_dir.join("tokenizer.json"))?;
+    let bundle_name = put(format!("index.{}.sxt", short_hash(&bundle)), &bundle, true)?;
+    let model_name = put(format!("model.{}.onnx", short_hash(&model)), &model, true)?;
+    let tokenizer_name = put(format!("tokenizer.{}.json", short_hash(&tokenizer)), &tokenizer, true)?;
+    let mut package_bytes = Vec::new();
+    let mut files = Vec::new();
+    for f in PACKAGE_FILES {
+        let bytes = std::fs::read(package.join(f)).with_context(|| format!("reading {}", package.join(f).display()))?;
+        package_bytes.extend_from_slice(f.as_bytes());
+        package_bytes.extend_from_slice(&bytes);
+        files.push((f, bytes));
+    }
+    let package_name = format!("pkg.{}/", short_hash(&package_bytes));
+    let mut wasm_bytes = 0u64;
+    for (f, bytes) in &files {
+        if *f == "sextant_wasm_bg.wasm" {
+            wasm_bytes = bytes.len() as u64;
+        }
+        put(format!("{package_name}{f}"), bytes, true)?;
+    }
+    for f in ["sextant-ui.js", "sextant-ui.css"] {
+        let bytes = std::fs::read(package.join("ui").join(f))?;
+        put(f.to_string(), &bytes, false)?;
+    }
+    let entry = EntryManifest {
+        version: 1,
+        generator: manifest.generator.clone(),
+        bundle: bundle_name,
+        model: model_name,
+        tokenizer: tokenizer_name,
+        worker: format!("{package_name}ui/search-worker.js"),
+        package: package_name,
+        bytes: BTreeMap::from([
+            ("bundle", bundle.len() as u64),
+            ("model", model.len() as u64),
+            ("tokenizer", tokenizer.len() as u64),
+            ("wasm", wasm_bytes),
+        ]),
+        pages: documents.len(),
+        chunks: manifest.counts.chunks,
+    };
+    let mut entry_json = serde_json::to_vec_pretty(&entry)?;
+    entry_json.push(b'\n');
+    // Written last: a page never sees a manifest naming files that are not there yet.
+    put("sextant.json".to_string(), &entry_json, false)?;
+    let sw = std::fs::read(package.join("ui/sextant-sw.js"))?;
+    write_atomically(&site.join("sextant-sw.js"), &sw)?;
+    remove_stale(&out, &written)?;
+
+    let total: u64 = written
+        .iter()
+        .filter_map(|f| std::fs::metadata(out.join(f)).ok())
+        .map(|m| m.len())
+        .sum::<u64>()
+        + sw.len() as u64;
+    let summary = SiteSummary {
+        site: site.display().to_string(),
+        pages_indexed: documents.len(),
+        pages_skipped: skipped,
+        chunks: manifest.counts.chunks,
+        duplicates_dropped: manifest.counts.duplicates_dropped,
+        files: written.iter().map(|f| format!("{OUTPUT_DIR}/{f}")).chain(["sextant-sw.js".to_string()]).collect(),
+        bytes: total,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut stdout, &summary)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    writeln!(
+        stdout,
+        "indexed {} pages of {} ({} chunks, {} duplicates dropped) in {:.1} s",
+        summary.pages_indexed, summary.site, summary.chunks, summary.duplicates_dropped, summary.seconds
+    )?;
+    if !summary.pages_skipped.is_empty() {
+        writeln!(stdout, "skipped {} pages:", summary.pages_skipped.len())?;
+        for s in &summary.pages_skipped {
+            writeln!(stdout, "  {}: {}", s.page, s.reason)?;
+        }
+    }
+    writeln!(stdout, "wrote {} files ({} bytes) to {}/{OUTPUT_DIR}/", summary.files.len(), summary.bytes, summary.site)?;
+    writeln!(stdout, "add search to a page with:")?;
+    writeln!(stdout, "  <div id=\"search\"></div>")?;
+    writeln!(stdout, "  <script type=\"module\" src=\"/{OUTPUT_DIR}/sextant-ui.js\"></script>")?;
+    Ok(())
+}
+
+/// Deletes files of earlier builds that the new manifest no longer names.
+fn remove_stale(out: &Path, keep: &[String]) -> Result<()> {
+    for entry in walkdir::WalkDir::new(out).contents_first(true) {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path());
+        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/");
+        if rel.is_empty() {
+            continue;
+        }
+        if entry.file_type().is_file() && !keep.iter().any(|k| *k == rel) {
+            std::fs::remove_file(entry.path())?;
+        } else if entry.file_type().is_dir() && std::fs::read_dir(entry.path())?.next().is_none() {
+            std::fs::remove_dir(entry.path())?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,437 @@
+// sextant's drop-in search UI. A page adds
+//   <div id="search"></div>
+//   <script type="module" src="/sextant/sextant-ui.js"></script>
+// and gets search as you type (the engine runs in a Web Worker), results grouped by page with
+// heading sub-results, keyboard navigation, a download progress bar and, with
+// <div id="search" data-ask>, an "Ask" panel answering from the docs with the user's own LLM.
+// Document text is only ever inserted as text, never as HTML.
+
+const here = new URL('.', import.meta.url); // …/sextant/
+const siteRoot = new URL('..', here);
+const SETTINGS_KEY = 'sextant-llm';
+const STOP = new Set('a an and are as at be by for from how i in is it of on or that the this to was what when where which who why with do does can you your'.split(' '));
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === 'class') node.className = value;
+    else if (key === 'text') node.textContent = value;
+    else if (key.startsWith('aria-') || key.startsWith('data-') || key === 'role' || key === 'for') node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+/** A same-origin link for a result URL from the bundle, or null for anything else. */
+function safeHref(url) {
+  try {
+    const resolved = new URL(url, siteRoot);
+    return resolved.origin === location.origin && (resolved.protocol === 'http:' || resolved.protocol === 'https:') ? resolved.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function queryTerms(query) {
+  return [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((t) => t.length > 1 && !STOP.has(t));
+}
+
+/** The text around the first query term, as text nodes with <mark> around the terms. */
+function snippet(text, terms, length = 220) {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const lower = flat.toLowerCase();
+  let at = terms.map((t) => lower.indexOf(t)).filter((i) => i >= 0).sort((a, b) => a - b)[0] ?? 0;
+  let start = Math.max(0, at - 60);
+  if (start > 0) start = flat.indexOf(' ', start) + 1 || start;
+  const piece = flat.slice(start, start + length);
+  const out = document.createDocumentFragment();
+  if (start > 0) out.append('… ');
+  if (terms.length === 0) {
+    out.append(piece);
+  } else {
+    const alternatives = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+    const splitter = new RegExp(`(${alternatives})`, 'iu');
+    const whole = new RegExp(`^(?:${alternatives})$`, 'iu');
+    for (const part of piece.split(splitter)) {
+      if (part) out.append(whole.test(part) ? el('mark', { text: part }) : part);
+    }
+  }
+  if (start + length < flat.length) out.append(' …');
+  return out;
+}
+
+class SearchWorker {
+  constructor(url) {
+    this.worker = new Worker(url, { type: 'module' });
+    this.next = 1;
+    this.handlers = new Map();
+    this.worker.onmessage = ({ data }) => this.handlers.get(data.id)?.(data);
+    this.worker.onerror = (e) => {
+      for (const handler of this.handlers.values()) handler({ type: 'error', code: 'WORKER', message: e.message || 'the search worker failed to start' });
+    };
+  }
+
+  /** Sends a request; `onEvent` gets every message for it; resolves on the final one. */
+  request(message, onEvent = () => {}, final = ['loaded', 'results', 'answer', 'context', 'error']) {
+    const id = this.next++;
+    return {
+      id,
+      done: new Promise((resolve, reject) => {
+        this.handlers.set(id, (data) => {
+          onEvent(data);
+          if (!final.includes(data.type)) return;
+          this.handlers.delete(id);
+          if (data.type === 'error') reject(Object.assign(new Error(data.message), { code: data.code }));
+          else resolve(data);
+        });
+        this.worker.postMessage({ ...message, id });
+      }),
+    };
+  }
+}
+
+class SearchBox {
+  constructor(root) {
+    this.root = root;
+    this.ask = root.hasAttribute('data-ask');
+    this.active = -1;
+    this.latest = 0;
+    this.engine = null;
+    this.settings = this.loadSettings();
+    this.build();
+  }
+
+  build() {
+    const id = `sextant-${Math.random().toString(36).slice(2, 8)}`;
+    this.input = el('input', {
+      type: 'search',
+      class: 'sextant-input',
+      placeholder: this.root.dataset.placeholder ?? 'Search the docs',
+      autocomplete: 'off',
+      spellcheck: false,
+      role: 'combobox',
+      'aria-expanded': 'false',
+      'aria-controls': `${id}-results`,
+      'aria-label': 'Search',
+    });
+    this.progress = el('div', { class: 'sextant-progress', hidden: true }, el('div', { class: 'sextant-progress-fill' }), el('span', { class: 'sextant-progress-text' }));
+    this.status = el('div', { class: 'sextant-status', 'aria-live': 'polite' });
+    this.results = el('ol', { class: 'sextant-results', id: `${id}-results`, role: 'listbox' });
+    const bar = el('div', { class: 'sextant-bar' }, this.input);
+    if (this.ask) {
+      this.askButton = el('button', { type: 'button', class: 'sextant-ask-button', text: 'Ask' });
+      this.settingsButton = el('button', { type: 'button', class: 'sextant-settings-button', text: '⚙', title: 'LLM settings', 'aria-label': 'LLM settings' });
+      bar.append(this.askButton, this.settingsButton);
+      this.answer = el('div', { class: 'sextant-answer', 'aria-live': 'polite' });
+      this.citations = el('ol', { class: 'sextant-citations' });
+      this.note = el('p', { class: 'sextant-note' });
+      this.askPanel = el('section', { class: 'sextant-ask', hidden: true, 'aria-label': 'Answer' }, el('h3', { text: 'Answer' }), this.answer, this.note, this.citations);
+      this.dialog = this.buildDialog();
+      this.askButton.onclick = () => this.askQuestion();
+      this.settingsButton.onclick = () => this.openSettings();
+    }
+    this.root.replaceChildren(el('div', { class: 'sextant' }, bar, this.progress, this.status, this.results, this.askPanel ?? null, this.dialog ?? null));
+    let timer;
+    this.input.addEventListener('focus', () => this.start(), { once: true });
+    this.input.addEventListener('input', () => {
+      this.start();
+      clearTimeout(timer);
+      timer = setTimeout(() => this.search(), 120);
+    });
+    this.input.addEventListener('keydown', (e) => this.key(e));
+    if (this.root.hasAttribute('data-preload')) this.start();
+  }
+
+  buildDialog() {
+    const field = (label, input) => el('label', { class: 'sextant-field' }, el('span', { text: label }), input);
+    this.baseUrl = el('input', { type: 'url', name: 'baseUrl', placeholder: 'https://api.openai.com/v1', required: true });
+    this.model = el('input', { type: 'text', name: 'model', placeholder: 'gpt-4o-mini', required: true });
+    this.apiKey = el('input', { type: 'password', name: 'apiKey', autocomplete: 'off' });
+    this.remember = el('input', { type: 'checkbox', name: 'remember' });
+    const form = el(
+      'form',
+      { method: 'dialog' },
+      el('h3', { text: 'Your LLM' }),
+      el('p', { class: 'sextant-hint', text: 'Any OpenAI-compatible endpoint. The key is sent only to this URL and kept in memory unless you tick the box.' }),
+      field('Base URL', this.baseUrl),
+      field('Model', this.model),
+      field('API key', this.apiKey),
+      el('label', { class: 'sextant-check' }, this.remember, el('span', { text: 'Remember on this device' })),
+      el('div', { class: 'sextant-dialog-buttons' }, el('button', { type: 'submit', value: 'save', text: 'Save' }), el('button', { type: 'submit', value: 'cancel', text: 'Cancel', formNoValidate: true })),
+    );
+    const dialog = el('dialog', { class: 'sextant-settings' }, form);
+    dialog.addEventListener('close', () => {
+      if (dialog.returnValue !== 'save') return;
+      this.settings = { baseUrl: this.baseUrl.value.trim(), model: this.model.value.trim(), apiKey: this.apiKey.value };
+      if (this.remember.checked) localStorage.setItem(SETTINGS_KEY, JSON.stringify(this.settings));
+      else localStorage.removeItem(SETTINGS_KEY);
+      if (this.pendingAsk) this.askQuestion();
+    });
+    return dialog;
+  }
+
+  loadSettings() {
+    try {
+      return JSON.parse(localStorage.getItem(SETTINGS_KEY) ?? 'null');
+    } catch {
+      return null;
+    }
+  }
+
+  openSettings() {
+    this.baseUrl.value = this.settings?.baseUrl ?? '';
+    this.model.value = this.settings?.model ?? '';
+    this.apiKey.value = this.settings?.apiKey ?? '';
+    this.remember.checked = localStorage.getItem(SETTINGS_KEY) !== null;
+    this.dialog.showModal();
+  }
+
+  /** Loads the engine once: entry manifest (always fresh), then worker and files. */
+  start() {
+    this.engine ??= this.load().catch((e) => {
+      this.progress.hidden = true;
+      this.status.textContent = `Search is unavailable: ${e.message}`;
+      this.engine = null;
+      throw e;
+    });
+    return this.engine;
+  }
+
+  async load() {
+    await registerServiceWorker();
+    const manifest = await (await fetch(new URL('sextant.json', here), { cache: 'no-store' })).json();
+    const total = manifest.bytes.bundle + manifest.bytes.model + manifest.bytes.tokenizer;
+    const loaded = { bundle: 0, model: 0, tokenizer: 0 };
+    const fill = this.progress.querySelector('.sextant-progress-fill');
+    const text = this.progress.querySelector('.sextant-progress-text');
+    const show = setTimeout(() => (this.progress.hidden = false), 150); // no flash when cached
+    const worker = new SearchWorker(new URL(manifest.worker, here));
+    await worker.request(
+      {
+        type: 'load',
+        bundle: new URL(manifest.bundle, here).href,
+        model: new URL(manifest.model, here).href,
+        tokenizer: new URL(manifest.tokenizer, here).href,
+      },
+      (event) => {
+        if (event.type !== 'progress') return;
+        loaded[event.file] = event.loaded;
+        const sum = loaded.bundle + loaded.model + loaded.tokenizer;
+        const share = Math.min(1, sum / total);
+        fill.style.width = `${(share * 100).toFixed(1)}%`;
+        text.textContent = `Loading search… ${(sum / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+      },
+    ).done;
+    clearTimeout(show);
+    this.progress.hidden = true;
+    this.worker = worker;
+    if (this.input.value.trim()) this.search();
+    return worker;
+  }
+
+  async search() {
+    const query = this.input.value.trim();
+    const ticket = ++this.latest;
+    if (!query) {
+      this.render([], '');
+      return;
+    }
+    const worker = await this.start();
+    let response;
+    try {
+      response = await worker.request({ type: 'search', query, options: { k: 20 } }).done;
+    } catch (e) {
+      if (ticket === this.latest) this.status.textContent = e.message;
+      return;
+    }
+    if (ticket !== this.latest) return; // a newer query is on its way
+    this.render(response.results, query);
+  }
+
+  render(results, query) {
+    this.active = -1;
+    this.links = [];
+    this.input.setAttribute('aria-expanded', String(results.length > 0));
+    if (!query) {
+      this.status.textContent = '';
+      this.results.replaceChildren();
+      return;
+    }
+    this.status.textContent = results.length ? '' : `No results for “${query}”`;
+    const terms = queryTerms(query);
+    const pages = new Map();
+    for (const r of results) {
+      if (!pages.has(r.doc_id)) pages.set(r.doc_id, []);
+      pages.get(r.doc_id).push(r);
+    }
+    const items = [];
+    for (const hits of pages.values()) {
+      const first = hits[0];
+      const pageHref = safeHref(first.url.split('#')[0]);
+      const title = el('a', { class: 'sextant-page-title', text: first.title || first.doc_id, role: 'option' });
+      if (pageHref) title.href = pageHref;
+      this.links.push(title);
+      const subs = el('ul', { class: 'sextant-subresults' });
+      for (const hit of hits.slice(0, 4)) {
+        const crumbs = hit.heading_path.filter((h, i) => !(i === 0 && h === hit.title));
+        const link = el('a', { class: 'sextant-subresult', role: 'option' }, crumbs.length ? el('span', { class: 'sextant-heading', text: crumbs.join(' › ') }) : null, el('span', { class: 'sextant-snippet' }, snippet(hit.text, terms)));
+        const href = safeHref(hit.url);
+        if (href) link.href = href;
+        this.links.push(link);
+        subs.append(el('li', {}, link));
+      }
+      items.push(el('li', { class: 'sextant-page' }, title, subs));
+    }
+    this.results.replaceChildren(...items);
+  }
+
+  key(event) {
+    const n = this.links?.length ?? 0;
+    if (event.key === 'ArrowDown' && n) {
+      event.preventDefault();
+      this.select((this.active + 1) % n);
+    } else if (event.key === 'ArrowUp' && n) {
+      event.preventDefault();
+      this.select(this.active <= 0 ? n - 1 : this.active - 1);
+    } else if (event.key === 'Enter') {
+      const link = this.links?.[this.active];
+      if (link?.href) {
+        event.preventDefault();
+        location.assign(link.href);
+      } else if (this.ask && event.ctrlKey) {
+        this.askQuestion();
+      }
+    } else if (event.key === 'Escape') {
+      this.input.value = '';
+      this.render([], '');
+    }
+  }
+
+  select(index) {
+    this.links[this.active]?.classList.remove('sextant-active');
+    this.links[this.active]?.removeAttribute('aria-selected');
+    this.active = index;
+    const link = this.links[index];
+    link.classList.add('sextant-active');
+    link.setAttribute('aria-selected', 'true');
+    link.scrollIntoView({ block: 'nearest' });
+  }
+
+  async askQuestion() {
+    const question = this.input.value.trim();
+    if (!question) {
+      this.input.focus();
+      return;
+    }
+    if (!this.settings?.baseUrl || !this.settings?.model) {
+      this.pendingAsk = true;
+      this.openSettings();
+      return;
+    }
+    this.pendingAsk = false;
+    const worker = await this.start();
+    if (this.running) worker.worker.postMessage({ type: 'cancel', target: this.running });
+    this.askPanel.hidden = false;
+    this.answer.textContent = '';
+    this.answer.classList.add('sextant-streaming');
+    this.citations.replaceChildren();
+    this.note.textContent = '';
+    this.note.className = 'sextant-note';
+    const request = worker.request({ type: 'ask', question, llm: this.settings, options: { k: 6, tokenBudget: 1500 } }, (event) => {
+      if (event.type === 'token') this.answer.append(event.text);
+    });
+    this.running = request.id;
+    let result;
+    try {
+      result = await request.done;
+    } catch (e) {
+      this.note.textContent = `The LLM request failed: ${e.message}`;
+      this.note.classList.add('sextant-error');
+      return;
+    } finally {
+      this.answer.classList.remove('sextant-streaming');
+      if (this.running === request.id) this.running = null;
+    }
+    this.showAnswer(result);
+  }
+
+  /** The final answer: citations become numbered links to the cited chunks; unknown ones are flagged. */
+  showAnswer(result) {
+    if (result.refused) {
+      this.answer.textContent = result.answer;
+      this.note.textContent = 'Nothing in these docs matches the question, so it was not sent to the model.';
+      this.note.classList.add('sextant-refused');
+      return;
+    }
+    const numbers = new Map();
+    result.citations.filter((c) => c.valid).forEach((c, i) => numbers.set(c.chunk_id, i + 1));
+    const fragment = document.createDocumentFragment();
+    const pattern = /\[([^\]\n]{1,300})\]/g;
+    let last = 0;
+    for (const match of result.answer.matchAll(pattern)) {
+      const ids = match[1].split(/[,;]/).map((s) => s.trim().replace(/^chunk_id\s*[:=]\s*/, ''));
+      const cited = ids.filter((id) => result.citations.some((c) => c.chunk_id === id));
+      if (cited.length === 0) continue;
+      fragment.append(result.answer.slice(last, match.index));
+      for (const id of cited) {
+        const n = numbers.get(id);
+        if (n) {
+          const chunk = result.chunks.find((c) => c.chunk_id === id);
+          const link = el('a', { class: 'sextant-cite', text: `[${n}]`, title: chunk?.title ?? id, 'data-chunk-id': id });
+          const href = chunk && safeHref(chunk.url);
+          if (href) link.href = href;
+          fragment.append(link);
+        } else {
+          fragment.append(el('span', { class: 'sextant-cite sextant-cite-unknown', text: '[?]', title: `Cites “${id}”, which was not among the retrieved passages`, 'data-chunk-id': id }));
+        }
+      }
+      last = match.index + match[0].length;
+    }
+    fragment.append(result.answer.slice(last));
+    this.answer.replaceChildren(fragment);
+    for (const [id, n] of numbers) {
+      const chunk = result.chunks.find((c) => c.chunk_id === id);
+      const link = el('a', { text: `${chunk?.title ?? id}${chunk?.heading_path?.length ? ' › ' + chunk.heading_path.at(-1) : ''}`, 'data-chunk-id': id });
+      const href = chunk && safeHref(chunk.url);
+      if (href) link.href = href;
+      this.citations.append(el('li', { value: n }, link));
+    }
+    const notes = [];
+    if (result.unknownCitations.length) {
+      notes.push(`${result.unknownCitations.length} citation${result.unknownCitations.length > 1 ? 's point' : ' points'} at passages that were not retrieved (marked [?]).`);
+    }
+    if (!result.grounded) notes.push('This answer cites none of the retrieved passages: it is not grounded in the docs.');
+    if (notes.length) {
+      this.note.textContent = notes.join(' ');
+      this.note.classList.add(result.grounded ? 'sextant-warning' : 'sextant-ungrounded');
+    }
+  }
+}
+
+let registration;
+/** Registers the offline service worker (once) and waits briefly for it to take control. */
+function registerServiceWorker() {
+  if (!('serviceWorker' in navigator) || !window.isSecureContext) return Promise.resolve();
+  registration ??= navigator.serviceWorker
+    .register(new URL('sextant-sw.js', siteRoot), { scope: siteRoot.pathname })
+    .then(() => (navigator.serviceWorker.controller ? null : Promise.race([
+      new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true })),
+      new Promise((resolve) => setTimeout(resolve, 3000)),
+    ])))
+    .catch(() => {}); // search works without it, only not offline
+  return registration;
+}
+
+function mount() {
+  if (!document.querySelector(`link[href="${new URL('sextant-ui.css', here).href}"]`)) {
+    document.head.append(el('link', { rel: 'stylesheet', href: new URL('sextant-ui.css', here).href }));
+  }
+  for (const root of document.querySelectorAll('#search, [data-sextant-search]')) {
+    if (!root.sextant) root.sextant = new SearchBox(root);
+  }
+  registerServiceWorker();
+}
+
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', mount, { once: true });
+else mount();

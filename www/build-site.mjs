@@ -1,0 +1,92 @@
+// Builds the demo documentation site: www/content/*.md → <out>/<page>/index.html, each page
+// with the site's navigation and the drop-in search UI. Then `sextant build --site <out>` adds
+// the search files. Usage: node www/build-site.mjs [out dir]   (default www/dist/site)
+import { readdir, readFile, writeFile, mkdir, rm, copyFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Marked } from 'marked';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const out = path.resolve(process.argv[2] ?? path.join(here, 'dist/site'));
+const content = path.join(here, 'content');
+
+const escape = (s) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+const slugify = (s) => s.toLowerCase().trim().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+
+function frontMatter(text) {
+  const m = text.match(/^---\n([\s\S]*?)\n---\n/);
+  if (!m) return [{}, text];
+  const meta = Object.fromEntries(m[1].split('\n').map((l) => l.split(/:\s*/, 2)).filter((p) => p.length === 2));
+  return [meta, text.slice(m[0].length)];
+}
+
+const pages = [];
+for (const file of (await readdir(content)).filter((f) => f.endsWith('.md')).sort()) {
+  const [meta, body] = frontMatter(await readFile(path.join(content, file), 'utf8'));
+  const slug = file.replace(/\.md$/, '');
+  pages.push({ slug, title: meta.title ?? slug, order: Number(meta.order ?? 99), body });
+}
+pages.sort((a, b) => a.order - b.order || a.slug.localeCompare(b.slug));
+
+function render(markdown) {
+  const seen = new Map();
+  const marked = new Marked({
+    renderer: {
+      heading({ tokens, depth }) {
+        const text = this.parser.parseInline(tokens);
+        let id = slugify(tokens.map((t) => t.raw ?? t.text ?? '').join('').replace(/`/g, ''));
+        const n = seen.get(id) ?? 0;
+        seen.set(id, n + 1);
+        if (n) id = `${id}-${n}`;
+        return `<h${depth} id="${id}">${text}</h${depth}>\n`;
+      },
+    },
+  });
+  return marked.parse(markdown);
+}
+
+function layout(page, html) {
+  const nav = pages
+    .map((p) => `<li><a href="/${p.slug}/"${p.slug === page.slug ? ' aria-current="page"' : ''}>${escape(p.title)}</a></li>`)
+    .join('\n        ');
+  return `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>${escape(page.title)} · sextant</title>
+  <link rel="icon" href="data:,">
+  <link rel="stylesheet" href="/site.css">
+</head>
+<body>
+  <header class="site-header">
+    <a class="brand" href="/">sextant</a>
+    <div id="search" data-ask data-placeholder="Search or ask the sextant docs"></div>
+  </header>
+  <div class="site-body">
+    <nav class="site-nav" aria-label="Docs">
+      <ul>
+        ${nav}
+      </ul>
+    </nav>
+    <main>
+${html}
+    </main>
+  </div>
+  <footer class="site-footer">sextant — search that runs where the reader is.</footer>
+  <script type="module" src="/sextant/sextant-ui.js"></script>
+</body>
+</html>
+`;
+}
+
+await rm(out, { recursive: true, force: true });
+await mkdir(out, { recursive: true });
+for (const page of pages) {
+  await mkdir(path.join(out, page.slug), { recursive: true });
+  await writeFile(path.join(out, page.slug, 'index.html'), layout(page, render(page.body)));
+}
+// The home page is the first page's content.
+await writeFile(path.join(out, 'index.html'), layout({ ...pages[0], slug: '' }, render(pages[0].body)).replace('<title>', '<meta name="robots" content="noindex">\n  <title>'));
+await copyFile(path.join(here, 'site.css'), path.join(out, 'site.css'));
+console.log(`site: ${pages.length} pages in ${out}`);
