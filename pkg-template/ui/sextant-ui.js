@@ -140,6 +140,9 @@ class SearchBox {
       timer = setTimeout(() => this.search(), 120);
     });
     this.input.addEventListener('keydown', (e) => this.key(e));
+    document.addEventListener('click', (e) => {
+      if (!this.root.contains(e.target)) this.results.replaceChildren();
+    });
     if (this.root.hasAttribute('data-preload')) this.start();
   }
 
@@ -252,6 +255,7 @@ class SearchBox {
   render(results, query) {
     this.active = -1;
     this.links = [];
+    this.results.dataset.query = query; // which query these results answer
     this.input.setAttribute('aria-expanded', String(results.length > 0));
     if (!query) {
       this.status.textContent = '';
@@ -275,7 +279,10 @@ class SearchBox {
       const subs = el('ul', { class: 'sextant-subresults' });
       for (const hit of hits.slice(0, 4)) {
         const crumbs = hit.heading_path.filter((h, i) => !(i === 0 && h === hit.title));
-        const link = el('a', { class: 'sextant-subresult', role: 'option' }, crumbs.length ? el('span', { class: 'sextant-heading', text: crumbs.join(' › ') }) : null, el('span', { class: 'sextant-snippet' }, snippet(hit.text, terms)));
+        // A section's text starts with its own heading, already shown as the breadcrumb.
+        const heading = hit.heading_path.at(-1);
+        const body = heading && hit.text.startsWith(heading) ? hit.text.slice(heading.length) : hit.text;
+        const link = el('a', { class: 'sextant-subresult', role: 'option' }, crumbs.length ? el('span', { class: 'sextant-heading', text: crumbs.join(' › ') }) : null, el('span', { class: 'sextant-snippet' }, snippet(body, terms)));
         const href = safeHref(hit.url);
         if (href) link.href = href;
         this.links.push(link);
@@ -330,6 +337,7 @@ class SearchBox {
       return;
     }
     this.pendingAsk = false;
+    this.results.replaceChildren(); // the answer replaces the result list
     const worker = await this.start();
     if (this.running) worker.worker.postMessage({ type: 'cancel', target: this.running });
     this.askPanel.hidden = false;
@@ -427,7 +435,7 @@ function mount() {
   if (!document.querySelector(`link[href="${new URL('sextant-ui.css', here).href}"]`)) {
     document.head.append(el('link', { rel: 'stylesheet', href: new URL('sextant-ui.css', here).href }));
   }
-  for (const root of document.querySelectorAll('#search, [data-sextant-search]')) {
+  for (const root of document.querySelectorAll('div#search, [data-sextant-search]')) {
     if (!root.sextant) root.sextant = new SearchBox(root);
   }
   registerServiceWorker();

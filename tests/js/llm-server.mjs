@@ -30,7 +30,18 @@ export function chunkIdsIn(body) {
 export async function startLlmServer(plan) {
   const requests = [];
   const sockets = new Set();
+  const cors = {
+    'access-control-allow-origin': '*',
+    'access-control-allow-headers': 'authorization, content-type, accept',
+    'access-control-allow-methods': 'POST, OPTIONS',
+  };
   const server = http.createServer(async (req, res) => {
+    // Browsers call the LLM cross-origin, as they would call a real provider.
+    for (const [k, v] of Object.entries(cors)) res.setHeader(k, v);
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204).end();
+      return;
+    }
     let raw = '';
     for await (const chunk of req) raw += chunk;
     let body = null;
