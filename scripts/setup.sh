@@ -41,8 +41,10 @@ if ! need node || ! need npm; then
   echo "error: Node.js 20+ and npm are needed for the package tests; install them and rerun" >&2
   exit 1
 fi
-(cd tests/js && if [ ! -d node_modules ] || [ package.json -nt node_modules ] || [ package-lock.json -nt node_modules ]; then
-  npm ci --no-audit --no-fund --silent && touch node_modules
-fi)
+for dir in tests/js www; do
+  (cd "$dir" && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
+    npm ci --no-audit --no-fund --silent && touch node_modules
+  fi)
+done
 
 scripts/fetch-model.sh "$SEXTANT_MODEL_DIR"

@@ -18,12 +18,13 @@ const TYPES = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-export async function startStaticServer(dir, { port = 0, headers = {} } = {}) {
+export async function startStaticServer(folder, { port = 0, headers = {} } = {}) {
+  const dir = path.resolve(folder);
   const log = [];
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://localhost');
     let file = path.join(dir, decodeURIComponent(url.pathname));
-    if (!file.startsWith(path.resolve(dir))) {
+    if (!file.startsWith(dir)) {
       res.writeHead(403).end();
       return;
     }
