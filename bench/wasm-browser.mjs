@@ -1,6 +1,6 @@
 // Headless Chromium benchmark: sextant (the built pkg/) against Transformers.js embedding the same
 // Cranfield queries with the same model.onnx, local files only, one thread each, in one page.
-// node bench/wasm-browser.mjs <pkg dir> <bundle> <queries.jsonl> <model dir> [rounds] [weights]
+// node bench/wasm-browser.mjs <pkg dir> <bundle> <queries.jsonl> <model dir> [rounds]
 import { mkdtemp, mkdir, symlink, readFile, copyFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { startStaticServer } from '../tests/js/static-server.mjs';
 import { launch, watchedPage } from '../tests/js/browser.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const [pkgDir, bundlePath, queriesPath, modelDir, roundsArg, weights = 'folded'] = process.argv.slice(2);
+const [pkgDir, bundlePath, queriesPath, modelDir, roundsArg] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 3);
 const site = await mkdtemp(path.join(tmpdir(), 'sextant-bench-'));
 const link = (target, name) => symlink(path.resolve(target), path.join(site, name));
@@ -33,7 +33,7 @@ try {
   const page = await watchedPage(context);
   await page.goto(`${server.url}/page/index.html`);
   await page.waitForFunction(() => window.benchReady === true);
-  const result = await page.evaluate((config) => window.runBench(config), { queries, rounds, weights });
+  const result = await page.evaluate((config) => window.runBench(config), { queries, rounds });
   const version = context.browser()?.version() ?? (await page.evaluate(() => navigator.userAgent));
   const ratio = result.sextant.total_ms.p50 / result.transformers.embed_ms.p50;
   console.log(JSON.stringify({ browser: version, queries: queries.length, rounds, ...result, ratio_total_vs_transformers_embed_p50: ratio }));

@@ -1,13 +1,13 @@
 // Query latency of the built package in Node: cold load (instantiate + model optimise + bundle
 // parse) and per-stage p50/p95 over a query set.
-// node bench/wasm-node.mjs <pkg dir> <bundle> <queries.jsonl> <model dir> [rounds] [weights]
+// node bench/wasm-node.mjs <pkg dir> <bundle> <queries.jsonl> <model dir> [rounds]
 import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
-const [pkgDir, bundlePath, queriesPath, modelDir, roundsArg, weights = 'folded'] = process.argv.slice(2);
+const [pkgDir, bundlePath, queriesPath, modelDir, roundsArg] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 3);
-const { Sextant, ready } = await import(pathToFileURL(path.resolve(pkgDir, 'node.js')).href);
+const { Sextant, ready, memoryBytes } = await import(pathToFileURL(path.resolve(pkgDir, 'node.js')).href);
 
 const t0 = performance.now();
 await ready();
@@ -16,7 +16,6 @@ const sextant = await Sextant.load({
   bundle: await readFile(bundlePath),
   model: await readFile(path.join(modelDir, 'model.onnx')),
   tokenizer: await readFile(path.join(modelDir, 'tokenizer.json')),
-  weights,
 });
 const t2 = performance.now();
 const queries = (await readFile(queriesPath, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).text);
@@ -31,7 +30,8 @@ const pct = (v, p) => {
   const s = [...v].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.round((p / 100) * (s.length - 1)))];
 };
-const summary = { runtime: `node ${process.version}`, weights, queries: queries.length, rounds, instantiate_ms: t1 - t0, load_ms: t2 - t1 };
+const summary = { runtime: `node ${process.version}`, queries: queries.length, rounds, instantiate_ms: t1 - t0, load_ms: t2 - t1 };
 for (const [key, v] of Object.entries(stages)) summary[key] = { p50: pct(v, 50), p95: pct(v, 95) };
-summary.memory_mb = Math.round(process.memoryUsage().rss / 1e6);
+summary.wasm_memory_mb = Math.round(memoryBytes() / 1e6);
+summary.rss_mb = Math.round(process.memoryUsage().rss / 1e6);
 console.log(JSON.stringify(summary));

@@ -1,5 +1,5 @@
 //! Native query benchmark: per-stage latency over a query set, HNSW recall against exact search,
-//! and the cost of int8-as-stored weights against folded ones.
+//! and model load time.
 //!
 //! `cargo run --release --example bench_native -- <bundle> <queries.jsonl> <model dir> [rounds]`
 //! (scripts/bench-native.sh runs it on Cranfield). Prints JSON on the last line.
@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, WeightMode};
+use sextant::embed::{ModelOptions, TextKind, TractEmbedder};
 use sextant::eval::parse_queries;
 use sextant::search::{Clock, Engine, Mode, SearchOptions, VectorSearch};
 
@@ -44,12 +44,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut engine = Engine::from_bytes(&bundle_bytes)?;
     let bundle_ms = t.elapsed().as_secs_f64() * 1000.0;
     let t = Instant::now();
-    let folded = TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default(), WeightMode::Folded)?;
+    let folded = TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default())?;
     let model_ms = t.elapsed().as_secs_f64() * 1000.0;
     engine.attach_model(Arc::new(folded))?;
-    let t = Instant::now();
-    let as_stored = TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default(), WeightMode::AsStored)?;
-    let model_int8_ms = t.elapsed().as_secs_f64() * 1000.0;
 
     let clock = InstantClock(Instant::now());
     let (mut embed, mut keyword, mut exact, mut hnsw, mut fusion, mut total) =
@@ -107,24 +104,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    let mut int8 = Vec::new();
-    for q in &queries {
-        let t = Instant::now();
-        as_stored.embed(&q.text, TextKind::Query)?;
-        int8.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
     let recall = found as f64 / wanted.max(1) as f64;
     let row = |name: &str, v: &[f64]| {
         println!("| {name} | {:.3} | {:.3} |", percentile(v, 50.0), percentile(v, 95.0));
     };
     println!(
-        "{} queries x {rounds} rounds; bundle parse {bundle_ms:.1} ms; model load (folded) {model_ms:.0} ms, (int8 as stored) {model_int8_ms:.0} ms",
+        "{} queries x {rounds} rounds; bundle parse {bundle_ms:.1} ms; model load {model_ms:.0} ms",
         queries.len()
     );
     println!("| stage | p50 ms | p95 ms |\n|---|---|---|");
     row("tokenise", &tokenize);
-    row("tokenise + embed (folded f32 weights)", &embed);
-    row("tokenise + embed (int8 weights as stored)", &int8);
+    row("tokenise + embed", &embed);
     row("keyword (BM25)", &keyword);
     row("vector, exact scan", &exact);
     row("vector, HNSW", &hnsw);
@@ -136,7 +126,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         serde_json::json!({
             "queries": queries.len(), "rounds": rounds, "bundle_parse_ms": bundle_ms, "model_load_ms": model_ms,
             "embed_p50_ms": percentile(&embed, 50.0), "embed_p95_ms": percentile(&embed, 95.0),
-            "embed_int8_p50_ms": percentile(&int8, 50.0),
             "keyword_p50_ms": percentile(&keyword, 50.0), "exact_p50_ms": percentile(&exact, 50.0),
             "hnsw_p50_ms": percentile(&hnsw, 50.0), "fusion_p50_ms": percentile(&fusion, 50.0),
             "total_p50_ms": percentile(&total, 50.0), "total_p95_ms": percentile(&total, 95.0),

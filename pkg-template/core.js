@@ -187,14 +187,18 @@ async function postWithRetries(url, init, { maxTries, signal, fetchImpl, random,
 export function makeApi(wasm, initialise) {
   let pending = null;
   let initialised = false;
+  let exports = null; // the instance's exports, for memoryBytes()
   const ready = () => {
     pending ??= Promise.resolve()
       .then(initialise)
-      .then(() => {
+      .then((instanceExports) => {
+        exports = instanceExports ?? null;
         initialised = true;
       });
     return pending;
   };
+  /** Bytes of WebAssembly linear memory in use (it only grows), or null before ready(). */
+  const memoryBytes = () => exports?.memory?.buffer?.byteLength ?? null;
   const requireReady = () => {
     if (!initialised) {
       throw new SextantError('NOT_READY', 'the WebAssembly module is not loaded yet; await ready() or Sextant.load() first');
@@ -220,7 +224,7 @@ export function makeApi(wasm, initialise) {
      * Loads a bundle and (optionally) the model that queries it. Each of bundle, model and
      * tokenizer is a URL or bytes. onProgress({file, loaded, total}) reports downloads.
      */
-    static async load({ bundle, model, tokenizer, onProgress, weights } = {}) {
+    static async load({ bundle, model, tokenizer, onProgress } = {}) {
       if (bundle == null) throw new SextantError('BAD_ARGUMENT', 'load() needs a bundle (URL or bytes)');
       await ready();
       if ((model == null) !== (tokenizer == null)) {
@@ -232,8 +236,7 @@ export function makeApi(wasm, initialise) {
         await toBytes(wasm, model, 'model', onProgress),
       ];
       try {
-        const options = weights === undefined ? undefined : { weights };
-        return new Sextant(new wasm.Engine(bundleBytes, modelBytes, tokenizerBytes, options));
+        return new Sextant(new wasm.Engine(bundleBytes, modelBytes, tokenizerBytes));
       } catch (e) {
         throw rethrow(e);
       }
@@ -376,5 +379,5 @@ export function makeApi(wasm, initialise) {
     return wasm.systemPrompt();
   };
 
-  return { Sextant, SextantError, verifyCitations, systemPrompt, ready };
+  return { Sextant, SextantError, verifyCitations, systemPrompt, ready, memoryBytes };
 }

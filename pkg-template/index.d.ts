@@ -26,8 +26,6 @@ export interface LoadOptions {
   model?: Source;
   tokenizer?: Source;
   onProgress?: (progress: Progress) => void;
-  /** "folded" (default: int8 weights dequantised once at load, fast, ~90 MB) or "int8" (~23 MB, slower). */
-  weights?: 'folded' | 'int8';
 }
 
 export interface SearchOptions {
@@ -150,6 +148,8 @@ export class Sextant {
 }
 
 export function ready(): Promise<void>;
+/** Bytes of WebAssembly linear memory in use (it only grows), or null before ready(). */
+export function memoryBytes(): number | null;
 export function verifyCitations(answer: string, sent: string[] | SearchResult[]): CitationReport;
 export function systemPrompt(): string;
 export function readChatStream(

@@ -5,8 +5,8 @@ import { makeApi } from './core.js';
 
 const api = makeApi(wasm, async () => {
   const bytes = await readFile(new URL('./sextant_wasm_bg.wasm', import.meta.url));
-  await init({ module_or_path: bytes });
+  return init({ module_or_path: bytes });
 });
 
-export const { Sextant, SextantError, verifyCitations, systemPrompt, ready } = api;
+export const { Sextant, SextantError, verifyCitations, systemPrompt, ready, memoryBytes } = api;
 export { readChatStream, retryAfterMs, backoffMs } from './core.js';

@@ -19,9 +19,7 @@ fi
 wasm=pkg/sextant_wasm_bg.wasm
 echo "## size"
 echo "wasm $(stat -c %s $wasm) bytes, gzip -9 $(gzip -9 -c $wasm | wc -c), brotli -q 11 $(python3 -c 'import brotli,sys; print(len(brotli.compress(open(sys.argv[1],"rb").read(), quality=11)))' $wasm 2>/dev/null || echo '(pip install brotli)')"
-echo "## node, folded weights"
-node bench/wasm-node.mjs pkg "$BUNDLE" "$QUERIES" "$SEXTANT_MODEL_DIR" "$ROUNDS" folded
-echo "## node, int8 weights as stored"
-node bench/wasm-node.mjs pkg "$BUNDLE" "$QUERIES" "$SEXTANT_MODEL_DIR" 1 int8
+echo "## node"
+node bench/wasm-node.mjs pkg "$BUNDLE" "$QUERIES" "$SEXTANT_MODEL_DIR" "$ROUNDS"
 echo "## headless chromium: sextant and Transformers.js, same page"
-node bench/wasm-browser.mjs pkg "$BUNDLE" "$QUERIES" "$SEXTANT_MODEL_DIR" "$ROUNDS" folded
+node bench/wasm-browser.mjs pkg "$BUNDLE" "$QUERIES" "$SEXTANT_MODEL_DIR" "$ROUNDS"

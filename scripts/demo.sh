@@ -4,7 +4,5 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
-(cd www && [ -d node_modules ] || npm ci --no-audit --no-fund --silent)
-node www/build-site.mjs www/dist/site
-"$SEXTANT_BIN" build --site www/dist/site
+scripts/site.sh
 exec node www/serve.mjs www/dist/site

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::{Tokenizer, TruncationDirection};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
@@ -37,19 +37,6 @@ pub enum TextKind {
     Query,
     /// A chunk of a document.
     Passage,
-}
-
-/// How the model's weights are held in memory once loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WeightMode {
-    /// Dequantise int8 weights to f32 once at load (fast: ~5x quicker per query for the default
-    /// model, but ~90 MB of weights in memory). The default.
-    #[default]
-    Folded,
-    /// Keep the weights as stored (int8 stays int8: ~23 MB) and let the graph dequantise them on
-    /// every call. For memory-tight hosts such as a 128 MB Worker isolate.
-    AsStored,
 }
 
 /// Everything about the embedding model that a bundle must agree on with the query side.
@@ -181,10 +168,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// model window. Also counts tokens for chunking and for framing budgets.
 #[derive(Clone)]
 pub struct ModelTokenizer {
-    /// Truncates at the window: what the model sees.
+    /// No padding, no truncation (see `encode`).
     inner: Tokenizer,
-    /// Never truncates: for counting.
-    counter: Tokenizer,
     max_tokens: usize,
     special_tokens: usize,
 }
@@ -209,17 +194,10 @@ impl ModelTokenizer {
         }
         let mut inner = Tokenizer::from_bytes(bytes).map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
         inner.with_padding(None);
-        let mut counter = inner.clone();
-        counter
-            .with_truncation(None)
-            .map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
+        // No truncation inside the tokenizer: `encode` truncates itself (exactly as HF does for
+        // one sequence), so the same instance also counts long texts in full.
         inner
-            .with_truncation(Some(TruncationParams {
-                max_length: max_tokens,
-                strategy: TruncationStrategy::LongestFirst,
-                stride: 0,
-                direction: TruncationDirection::Right,
-            }))
+            .with_truncation(None)
             .map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
         let special_tokens = inner
             .get_post_processor()
@@ -227,7 +205,6 @@ impl ModelTokenizer {
             .unwrap_or(0);
         Ok(Self {
             inner,
-            counter,
             max_tokens,
             special_tokens,
         })
@@ -245,17 +222,22 @@ impl ModelTokenizer {
 
     /// Token ids as the model sees them: special tokens added, truncated at the window.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
-        let encoding = self
-            .inner
-            .encode(text, true)
-            .map_err(|e| EmbedError::Tokenize { reason: e.to_string() })?;
+        let failed = |e: tokenizers::Error| EmbedError::Tokenize { reason: e.to_string() };
+        let mut encoding = self.inner.encode_fast(text, false).map_err(failed)?;
+        // What HF's truncation does for one sequence: cut the text to the window minus the
+        // special tokens, then add them.
+        let limit = self.max_tokens.saturating_sub(self.special_tokens);
+        if encoding.len() > limit {
+            encoding.truncate(limit, 0, TruncationDirection::Right);
+        }
+        let encoding = self.inner.post_process(encoding, None, true).map_err(failed)?;
         Ok(encoding.get_ids().to_vec())
     }
 
     /// Number of tokens in `text` without special tokens and without truncation.
     pub fn count(&self, text: &str) -> Result<usize, EmbedError> {
         let encoding = self
-            .counter
+            .inner
             .encode_fast(text, false)
             .map_err(|e| EmbedError::Tokenize { reason: e.to_string() })?;
         Ok(encoding.len())
@@ -271,27 +253,47 @@ pub struct TractEmbedder {
 }
 
 impl TractEmbedder {
-    /// Loads a model from the bytes of `model.onnx` and `tokenizer.json`: parse, optionally fold
-    /// int8 weights, optimise, make runnable. Reads the output dimensions by running one probe.
-    pub fn from_bytes(
-        model: &[u8],
+    /// Loads a model from the bytes of `model.onnx` and `tokenizer.json`: parse, keep embedding
+    /// tables int8, optionally fold the other int8 weights, optimise, make runnable. Reads the
+    /// output dimensions by running one probe.
+    pub fn from_bytes(model: &[u8], tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
+        let sha = sha256_hex(model);
+        let proto = decode_model(model)?;
+        Self::from_proto(proto, sha, tokenizer, options)
+    }
+
+    /// Like [`TractEmbedder::from_bytes`], but frees the model bytes as soon as they are parsed,
+    /// which lowers the peak memory of a load (WebAssembly memory never shrinks).
+    pub fn from_vec(model: Vec<u8>, tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
+        let sha = sha256_hex(&model);
+        let proto = decode_model(&model)?;
+        drop(model);
+        Self::from_proto(proto, sha, tokenizer, options)
+    }
+
+    fn from_proto(
+        mut proto: pb::ModelProto,
+        model_sha256: String,
         tokenizer: &[u8],
         options: &ModelOptions,
-        weights: WeightMode,
     ) -> Result<Self, EmbedError> {
-        let tokenizer_impl = ModelTokenizer::from_bytes(tokenizer, options.max_tokens)?;
         let bad = |e: TractError| EmbedError::BadModel {
             reason: format!("{e:#}"),
         };
         let onnx = tract_onnx::onnx()
             .with_ignore_value_info(true)
             .with_ignore_output_shapes(true);
-        let mut proto = onnx.proto_model_for_read(&mut &model[..]).map_err(bad)?;
-        if weights == WeightMode::Folded {
-            fold_dequantized_weights(&mut proto);
+        let mut folded = Vec::new();
+        if let Some(graph) = proto.graph.as_mut() {
+            dequantize_gathered_rows(graph);
+            folded = extract_folded_weights(graph).map_err(bad)?;
+            drop_unread_initializers(graph);
         }
         let mut inference = onnx.model_for_proto_model(&proto).map_err(bad)?;
         drop(proto);
+        inject_constants(&mut inference, folded).map_err(bad)?;
+        // After the protobuf is freed, so the tokenizer reuses that memory.
+        let tokenizer_impl = ModelTokenizer::from_bytes(tokenizer, options.max_tokens)?;
         let input_count = inference.inputs.len();
         if !(2..=3).contains(&input_count) {
             return Err(EmbedError::BadModel {
@@ -315,7 +317,7 @@ impl TractEmbedder {
             plan,
             tokenizer: tokenizer_impl,
             spec: ModelSpec {
-                sha256: sha256_hex(model),
+                sha256: model_sha256,
                 tokenizer_sha256: sha256_hex(tokenizer),
                 dims: 0,
                 max_tokens: options.max_tokens,
@@ -424,34 +426,40 @@ pub fn l2_normalize(vector: &mut [f32]) {
     }
 }
 
-/// Rewrites `Cast(int8 initializer) → Mul(·, f32 initializer)` pairs into one f32 initializer,
-/// so the dequantisation runs once at load instead of on every call. Pairs of any other shape are
-/// left alone; the graph computes the same values either way.
-fn fold_dequantized_weights(proto: &mut pb::ModelProto) {
-    let Some(graph) = proto.graph.as_mut() else {
-        return;
-    };
-    let initializer_index: std::collections::HashMap<String, usize> = graph
-        .initializer
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.name.clone(), i))
-        .collect();
+/// Parses `model.onnx` straight from the bytes (no intermediate copy).
+fn decode_model(model: &[u8]) -> Result<pb::ModelProto, EmbedError> {
+    use prost::Message;
+    pb::ModelProto::decode(model).map_err(|e| EmbedError::BadModel {
+        reason: format!("not an ONNX model ({e})"),
+    })
+}
+
+/// A weight dequantised inside the graph: `output = Mul(Cast(q), scale)` with `q` and `scale`
+/// initializers.
+struct Dequant {
+    cast_at: usize,
+    mul_at: usize,
+    q: String,
+    scale: String,
+    output: String,
+}
+
+fn dequant_pairs(graph: &pb::GraphProto) -> Vec<Dequant> {
+    let initializers: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
     let mut consumers: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for node in &graph.node {
         for input in &node.input {
             *consumers.entry(input.as_str()).or_default() += 1;
         }
     }
-    // (cast node, mul node, quantized init, scale init, output name)
-    let mut folds = Vec::new();
+    let mut out = Vec::new();
     for (cast_at, cast) in graph.node.iter().enumerate() {
         if cast.op_type != "Cast" || cast.input.len() != 1 || cast.output.len() != 1 {
             continue;
         }
-        let Some(&q_at) = initializer_index.get(&cast.input[0]) else {
+        if !initializers.contains(cast.input[0].as_str()) {
             continue;
-        };
+        }
         let cast_out = &cast.output[0];
         if consumers.get(cast_out.as_str()) != Some(&1) {
             continue;
@@ -467,94 +475,265 @@ fn fold_dequantized_weights(proto: &mut pb::ModelProto) {
         if mul.input.len() != 2 || mul.output.len() != 1 {
             continue;
         }
-        let scale_name = if &mul.input[0] == cast_out {
+        let scale = if &mul.input[0] == cast_out {
             &mul.input[1]
         } else {
             &mul.input[0]
         };
-        let Some(&scale_at) = initializer_index.get(scale_name) else {
+        if !initializers.contains(scale.as_str()) {
             continue;
-        };
-        folds.push((cast_at, mul_at, q_at, scale_at, mul.output[0].clone()));
+        }
+        out.push(Dequant {
+            cast_at,
+            mul_at,
+            q: cast.input[0].clone(),
+            scale: scale.clone(),
+            output: mul.output[0].clone(),
+        });
     }
-    let mut drop_nodes = std::collections::HashSet::new();
-    let mut new_initializers = Vec::new();
-    for (cast_at, mul_at, q_at, scale_at, output) in folds {
-        let Some(weights) = dequantize(&graph.initializer[q_at], &graph.initializer[scale_at]) else {
-            continue;
-        };
-        let mut folded = pb::TensorProto {
-            dims: graph.initializer[q_at].dims.clone(),
-            data_type: pb::tensor_proto::DataType::Float as i32,
-            name: output,
-            ..Default::default()
-        };
-        folded.raw_data = weights.iter().flat_map(|v| v.to_le_bytes()).collect();
-        new_initializers.push(folded);
-        drop_nodes.insert(cast_at);
-        drop_nodes.insert(mul_at);
-    }
+    out
+}
+
+fn remove_nodes(graph: &mut pb::GraphProto, drop: &std::collections::HashSet<usize>) {
     let mut index = 0;
     graph.node.retain(|_| {
-        let keep = !drop_nodes.contains(&index);
+        let keep = !drop.contains(&index);
         index += 1;
         keep
     });
-    graph.initializer.extend(new_initializers);
-    // Quantized tensors and scales that nothing reads any more are dropped to save memory.
-    let still_read: std::collections::HashSet<String> =
-        graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
+}
+
+fn node(op: &str, inputs: &[&str], output: &str, attribute: Vec<pb::AttributeProto>) -> pb::NodeProto {
+    pb::NodeProto {
+        op_type: op.to_string(),
+        name: output.to_string(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.to_string()],
+        attribute,
+        ..Default::default()
+    }
+}
+
+/// Embedding tables (`Gather(Mul(Cast(q), per-row scale), ids)`) stay int8: the rows a text
+/// uses are gathered first and dequantised after (`Mul(Cast(Gather(q, ids)), Gather(scale,
+/// ids))`), the same values. all-MiniLM's word table is 30522 × 384: 11.7 MB as int8, 47 MB as f32.
+fn dequantize_gathered_rows(graph: &mut pb::GraphProto) {
+    let mut drop_nodes = std::collections::HashSet::new();
+    let mut replacements: Vec<(usize, Vec<pb::NodeProto>)> = Vec::new();
+    for d in dequant_pairs(graph) {
+        let users: Vec<(usize, &pb::NodeProto)> = graph
+            .node
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.input.iter().any(|i| *i == d.output))
+            .collect();
+        let [(gather_at, gather)] = users.as_slice() else {
+            continue;
+        };
+        if gather.op_type != "Gather"
+            || gather.input.len() != 2
+            || gather.input[0] != d.output
+            || gather.output.len() != 1
+        {
+            continue;
+        }
+        let axis = gather.attribute.iter().find(|a| a.name == "axis").map_or(0, |a| a.i);
+        let Some(scale) = graph.initializer.iter().find(|t| t.name == d.scale) else {
+            continue;
+        };
+        let Some(q) = graph.initializer.iter().find(|t| t.name == d.q) else {
+            continue;
+        };
+        // Per-row scales ([rows, 1]) are gathered with the rows; a single scale is used as is.
+        let scale_elements: i64 = scale.dims.iter().product();
+        let per_row =
+            axis == 0 && q.dims.len() == 2 && scale.dims.len() == 2 && scale.dims[0] == q.dims[0] && scale.dims[1] == 1;
+        if !(per_row || scale_elements == 1) {
+            continue;
+        }
+        let ids = gather.input[1].as_str();
+        let out = gather.output[0].as_str();
+        let rows_q = format!("{out}__rows_q");
+        let rows_f = format!("{out}__rows_f");
+        let rows_s = format!("{out}__rows_scale");
+        let mut nodes = vec![
+            node("Gather", &[&d.q, ids], &rows_q, gather.attribute.clone()),
+            node(
+                "Cast",
+                &[&rows_q],
+                &rows_f,
+                vec![pb::AttributeProto {
+                    name: "to".into(),
+                    r#type: pb::attribute_proto::AttributeType::Int as i32,
+                    i: pb::tensor_proto::DataType::Float as i64,
+                    ..Default::default()
+                }],
+            ),
+        ];
+        if per_row {
+            nodes.push(node("Gather", &[&d.scale, ids], &rows_s, gather.attribute.clone()));
+            nodes.push(node("Mul", &[&rows_f, &rows_s], out, vec![]));
+        } else {
+            nodes.push(node("Mul", &[&rows_f, &d.scale], out, vec![]));
+        }
+        drop_nodes.extend([d.cast_at, d.mul_at, *gather_at]);
+        replacements.push((*gather_at, nodes));
+    }
+    if replacements.is_empty() {
+        return;
+    }
+    // Insert each replacement where its Gather was (the ids are computed before it), then drop
+    // the old nodes.
+    let mut rebuilt = Vec::with_capacity(graph.node.len() + replacements.len() * 3);
+    for (at, n) in std::mem::take(&mut graph.node).into_iter().enumerate() {
+        if let Some((_, nodes)) = replacements.iter().find(|(g, _)| *g == at) {
+            rebuilt.extend(nodes.iter().cloned());
+        }
+        if !drop_nodes.contains(&at) {
+            rebuilt.push(n);
+        }
+    }
+    graph.node = rebuilt;
+}
+
+/// Folds every in-graph dequantisation `Mul(Cast(int8 q), f32 scale)` into one f32 tensor at
+/// load, so it does not run on every call, and takes it out of the protobuf: the `Mul`'s output
+/// becomes a graph input, which [`inject_constants`] turns into a constant after parsing. So the
+/// f32 weights exist once (never in the protobuf *and* in tract, and never as analysis values
+/// next to the int8 originals), and each int8 tensor is freed as soon as it is folded: the peak
+/// memory of a load stays close to its end state, which matters because WebAssembly memory
+/// never shrinks.
+fn extract_folded_weights(graph: &mut pb::GraphProto) -> TractResult<Vec<(String, Tensor)>> {
+    use pb::tensor_proto::DataType;
+    let mut out = Vec::new();
+    let mut drop_nodes = std::collections::HashSet::new();
+    for d in dequant_pairs(graph) {
+        let (Some(q), Some(scale)) = (
+            graph.initializer.iter().find(|t| t.name == d.q),
+            graph.initializer.iter().find(|t| t.name == d.scale),
+        ) else {
+            continue;
+        };
+        let (Some(q), Some(scale)) = (proto_tensor(q)?, proto_tensor(scale)?) else {
+            continue;
+        };
+        let Some(weights) = dequantize(&q, &scale)? else {
+            continue;
+        };
+        drop(q);
+        let dims = weights.shape().iter().map(|&n| n as i64).collect::<Vec<_>>();
+        graph.input.push(pb::ValueInfoProto {
+            name: d.output.clone(),
+            r#type: Some(pb::TypeProto {
+                value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                    elem_type: DataType::Float as i32,
+                    shape: Some(pb::TensorShapeProto {
+                        dim: dims
+                            .into_iter()
+                            .map(|n| pb::tensor_shape_proto::Dimension {
+                                value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(n)),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                })),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        if let Some(q) = graph.initializer.iter_mut().find(|t| t.name == d.q) {
+            q.raw_data = Vec::new();
+            q.int32_data = Vec::new();
+        }
+        drop_nodes.insert(d.cast_at);
+        drop_nodes.insert(d.mul_at);
+        out.push((d.output, weights));
+    }
+    remove_nodes(graph, &drop_nodes);
+    Ok(out)
+}
+
+/// Turns the graph inputs [`extract_folded_weights`] declared into constants holding the
+/// folded tensors (moved, not copied); the model's real inputs stay inputs.
+fn inject_constants(model: &mut InferenceModel, constants: Vec<(String, Tensor)>) -> TractResult<()> {
+    if constants.is_empty() {
+        return Ok(());
+    }
+    let mut constants: std::collections::HashMap<String, Tensor> = constants.into_iter().collect();
+    let mut inputs = Vec::new();
+    for outlet in model.input_outlets()?.to_vec() {
+        let name = model.node(outlet.node).name.clone();
+        match constants.remove(&name) {
+            Some(tensor) => {
+                model.node_mut(outlet.node).op =
+                    Box::new(tract_onnx::tract_hir::ops::konst::Const::new(tensor.into_arc_tensor())?);
+                model.set_outlet_fact(outlet, InferenceFact::default())?;
+            }
+            None => inputs.push(outlet),
+        }
+    }
+    model.set_input_outlets(&inputs)
+}
+
+/// An int8, uint8 or f32 initializer as a tract tensor (`None` for other types).
+fn proto_tensor(t: &pb::TensorProto) -> TractResult<Option<Tensor>> {
+    use pb::tensor_proto::DataType;
+    let shape: Vec<usize> = t.dims.iter().map(|&d| usize::try_from(d)).collect::<Result<_, _>>()?;
+    let tensor = if t.data_type == DataType::Int8 as i32 {
+        let v: Vec<i8> = if t.raw_data.is_empty() {
+            t.int32_data.iter().map(|&x| x as i8).collect()
+        } else {
+            t.raw_data.iter().map(|&b| b as i8).collect()
+        };
+        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
+    } else if t.data_type == DataType::Uint8 as i32 {
+        let v: Vec<u8> = if t.raw_data.is_empty() {
+            t.int32_data.iter().map(|&x| x as u8).collect()
+        } else {
+            t.raw_data.clone()
+        };
+        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
+    } else if t.data_type == DataType::Float as i32 {
+        let v: Vec<f32> = if t.raw_data.is_empty() {
+            t.float_data.clone()
+        } else {
+            if !t.raw_data.len().is_multiple_of(4) {
+                return Ok(None);
+            }
+            t.raw_data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(tensor))
+}
+
+/// `q * scale` (numpy broadcasting of `scale` to `q`'s shape) as f32, or `None` unless `q` is
+/// int8/uint8, `scale` is f32 and the shapes broadcast to `q`'s.
+fn dequantize(q: &Tensor, scale: &Tensor) -> TractResult<Option<Tensor>> {
+    if !matches!(q.datum_type(), DatumType::I8 | DatumType::U8) || scale.datum_type() != DatumType::F32 {
+        return Ok(None);
+    }
+    let q = q.cast_to::<f32>()?;
+    let q = q.to_plain_array_view::<f32>()?;
+    let scale = scale.to_plain_array_view::<f32>()?;
+    let Some(scale) = scale.broadcast(q.shape()) else {
+        return Ok(None);
+    };
+    Ok(Some((&q * &scale).into_tensor()))
+}
+
+/// Drops initializers that no node reads any more (quantised tensors and scales folded away).
+fn drop_unread_initializers(graph: &mut pb::GraphProto) {
+    let read: std::collections::HashSet<String> = graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
     let outputs: std::collections::HashSet<String> = graph.output.iter().map(|o| o.name.clone()).collect();
     graph
         .initializer
-        .retain(|t| still_read.contains(&t.name) || outputs.contains(&t.name));
-}
-
-/// `q * scale` with numpy broadcasting of `scale` to `q`'s shape, or `None` if the tensors are
-/// not an int8 tensor and an f32 tensor of compatible shapes.
-fn dequantize(q: &pb::TensorProto, scale: &pb::TensorProto) -> Option<Vec<f32>> {
-    use pb::tensor_proto::DataType;
-    let q_dims: Vec<usize> = q.dims.iter().map(|&d| usize::try_from(d).ok()).collect::<Option<_>>()?;
-    let s_dims: Vec<usize> = scale
-        .dims
-        .iter()
-        .map(|&d| usize::try_from(d).ok())
-        .collect::<Option<_>>()?;
-    let q_values: Vec<f32> = if q.data_type == DataType::Int8 as i32 {
-        if !q.raw_data.is_empty() {
-            q.raw_data.iter().map(|&b| b as i8 as f32).collect()
-        } else {
-            q.int32_data.iter().map(|&v| v as f32).collect()
-        }
-    } else if q.data_type == DataType::Uint8 as i32 {
-        if !q.raw_data.is_empty() {
-            q.raw_data.iter().map(|&b| b as f32).collect()
-        } else {
-            q.int32_data.iter().map(|&v| v as f32).collect()
-        }
-    } else {
-        return None;
-    };
-    if scale.data_type != DataType::Float as i32 {
-        return None;
-    }
-    let s_values: Vec<f32> = if !scale.raw_data.is_empty() {
-        if !scale.raw_data.len().is_multiple_of(4) {
-            return None;
-        }
-        scale
-            .raw_data
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    } else {
-        scale.float_data.clone()
-    };
-    let q_array = tract_ndarray::ArrayD::from_shape_vec(tract_ndarray::IxDyn(&q_dims), q_values).ok()?;
-    let s_array = tract_ndarray::ArrayD::from_shape_vec(tract_ndarray::IxDyn(&s_dims), s_values).ok()?;
-    let s_view = s_array.broadcast(q_array.shape())?;
-    let product = &q_array * &s_view;
-    Some(product.iter().copied().collect())
+        .retain(|t| read.contains(&t.name) || outputs.contains(&t.name));
 }
 
 #[cfg(test)]
@@ -582,36 +761,30 @@ mod tests {
 
     #[test]
     fn dequantize_broadcasts_per_row_and_per_column() {
-        use pb::tensor_proto::DataType;
-        let q = pb::TensorProto {
-            dims: vec![2, 3],
-            data_type: DataType::Int8 as i32,
-            raw_data: [1i8, -2, 3, 4, 5, -6].iter().map(|&v| v as u8).collect(),
-            ..Default::default()
-        };
-        let per_row = pb::TensorProto {
-            dims: vec![2, 1],
-            data_type: DataType::Float as i32,
-            float_data: vec![0.5, 2.0],
-            ..Default::default()
-        };
+        let q = Tensor::from(tract_ndarray::arr2(&[[1i8, -2, 3], [4, 5, -6]]));
+        let per_row = Tensor::from(tract_ndarray::arr2(&[[0.5f32], [2.0]]));
+        let out = dequantize(&q, &per_row).unwrap().unwrap();
         assert_eq!(
-            dequantize(&q, &per_row).unwrap(),
+            out.to_plain_array_view::<f32>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
             vec![0.5, -1.0, 1.5, 8.0, 10.0, -12.0]
         );
-        let per_col = pb::TensorProto {
-            dims: vec![1, 3],
-            data_type: DataType::Float as i32,
-            float_data: vec![1.0, 0.5, 2.0],
-            ..Default::default()
-        };
-        assert_eq!(dequantize(&q, &per_col).unwrap(), vec![1.0, -1.0, 6.0, 4.0, 2.5, -12.0]);
-        let wrong = pb::TensorProto {
-            dims: vec![3],
-            data_type: DataType::Float as i32,
-            float_data: vec![1.0, 2.0, 3.0, 4.0],
-            ..Default::default()
-        };
-        assert!(dequantize(&q, &wrong).is_none());
+        let per_col = Tensor::from(tract_ndarray::arr2(&[[1.0f32, 0.5, 2.0]]));
+        let out = dequantize(&q, &per_col).unwrap().unwrap();
+        assert_eq!(
+            out.to_plain_array_view::<f32>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            vec![1.0, -1.0, 6.0, 4.0, 2.5, -12.0]
+        );
+        let wrong = Tensor::from(tract_ndarray::arr1(&[1.0f32, 2.0, 3.0, 4.0]));
+        assert!(dequantize(&q, &wrong).unwrap().is_none());
+        let not_int8 = Tensor::from(tract_ndarray::arr1(&[1.0f32]));
+        assert!(dequantize(&not_int8, &per_col).unwrap().is_none());
     }
 }

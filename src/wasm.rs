@@ -15,7 +15,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::bundle::Bundle;
 use crate::cite::verify_citations as verify;
-use crate::embed::{sha256_hex, ModelOptions, TextKind, TractEmbedder, WeightMode};
+use crate::embed::{sha256_hex, ModelOptions, TextKind, TractEmbedder};
 use crate::frame::{FrameChunk, SYSTEM_PROMPT};
 use crate::search::{Clock, Mode, SearchOptions, VectorSearch};
 
@@ -75,8 +75,9 @@ impl Clock for JsClock {
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct EngineOptions {
-    /// `"folded"` (default: fast, ~90 MB) or `"int8"` (weights as stored: ~23 MB, slower).
-    weights: Option<String>,
+    /// Reserved: no options yet (an unknown key is an error, not silently ignored).
+    #[serde(skip)]
+    _reserved: (),
 }
 
 #[derive(Deserialize, Default)]
@@ -114,22 +115,14 @@ pub struct Engine {
     inner: crate::search::Engine,
 }
 
-fn weight_mode(options: &EngineOptions) -> Result<WeightMode, JsValue> {
-    match options.weights.as_deref() {
-        None | Some("folded") => Ok(WeightMode::Folded),
-        Some("int8") => Ok(WeightMode::AsStored),
-        Some(other) => Err(bad_argument(format!("weights {other:?} is not \"folded\" or \"int8\""))),
-    }
-}
-
 fn build_engine(
     bundle: &[u8],
-    model: Option<&[u8]>,
+    model: Option<Vec<u8>>,
     tokenizer: Option<&[u8]>,
     options: JsValue,
 ) -> Result<Engine, JsValue> {
     let options: EngineOptions = from_js(options, "engine options")?;
-    let weights = weight_mode(&options)?;
+    let _ = options;
     let bundle = Bundle::from_bytes(bundle).map_err(|e| js_error(e.code(), e))?;
     let mut inner = crate::search::Engine::new(bundle);
     match (model, tokenizer) {
@@ -137,7 +130,7 @@ fn build_engine(
             // Digests first: a wrong model fails fast, before the slow load.
             inner
                 .bundle()
-                .check_model(&sha256_hex(model), &sha256_hex(tokenizer))
+                .check_model(&sha256_hex(&model), &sha256_hex(tokenizer))
                 .map_err(|e| js_error(e.code(), e))?;
             let spec = &inner.manifest().model;
             let model_options = ModelOptions {
@@ -147,8 +140,9 @@ fn build_engine(
                 query_prefix: spec.query_prefix.clone(),
                 passage_prefix: spec.passage_prefix.clone(),
             };
-            let embedder = TractEmbedder::from_bytes(model, tokenizer, &model_options, weights)
-                .map_err(|e| js_error(e.code(), e))?;
+            // Owned bytes: freed right after parsing, for a lower peak.
+            let embedder =
+                TractEmbedder::from_vec(model, tokenizer, &model_options).map_err(|e| js_error(e.code(), e))?;
             inner
                 .attach_model(Arc::new(embedder))
                 .map_err(|e| js_error(e.code(), e))?;
@@ -239,7 +233,7 @@ async fn fetch_bytes(url: &str, file: &str, on_progress: Option<&Function>) -> R
 #[wasm_bindgen]
 impl Engine {
     /// `new Engine(bundle, model?, tokenizer?, options?)` from bytes. Without a model only
-    /// keyword search works. `options.weights`: `"folded"` (default) or `"int8"`.
+    /// keyword search works. `options` is reserved (pass nothing).
     #[wasm_bindgen(constructor)]
     pub fn new(
         bundle: &[u8],
@@ -247,7 +241,7 @@ impl Engine {
         tokenizer: Option<Vec<u8>>,
         options: JsValue,
     ) -> Result<Engine, JsValue> {
-        build_engine(bundle, model.as_deref(), tokenizer.as_deref(), options)
+        build_engine(bundle, model, tokenizer.as_deref(), options)
     }
 
     /// `await Engine.fromUrls(bundleUrl, modelUrl?, tokenizerUrl?, options?, onProgress?)`:
@@ -271,7 +265,7 @@ impl Engine {
             Some(url) => Some(fetch_bytes(url, "model", progress).await?),
             None => None,
         };
-        build_engine(&bundle, model.as_deref(), tokenizer.as_deref(), options)
+        build_engine(&bundle, model, tokenizer.as_deref(), options)
     }
 
     /// `search(query, {k, mode, threshold, minSimilarity, perDocument, depth, vectorSearch})` →

@@ -6,7 +6,6 @@ mod common;
 use std::sync::Arc;
 
 use sextant::bundle::{Bundle, FORMAT_MAJOR, OLDEST_READABLE_MAJOR};
-use sextant::embed::WeightMode;
 use sextant::search::{Engine, Mode, NoClock, SearchOptions};
 
 fn golden() -> Vec<u8> {
@@ -58,7 +57,7 @@ fn golden_v1_answers_keyword_and_hybrid_queries() {
     };
     let r = engine.search("fog horn", &keyword, &NoClock).unwrap();
     assert_eq!(r.results[0].doc_id, "faq-2");
-    let embedder = common::embedder(WeightMode::Folded);
+    let embedder = common::embedder();
     engine.attach_model(Arc::new(embedder)).unwrap();
     let hybrid = SearchOptions {
         k: 3,

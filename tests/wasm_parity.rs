@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, WeightMode};
+use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
 use sextant::search::{Engine, Mode, NoClock, SearchOptions};
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -19,7 +19,7 @@ static BUNDLE: &[u8] = include_bytes!(concat!(env!("SEXTANT_PARITY_DIR"), "/cran
 static EXPECTED: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected.jsonl"));
 
 fn embedder() -> TractEmbedder {
-    TractEmbedder::from_bytes(MODEL, TOKENIZER, &ModelOptions::default(), WeightMode::Folded).unwrap()
+    TractEmbedder::from_bytes(MODEL, TOKENIZER, &ModelOptions::default()).unwrap()
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {

@@ -6,12 +6,12 @@ const pct = (v, p) => {
 };
 const summarise = (v) => ({ p50: pct(v, 50), p95: pct(v, 95) });
 
-async function benchSextant({ queries, rounds, weights }) {
+async function benchSextant({ queries, rounds }) {
   const t0 = performance.now();
-  const { Sextant, ready } = await import('/pkg/browser.js');
+  const { Sextant, ready, memoryBytes } = await import('/pkg/browser.js');
   await ready();
   const t1 = performance.now();
-  const sextant = await Sextant.load({ bundle: '/data/cranfield.sxt', model: '/model/model.onnx', tokenizer: '/model/tokenizer.json', weights });
+  const sextant = await Sextant.load({ bundle: '/data/cranfield.sxt', model: '/model/model.onnx', tokenizer: '/model/tokenizer.json' });
   const t2 = performance.now();
   const stages = { embed_ms: [], keyword_ms: [], vector_ms: [], fusion_ms: [], total_ms: [] };
   const wall = [];
@@ -23,7 +23,7 @@ async function benchSextant({ queries, rounds, weights }) {
       for (const key of Object.keys(stages)) stages[key].push(timings[key]);
     }
   }
-  const out = { weights, instantiate_ms: t1 - t0, load_ms: t2 - t1, wall_ms: summarise(wall) };
+  const out = { instantiate_ms: t1 - t0, load_ms: t2 - t1, wall_ms: summarise(wall), wasm_memory_mb: Math.round(memoryBytes() / 1e6) };
   for (const [key, v] of Object.entries(stages)) out[key] = summarise(v);
   out.heap_mb = performance.memory ? Math.round(performance.memory.usedJSHeapSize / 1e6) : null;
   sextant.free();

@@ -149,13 +149,8 @@ fn open(path: &Path, model_arg: Option<&Path>, need_model: bool) -> Result<Engin
             query_prefix: engine.manifest().model.query_prefix.clone(),
             passage_prefix: engine.manifest().model.passage_prefix.clone(),
         };
-        let embedder = sextant::embed::TractEmbedder::from_bytes(
-            &model_bytes,
-            &tokenizer_bytes,
-            &options,
-            sextant::embed::WeightMode::Folded,
-        )
-        .with_context(|| format!("loading the model in {}", dir.display()))?;
+        let embedder = sextant::embed::TractEmbedder::from_bytes(&model_bytes, &tokenizer_bytes, &options)
+            .with_context(|| format!("loading the model in {}", dir.display()))?;
         engine.attach_model(Arc::new(embedder))?;
     }
     Ok(engine)

@@ -39,7 +39,10 @@ pub fn package_dir(arg: Option<&Path>) -> Result<PathBuf> {
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("SEXTANT_PACKAGE_DIR").map(PathBuf::from))
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../pkg"));
-    for file in PACKAGE_FILES.iter().chain(&["ui/sextant-ui.js", "ui/sextant-ui.css", "ui/sextant-sw.js"]) {
+    for file in PACKAGE_FILES
+        .iter()
+        .chain(&["ui/sextant-ui.js", "ui/sextant-ui.css", "ui/sextant-sw.js"])
+    {
         if !dir.join(file).is_file() {
             bail!(
                 "{} has no {file}: the sextant-search package is not built; run `make wasm`, or pass --package DIR",
@@ -102,10 +105,13 @@ fn pages(site: &Path, include: &[String], exclude: &[String]) -> Result<Vec<(Pat
     let include = globs(include)?;
     let exclude = globs(exclude)?;
     let mut out = Vec::new();
-    let walker = walkdir::WalkDir::new(site).sort_by_file_name().into_iter().filter_entry(|e| {
-        let name = e.file_name().to_string_lossy();
-        e.depth() == 0 || !(name.starts_with('.') || (e.depth() == 1 && name == OUTPUT_DIR))
-    });
+    let walker = walkdir::WalkDir::new(site)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            e.depth() == 0 || !(name.starts_with('.') || (e.depth() == 1 && name == OUTPUT_DIR))
+        });
     for entry in walker {
         let entry = entry.with_context(|| format!("walking {}", site.display()))?;
         if !entry.file_type().is_file() {
@@ -143,7 +149,10 @@ pub fn run(
 ) -> Result<()> {
     let started = Instant::now();
     if !site.is_dir() {
-        bail!("site folder {} does not exist; pass the folder your site generator wrote (e.g. public/ or _site/)", site.display());
+        bail!(
+            "site folder {} does not exist; pass the folder your site generator wrote (e.g. public/ or _site/)",
+            site.display()
+        );
     }
     let package = package_dir(package_arg)?;
     let model_dir = crate::model::model_dir(model_arg)?;
@@ -174,7 +183,11 @@ pub fn run(
         eprintln!("skipped {}: {}", s.page, s.reason);
     }
     if documents.is_empty() {
-        bail!("none of the {} pages in {} has text to index (all skipped)", pages.len(), site.display());
+        bail!(
+            "none of the {} pages in {} has text to index (all skipped)",
+            pages.len(),
+            site.display()
+        );
     }
     let bundle = build_bundle(&documents, config, Some(&model_dir))?;
     let raw = RawBundle::parse(&bundle)?;
@@ -257,7 +270,11 @@ pub fn run(
         pages_skipped: skipped,
         chunks: manifest.counts.chunks,
         duplicates_dropped: manifest.counts.duplicates_dropped,
-        files: written.iter().map(|f| format!("{OUTPUT_DIR}/{f}")).chain(["sextant-sw.js".to_string()]).collect(),
+        files: written
+            .iter()
+            .map(|f| format!("{OUTPUT_DIR}/{f}"))
+            .chain(["sextant-sw.js".to_string()])
+            .collect(),
         bytes: total,
         seconds: started.elapsed().as_secs_f64(),
     };
@@ -278,10 +295,19 @@ pub fn run(
             writeln!(stdout, "  {}: {}", s.page, s.reason)?;
         }
     }
-    writeln!(stdout, "wrote {} files ({} bytes) to {}/{OUTPUT_DIR}/", summary.files.len(), summary.bytes, summary.site)?;
+    writeln!(
+        stdout,
+        "wrote {} files ({} bytes) to {}/{OUTPUT_DIR}/",
+        summary.files.len(),
+        summary.bytes,
+        summary.site
+    )?;
     writeln!(stdout, "add search to a page with:")?;
     writeln!(stdout, "  <div id=\"search\"></div>")?;
-    writeln!(stdout, "  <script type=\"module\" src=\"/{OUTPUT_DIR}/sextant-ui.js\"></script>")?;
+    writeln!(
+        stdout,
+        "  <script type=\"module\" src=\"/{OUTPUT_DIR}/sextant-ui.js\"></script>"
+    )?;
     Ok(())
 }
 
@@ -290,7 +316,11 @@ fn remove_stale(out: &Path, keep: &[String]) -> Result<()> {
     for entry in walkdir::WalkDir::new(out).contents_first(true) {
         let entry = entry?;
         let rel = entry.path().strip_prefix(out).unwrap_or(entry.path());
-        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/");
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
         if rel.is_empty() {
             continue;
         }

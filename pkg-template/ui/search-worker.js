@@ -18,7 +18,6 @@ async function handle(data) {
       bundle: data.bundle,
       model: data.model,
       tokenizer: data.tokenizer,
-      weights: data.weights,
       onProgress: (p) => reply({ id, type: 'progress', ...p }),
     });
     const m = sextant.manifest();

@@ -357,7 +357,10 @@ mod tests {
         let doc = load_site_page("guide/index.html", "<main><h2 id=\"a\">A</h2><p>text</p></main>").unwrap();
         assert_eq!(doc.url.as_deref(), Some("/guide/"));
         let skip = |html: &str| load_site_page("x.html", html).unwrap_err();
-        assert_eq!(skip("<body data-sextant-ignore><p>hidden</p></body>"), SiteSkip::Ignored);
+        assert_eq!(
+            skip("<body data-sextant-ignore><p>hidden</p></body>"),
+            SiteSkip::Ignored
+        );
         assert_eq!(
             skip("<head><meta http-equiv=\"Refresh\" content=\"0; url=/b/\"></head><body>Moved</body>"),
             SiteSkip::Redirect

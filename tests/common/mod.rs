@@ -38,12 +38,11 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// The default model, loaded from the model folder.
-pub fn embedder(weights: sextant::embed::WeightMode) -> sextant::embed::TractEmbedder {
+pub fn embedder() -> sextant::embed::TractEmbedder {
     sextant::embed::TractEmbedder::from_bytes(
         &model_file("model.onnx"),
         &model_file("tokenizer.json"),
         &sextant::embed::ModelOptions::default(),
-        weights,
     )
     .expect("load the model")
 }

@@ -106,7 +106,6 @@ test('errors are Errors with stable codes', async () => {
   await expectCode(api.Sextant.load({ bundle, model: model.subarray(0, 1000), tokenizer }), 'MODEL_MISMATCH');
   await expectCode(api.Sextant.load({ bundle, model }), 'BAD_ARGUMENT');
   await expectCode(api.Sextant.load({}), 'BAD_ARGUMENT');
-  await expectCode(api.Sextant.load({ bundle, model, tokenizer, weights: 'fp4' }), 'BAD_ARGUMENT');
   await expectCode(() => sextant.search('lamp', { k: 0 }), 'BAD_ARGUMENT');
   await expectCode(() => sextant.search('   '), 'BAD_ARGUMENT');
   await expectCode(() => sextant.search('lamp', { mode: 'fuzzy' }), 'BAD_ARGUMENT');
@@ -115,14 +114,6 @@ test('errors are Errors with stable codes', async () => {
   assert.equal(keywordOnly.search('fog horn', { mode: 'keyword' }).results[0].doc_id, 'faq-2');
   await expectCode(() => keywordOnly.search('fog horn'), 'NO_MODEL');
   keywordOnly.free();
-});
-
-test('int8 weights as stored give the same ranking', async () => {
-  const small = await api.Sextant.load({ bundle, model, tokenizer, weights: 'int8' });
-  const a = small.search('how do I clean the lens', { k: 5, mode: 'dense' }).results;
-  const b = sextant.search('how do I clean the lens', { k: 5, mode: 'dense' }).results;
-  assert.deepEqual(a.map((r) => r.chunk_id), b.map((r) => r.chunk_id));
-  small.free();
 });
 
 test('loading by URL reports download progress', async () => {
