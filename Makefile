@@ -2,7 +2,7 @@
 # script in scripts/ that also runs on its own.
 SHELL := /bin/bash
 
-.PHONY: demo test setup model cli wasm lint test-native test-wasm test-js bench bench-wasm clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -20,6 +20,9 @@ cli:
 
 wasm:
 	scripts/build-wasm.sh
+
+worker: setup cli wasm
+	scripts/worker.sh
 
 lint:
 	scripts/lint.sh
@@ -39,5 +42,11 @@ bench: setup cli
 bench-wasm: setup wasm
 	scripts/bench-wasm.sh
 
+bench-worker: setup cli wasm
+	scripts/bench-worker.sh
+
+bench-pagefind: setup cli wasm
+	scripts/bench-pagefind.sh
+
 clean:
-	rm -rf www/dist pkg
+	rm -rf www/dist pkg www/worker/dist tests/artifacts

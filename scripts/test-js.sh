@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Tests of the built npm package (pkg/) in Node (node:test) and headless Chromium (playwright-core),
-# and end-to-end tests of the demo site with the drop-in UI (screenshots in tests/artifacts/).
+# end-to-end tests of the demo site with the drop-in UI (screenshots in tests/artifacts/), and the
+# Worker in workerd.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-cd "$SEXTANT_ROOT/tests/js"
-node --test --test-concurrency=1 package.test.mjs browser.test.mjs e2e.test.mjs
+cd "$SEXTANT_ROOT"
+# The Worker test needs the bundled Worker and the Cranfield parity fixtures.
+SEXTANT_PARITY_DIR=$(scripts/parity-fixtures.sh)
+export SEXTANT_PARITY_DIR
+scripts/site.sh >/dev/null
+scripts/worker-build.sh
+cd tests/js
+node --test --test-concurrency=1 package.test.mjs browser.test.mjs e2e.test.mjs worker.test.mjs

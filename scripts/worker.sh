@@ -9,4 +9,5 @@ scripts/worker-build.sh
 PORT=${PORT:-8787}
 export CORS_ORIGINS=${CORS_ORIGINS:-*}
 echo "sextant worker: http://127.0.0.1:$PORT/healthz  (Ctrl-C to stop)"
-exec www/worker/node_modules/.bin/workerd serve www/worker/dist/workerd.capnp --socket-addr "http=127.0.0.1:$PORT"
+config=$(node www/worker/workerd-config.mjs www/dist/site "127.0.0.1:$PORT")
+exec www/worker/node_modules/.bin/workerd serve "$config"

@@ -6,7 +6,7 @@ var __export = (target, all) => {
 };
 
 // ../../pkg/workerd.js
-import wasmModule2 from "./af88dee1c3eebf9ce0585996389016e14c482ce9-sextant_wasm_bg.wasm";
+import wasmModule2 from "./4ed3c6888ba908ead1074bd5d3acc21574ade3b7-sextant_wasm_bg.wasm";
 
 // ../../pkg/sextant_wasm.js
 var sextant_wasm_exports = {};
@@ -115,7 +115,7 @@ var Engine = class _Engine {
   }
   /**
    * `new Engine(bundle, model?, tokenizer?, options?)` from bytes. Without a model only
-   * keyword search works. `options.weights`: `"folded"` (default) or `"int8"`.
+   * keyword search works. `options` is reserved (pass nothing).
    * @param {Uint8Array | number[]} bundle
    * @param {Uint8Array | number[] | null | undefined} model
    * @param {Uint8Array | number[] | null | undefined} tokenizer
@@ -1118,7 +1118,7 @@ function makeApi(wasm2, initialise) {
      * Loads a bundle and (optionally) the model that queries it. Each of bundle, model and
      * tokenizer is a URL or bytes. onProgress({file, loaded, total}) reports downloads.
      */
-    static async load({ bundle, model, tokenizer, onProgress, weights } = {}) {
+    static async load({ bundle, model, tokenizer, onProgress } = {}) {
       if (bundle == null) throw new SextantError("BAD_ARGUMENT", "load() needs a bundle (URL or bytes)");
       await ready2();
       if (model == null !== (tokenizer == null)) {
@@ -1130,8 +1130,7 @@ function makeApi(wasm2, initialise) {
         await toBytes(wasm2, model, "model", onProgress)
       ];
       try {
-        const options = weights === void 0 ? void 0 : { weights };
-        return new Sextant2(new wasm2.Engine(bundleBytes, modelBytes, tokenizerBytes, options));
+        return new Sextant2(new wasm2.Engine(bundleBytes, modelBytes, tokenizerBytes));
       } catch (e) {
         throw rethrow(e);
       }
@@ -1324,7 +1323,7 @@ function getEngine(env) {
     const started = Date.now();
     const manifest = await siteManifest(env);
     const [bundle, model, tokenizer] = await Promise.all([asset(env, manifest.bundle), asset(env, manifest.model), asset(env, manifest.tokenizer)]);
-    const sextant = await Sextant.load({ bundle, model, tokenizer, weights: env.SEXTANT_WEIGHTS || "int8" });
+    const sextant = await Sextant.load({ bundle, model, tokenizer });
     loadMs = Date.now() - started;
     loadedAt = (/* @__PURE__ */ new Date()).toISOString();
     return sextant;
@@ -1464,7 +1463,6 @@ async function healthz(env) {
     generator: manifest.generator,
     model: m ? { sha256: m.model.sha256, dims: m.model.dims, pooling: m.model.pooling } : null,
     format: m ? m.format : null,
-    weights: env.SEXTANT_WEIGHTS || "int8",
     wasm_memory_bytes: sextant ? memoryBytes() : null
   });
 }
