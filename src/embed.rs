@@ -525,7 +525,7 @@ fn dequantize_gathered_rows(graph: &mut pb::GraphProto) {
             .node
             .iter()
             .enumerate()
-            .filter(|(_, n)| n.input.iter().any(|i| *i == d.output))
+            .filter(|(_, n)| n.input.contains(&d.output))
             .collect();
         let [(gather_at, gather)] = users.as_slice() else {
             continue;

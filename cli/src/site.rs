@@ -324,7 +324,7 @@ fn remove_stale(out: &Path, keep: &[String]) -> Result<()> {
         if rel.is_empty() {
             continue;
         }
-        if entry.file_type().is_file() && !keep.iter().any(|k| *k == rel) {
+        if entry.file_type().is_file() && !keep.contains(&rel) {
             std::fs::remove_file(entry.path())?;
         } else if entry.file_type().is_dir() && std::fs::read_dir(entry.path())?.next().is_none() {
             std::fs::remove_dir(entry.path())?;
