@@ -1,7 +1,7 @@
 //! HTML: the main content of a page, split into sections at headings.
 //!
-//! Main content is the first `[data-sextant-body]`, else `<main>`, else `<article>`, else
-//! `<body>`. Inside it, `nav`, `header`, `footer`, `script`, `style`, `noscript`, `template`,
+//! Main content is the first `[data-sextant-body]`, else `<main>`, else `[role=main]` (Sphinx),
+//! else `<article>`, else `<body>`. Inside it, `nav`, `header`, `footer`, `script`, `style`, `noscript`, `template`,
 //! `svg`, elements with `hidden` and anything marked `[data-sextant-ignore]` are dropped.
 //! Headings (`h1`–`h6`) start sections; a heading's anchor is its `id`, else the `id` of the
 //! element it opens (Sphinx wraps sections as `<section id=…><h2>`), else none. Permalink
@@ -265,7 +265,7 @@ pub fn load_html(path: &str, text: &str) -> Document {
 }
 
 fn document_from(path: &str, html: &Html) -> Document {
-    let root = ["[data-sextant-body]", "main", "article", "body"]
+    let root = ["[data-sextant-body]", "main", "[role=main]", "article", "body"]
         .iter()
         .find_map(|s| select_first(html, s))
         .unwrap_or_else(|| html.root_element());

@@ -4,15 +4,13 @@
 // (scripts/test-js.sh prepares both).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { root, modelDir } from './harness.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
-import { writeConfig } from '../../www/worker/workerd-config.mjs';
+import { startWorkerd, rss } from './workerd.mjs';
 
 const parityDir = process.env.SEXTANT_PARITY_DIR;
 const TOKEN = 'edge-secret-token';
@@ -43,44 +41,23 @@ function cranfieldAssets() {
   return dir;
 }
 
-async function freePort() {
-  const server = createServer();
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address();
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-function rss(pid) {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS'));
-  return Number(line.match(/(\d+)/)[1]) * 1024;
-}
-
 before(async () => {
   assert.ok(parityDir, 'SEXTANT_PARITY_DIR is not set: run scripts/test-js.sh');
   llm = await startLlmServer((req) => {
     const ids = chunkIdsIn(req.body);
     return { events: sseAnswer(`Heated models need similar thermal stresses [${ids[0]}].`), delayMs: 10 };
   });
-  const port = await freePort();
-  const config = writeConfig({ assetsDir: cranfieldAssets(), address: `127.0.0.1:${port}`, name: 'test' });
-  workerd = spawn(path.join(root, 'www/worker/node_modules/.bin/workerd'), ['serve', config], {
-    env: { ...process.env, LLM_BASE_URL: llm.baseUrl, LLM_MODEL: 'edge-test-model', LLM_API_KEY: 'sk-edge', SEXTANT_TOKEN: TOKEN, CORS_ORIGINS: ORIGIN },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  workerd = await startWorkerd({
+    assetsDir: cranfieldAssets(),
+    name: 'test',
+    env: { LLM_BASE_URL: llm.baseUrl, LLM_MODEL: 'edge-test-model', LLM_API_KEY: 'sk-edge', SEXTANT_TOKEN: TOKEN, CORS_ORIGINS: ORIGIN },
   });
-  base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) break;
-    } catch {}
-    if (i > 100) throw new Error('workerd did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  base = workerd.base;
   rssAtStart = rss(workerd.pid);
 });
 
 after(async () => {
-  workerd?.kill();
+  workerd?.stop();
   await llm?.close();
 });
 

@@ -1,0 +1,43 @@
+// The Worker in workerd with the demo site's bundle: first-request (cold) latency, warm /search
+// p50/p95 over the Cranfield query texts, and memory with the bundle loaded.
+// node bench/worker.mjs <assets dir> <queries.jsonl> [rounds]
+import { readFileSync } from 'node:fs';
+import { startWorkerd, rss } from '../tests/js/workerd.mjs';
+
+const [assetsDir, queriesPath, roundsArg] = process.argv.slice(2);
+const rounds = Number(roundsArg ?? 2);
+const queries = readFileSync(queriesPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).text.slice(0, 512));
+const pct = (v, p) => {
+  const s = [...v].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.round((p / 100) * (s.length - 1)))];
+};
+const workerd = await startWorkerd({ assetsDir, name: 'bench' });
+try {
+  const rssStart = rss(workerd.pid);
+  let t = performance.now();
+  const cold = await fetch(`${workerd.base}/search?q=${encodeURIComponent(queries[0])}&k=10`);
+  await cold.json();
+  const coldMs = performance.now() - t;
+  const warm = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const q of queries) {
+      t = performance.now();
+      const response = await fetch(`${workerd.base}/search?q=${encodeURIComponent(q)}&k=10`);
+      await response.json();
+      warm.push(performance.now() - t);
+    }
+  }
+  const health = await (await fetch(`${workerd.base}/healthz`)).json();
+  console.log(
+    JSON.stringify({
+      cold_first_request_ms: coldMs,
+      engine_load_ms: health.load_ms,
+      warm_search_ms: { p50: pct(warm, 50), p95: pct(warm, 95), n: warm.length },
+      wasm_memory_mb: health.wasm_memory_bytes / 1e6,
+      workerd_rss_mb: { start: rssStart / 1e6, loaded: rss(workerd.pid) / 1e6 },
+      chunks: health.chunks,
+    }),
+  );
+} finally {
+  workerd.stop();
+}

@@ -1,0 +1,44 @@
+// Starts the bundled Worker (www/worker/dist) in workerd on a free loopback port, for the Worker
+// tests and benchmarks. Run scripts/worker-build.sh first.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { root } from './harness.mjs';
+import { writeConfig } from '../../www/worker/workerd-config.mjs';
+
+async function freePort() {
+  const server = createServer();
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address();
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/** Resident memory of a process in bytes (Linux). */
+export function rss(pid) {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS'));
+  return Number(line.match(/(\d+)/)[1]) * 1024;
+}
+
+/** workerd serving `assetsDir`; resolves once /healthz answers. */
+export async function startWorkerd({ assetsDir, env = {}, name = 'run' }) {
+  const port = await freePort();
+  const config = writeConfig({ assetsDir, address: `127.0.0.1:${port}`, name });
+  const child = spawn(path.join(root, 'www/worker/node_modules/.bin/workerd'), ['serve', config], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) break;
+    } catch {}
+    if (i > 150) {
+      child.kill();
+      throw new Error('workerd did not start');
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { base, pid: child.pid, stop: () => child.kill() };
+}
