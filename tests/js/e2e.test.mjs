@@ -52,10 +52,11 @@ async function searchFor(page, query) {
 test('typing a query shows results with the expected page first', async () => {
   const page = await openDocs();
   const expectations = [
-    ['how do I stop prompt injection attacks', '/security/'],
+    ['what defenses keep retrieved text from steering the model', '/security/'],
     ['section table and checksums of the file format', '/bundle-format/'],
     ['a failed build never leaves a half-written bundle behind', '/cli/'],
     ['retry rate limits with exponential backoff', '/js-api/'],
+    ['run the worker locally with workerd', '/workers/'],
   ];
   for (const [query, expected] of expectations) {
     await searchFor(page, query);
