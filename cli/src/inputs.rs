@@ -25,7 +25,8 @@ pub struct Skipped {
     pub reason: String,
 }
 
-fn glob_set(patterns: &[String], what: &str) -> Result<Option<GlobSet>> {
+/// The glob set of `patterns` (`None` when there are none); `what` names the option in errors.
+pub fn glob_set(patterns: &[String], what: &str) -> Result<Option<GlobSet>> {
     if patterns.is_empty() {
         return Ok(None);
     }

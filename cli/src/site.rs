@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 use sextant::bundle::RawBundle;
 use sextant::config::BuildConfig;
@@ -20,6 +19,7 @@ use sextant::embed::sha256_hex;
 use sextant::loader::load_site_page;
 
 use crate::build::{build_bundle, write_atomically};
+use crate::inputs::glob_set;
 
 /// The output folder inside the site.
 pub const OUTPUT_DIR: &str = "sextant";
@@ -89,21 +89,10 @@ struct SiteSummary {
     seconds: f64,
 }
 
-fn globs(patterns: &[String]) -> Result<Option<GlobSet>> {
-    if patterns.is_empty() {
-        return Ok(None);
-    }
-    let mut b = GlobSetBuilder::new();
-    for p in patterns {
-        b.add(Glob::new(p).with_context(|| format!("invalid glob {p:?}"))?);
-    }
-    Ok(Some(b.build()?))
-}
-
 /// The HTML pages of the site, sorted, relative paths with `/`.
 fn pages(site: &Path, include: &[String], exclude: &[String]) -> Result<Vec<(PathBuf, String)>> {
-    let include = globs(include)?;
-    let exclude = globs(exclude)?;
+    let include = glob_set(include, "--include")?;
+    let exclude = glob_set(exclude, "--exclude")?;
     let mut out = Vec::new();
     let walker = walkdir::WalkDir::new(site)
         .sort_by_file_name()

@@ -339,3 +339,116 @@ fn corrupt_bundles_and_other_models_are_refused() {
         s(&other),
     ]);
 }
+
+#[test]
+fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
+    let site = tmp("site");
+    let _ = std::fs::remove_dir_all(&site);
+    for (path, html) in [
+        (
+            "index.html",
+            "<main><h1 id=\"top\">Lighthouse docs</h1><p>How the lamp turns at dusk.</p></main>",
+        ),
+        (
+            "guide/index.html",
+            "<main><h2 id=\"fog\">Fog</h2><p>The horn sounds in fog.</p></main>",
+        ),
+        (
+            "old/index.html",
+            "<head><meta http-equiv=\"refresh\" content=\"0; url=/guide/\"></head><body>Moved</body>",
+        ),
+        (
+            "drafts/index.html",
+            "<body data-sextant-ignore><p>Not ready.</p></body>",
+        ),
+        ("empty.html", "<body><nav>only links</nav></body>"),
+    ] {
+        let file = site.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, html).unwrap();
+    }
+    // The CLI copies the package files as they are; stand-ins are enough here.
+    let package = tmp("fake-package");
+    for f in [
+        "core.js",
+        "browser.js",
+        "sextant_wasm.js",
+        "sextant_wasm_bg.wasm",
+        "ui/search-worker.js",
+        "ui/sextant-ui.js",
+        "ui/sextant-ui.css",
+        "ui/sextant-sw.js",
+    ] {
+        let file = package.join(f);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, format!("// {f}")).unwrap();
+    }
+    let out = ok(&["build", "--site", s(&site), "--package", s(&package), "--json"]);
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["pages_indexed"], 2);
+    let skipped: Vec<(String, String)> = summary["pages_skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["page"].as_str().unwrap().to_string(),
+                s["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            (
+                "drafts/index.html".to_string(),
+                "marked data-sextant-ignore".to_string()
+            ),
+            ("empty.html".to_string(), "no text in the main content".to_string()),
+            ("old/index.html".to_string(), "redirect page (meta refresh)".to_string()),
+        ]
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join("sextant/sextant.json")).unwrap()).unwrap();
+    for key in ["bundle", "model", "tokenizer"] {
+        let name = manifest[key].as_str().unwrap();
+        assert!(
+            name.split('.').nth(1).is_some_and(|h| h.len() == 16),
+            "{name} is not content-hashed"
+        );
+        assert!(site.join("sextant").join(name).is_file());
+    }
+    assert!(site
+        .join("sextant")
+        .join(manifest["worker"].as_str().unwrap())
+        .is_file());
+    assert!(site.join("sextant/sextant-ui.js").is_file() && site.join("sextant-sw.js").is_file());
+    // The bundle's chunks carry site URLs with anchors.
+    let bundle = site.join("sextant").join(manifest["bundle"].as_str().unwrap());
+    let hit = ok(&[
+        "search",
+        s(&bundle),
+        "fog horn",
+        "--mode",
+        "keyword",
+        "-k",
+        "1",
+        "--json",
+    ]);
+    let hit: serde_json::Value = serde_json::from_str(&hit).unwrap();
+    assert_eq!(hit["results"][0]["url"], "/guide/#fog");
+    // A rebuild after an edit replaces the hashed bundle and removes the stale one.
+    std::fs::write(
+        site.join("guide/index.html"),
+        "<main><h2 id=\"fog\">Fog</h2><p>The horn sounds twice in fog.</p></main>",
+    )
+    .unwrap();
+    ok(&["build", "--site", s(&site), "--package", s(&package)]);
+    let bundles: Vec<_> = std::fs::read_dir(site.join("sextant"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sxt"))
+        .collect();
+    assert_eq!(bundles.len(), 1);
+    assert!(!bundle.exists());
+}
