@@ -1,7 +1,10 @@
 // The Worker in workerd with the demo site's bundle: first-request (cold) latency, warm /search
-// p50/p95 over the Cranfield query texts, and memory with the bundle loaded.
+// p50/p95 over the Cranfield query texts, and memory with the bundle loaded. The anchor, in the
+// same run: the built package in Node searching the same assets with the same queries.
 // node bench/worker.mjs <assets dir> <queries.jsonl> [rounds]
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startWorkerd, rss } from '../tests/js/workerd.mjs';
 
 const [assetsDir, queriesPath, roundsArg] = process.argv.slice(2);
@@ -41,3 +44,20 @@ try {
 } finally {
   workerd.stop();
 }
+
+// The anchor: the same engine, files and queries in Node, no HTTP.
+const here = path.dirname(fileURLToPath(import.meta.url));
+const entry = JSON.parse(readFileSync(path.join(assetsDir, 'sextant/sextant.json'), 'utf8'));
+const file = (name) => readFileSync(path.join(assetsDir, 'sextant', name));
+const { Sextant, memoryBytes } = await import(path.join(here, '../pkg/node.js'));
+const sextant = await Sextant.load({ bundle: file(entry.bundle), model: file(entry.model), tokenizer: file(entry.tokenizer) });
+const node = [];
+for (let r = 0; r < rounds; r++) {
+  for (const q of queries) {
+    const t = performance.now();
+    JSON.stringify(sextant.search(q, { k: 10 }));
+    node.push(performance.now() - t);
+  }
+}
+console.log(JSON.stringify({ anchor_node_search_ms: { p50: pct(node, 50), p95: pct(node, 95), n: node.length }, node_wasm_memory_mb: memoryBytes() / 1e6 }));
+sextant.free();

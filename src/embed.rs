@@ -62,6 +62,19 @@ pub struct ModelSpec {
     pub passage_prefix: String,
 }
 
+impl ModelSpec {
+    /// The options that load this model the way the bundle was built with it.
+    pub fn options(&self) -> ModelOptions {
+        ModelOptions {
+            max_tokens: self.max_tokens,
+            pooling: self.pooling,
+            normalize: self.normalize,
+            query_prefix: self.query_prefix.clone(),
+            passage_prefix: self.passage_prefix.clone(),
+        }
+    }
+}
+
 /// How a model is to be run: everything in [`ModelSpec`] except what is read from the files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -1,7 +1,7 @@
 //! JavaScript bindings. This file only converts: JS values in, core calls, JS values out, core
 //! errors into JS `Error`s with a stable `code`. No search logic lives here.
 //!
-//! Rust names are snake_case; their JS names are camelCase (`verifyCitations`, `fromUrls`).
+//! Rust names are snake_case; their JS names are camelCase (`verifyCitations`, `fetchBytes`).
 //! Result objects keep the field names of the CLI's `--json` output (`chunk_id`, `doc_id`, …)
 //! so one JSON shape serves the CLI, the package and the Worker.
 
@@ -15,7 +15,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::bundle::Bundle;
 use crate::cite::verify_citations as verify;
-use crate::embed::{sha256_hex, ModelOptions, TextKind, TractEmbedder};
+use crate::embed::{sha256_hex, TextKind, TractEmbedder};
 use crate::frame::{FrameChunk, SYSTEM_PROMPT};
 use crate::search::{Clock, Mode, SearchOptions, VectorSearch};
 
@@ -74,14 +74,6 @@ impl Clock for JsClock {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct EngineOptions {
-    /// Reserved: no options yet (an unknown key is an error, not silently ignored).
-    #[serde(skip)]
-    _reserved: (),
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct JsSearchOptions {
     k: Option<usize>,
     mode: Option<String>,
@@ -115,14 +107,7 @@ pub struct Engine {
     inner: crate::search::Engine,
 }
 
-fn build_engine(
-    bundle: &[u8],
-    model: Option<Vec<u8>>,
-    tokenizer: Option<&[u8]>,
-    options: JsValue,
-) -> Result<Engine, JsValue> {
-    let options: EngineOptions = from_js(options, "engine options")?;
-    let _ = options;
+fn build_engine(bundle: &[u8], model: Option<Vec<u8>>, tokenizer: Option<&[u8]>) -> Result<Engine, JsValue> {
     let bundle = Bundle::from_bytes(bundle).map_err(|e| js_error(e.code(), e))?;
     let mut inner = crate::search::Engine::new(bundle);
     match (model, tokenizer) {
@@ -132,14 +117,7 @@ fn build_engine(
                 .bundle()
                 .check_model(&sha256_hex(&model), &sha256_hex(tokenizer))
                 .map_err(|e| js_error(e.code(), e))?;
-            let spec = &inner.manifest().model;
-            let model_options = ModelOptions {
-                max_tokens: spec.max_tokens,
-                pooling: spec.pooling,
-                normalize: spec.normalize,
-                query_prefix: spec.query_prefix.clone(),
-                passage_prefix: spec.passage_prefix.clone(),
-            };
+            let model_options = inner.manifest().model.options();
             // Owned bytes: freed right after parsing, for a lower peak.
             let embedder =
                 TractEmbedder::from_vec(model, tokenizer, &model_options).map_err(|e| js_error(e.code(), e))?;
@@ -232,40 +210,11 @@ async fn fetch_bytes(url: &str, file: &str, on_progress: Option<&Function>) -> R
 
 #[wasm_bindgen]
 impl Engine {
-    /// `new Engine(bundle, model?, tokenizer?, options?)` from bytes. Without a model only
-    /// keyword search works. `options` is reserved (pass nothing).
+    /// `new Engine(bundle, model?, tokenizer?)` from bytes. Without a model only keyword search
+    /// works. (`Sextant.load` in the package fetches URLs with `fetchBytes`, then calls this.)
     #[wasm_bindgen(constructor)]
-    pub fn new(
-        bundle: &[u8],
-        model: Option<Vec<u8>>,
-        tokenizer: Option<Vec<u8>>,
-        options: JsValue,
-    ) -> Result<Engine, JsValue> {
-        build_engine(bundle, model, tokenizer.as_deref(), options)
-    }
-
-    /// `await Engine.fromUrls(bundleUrl, modelUrl?, tokenizerUrl?, options?, onProgress?)`:
-    /// fetches the files (calling `onProgress({file, loaded, total})` as bytes arrive), then
-    /// loads as the constructor does.
-    #[wasm_bindgen(js_name = fromUrls)]
-    pub async fn from_urls(
-        bundle_url: String,
-        model_url: Option<String>,
-        tokenizer_url: Option<String>,
-        options: JsValue,
-        on_progress: Option<Function>,
-    ) -> Result<Engine, JsValue> {
-        let progress = on_progress.as_ref();
-        let bundle = fetch_bytes(&bundle_url, "bundle", progress).await?;
-        let tokenizer = match &tokenizer_url {
-            Some(url) => Some(fetch_bytes(url, "tokenizer", progress).await?),
-            None => None,
-        };
-        let model = match &model_url {
-            Some(url) => Some(fetch_bytes(url, "model", progress).await?),
-            None => None,
-        };
-        build_engine(&bundle, model, tokenizer.as_deref(), options)
+    pub fn new(bundle: &[u8], model: Option<Vec<u8>>, tokenizer: Option<Vec<u8>>) -> Result<Engine, JsValue> {
+        build_engine(bundle, model, tokenizer.as_deref())
     }
 
     /// `search(query, {k, mode, threshold, minSimilarity, perDocument, depth, vectorSearch})` →

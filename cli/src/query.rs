@@ -142,13 +142,7 @@ fn open(path: &Path, model_arg: Option<&Path>, need_model: bool) -> Result<Engin
                 &sextant::embed::sha256_hex(&tokenizer_bytes),
             )
             .with_context(|| format!("the model in {} cannot query {}", dir.display(), path.display()))?;
-        let options = sextant::embed::ModelOptions {
-            max_tokens: engine.manifest().model.max_tokens,
-            pooling: engine.manifest().model.pooling,
-            normalize: engine.manifest().model.normalize,
-            query_prefix: engine.manifest().model.query_prefix.clone(),
-            passage_prefix: engine.manifest().model.passage_prefix.clone(),
-        };
+        let options = engine.manifest().model.options();
         let embedder = sextant::embed::TractEmbedder::from_bytes(&model_bytes, &tokenizer_bytes, &options)
             .with_context(|| format!("loading the model in {}", dir.display()))?;
         engine.attach_model(Arc::new(embedder))?;
