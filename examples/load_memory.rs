@@ -1,6 +1,6 @@
 //! Memory of loading the model (native: VmRSS and peak VmHWM from /proc) and embed speed.
-//! `cargo run --release --example load_memory -- <model dir>`
-use sextant::embed::{ModelOptions, TractEmbedder};
+//! `cargo run --release --example load_memory -- <model dir> [f32|int8]`
+use sextant::embed::{ModelOptions, TractEmbedder, Weights};
 
 fn status(field: &str) -> String {
     std::fs::read_to_string("/proc/self/status")
@@ -16,7 +16,8 @@ fn main() {
     let model = std::fs::read(format!("{}/model.onnx", args[1])).unwrap();
     let tokenizer = std::fs::read(format!("{}/tokenizer.json", args[1])).unwrap();
     println!("before: {} {}", status("VmRSS"), status("VmHWM"));
-    let e = TractEmbedder::from_vec(model, &tokenizer, &ModelOptions::default()).unwrap();
+    let weights: Weights = args.get(2).map_or(Ok(Weights::F32), |w| w.parse()).unwrap();
+    let e = TractEmbedder::from_vec_with(model, &tokenizer, &ModelOptions::default(), weights).unwrap();
     println!("after load: {} {}", status("VmRSS"), status("VmHWM"));
     let t = std::time::Instant::now();
     for _ in 0..20 {

@@ -223,8 +223,9 @@ export function makeApi(wasm, initialise) {
     /**
      * Loads a bundle and (optionally) the model that queries it. Each of bundle, model and
      * tokenizer is a URL or bytes. onProgress({file, loaded, total}) reports downloads.
+     * weights: 'f32' (default, fastest) or 'int8' (less memory, slower queries).
      */
-    static async load({ bundle, model, tokenizer, onProgress } = {}) {
+    static async load({ bundle, model, tokenizer, onProgress, weights } = {}) {
       if (bundle == null) throw new SextantError('BAD_ARGUMENT', 'load() needs a bundle (URL or bytes)');
       await ready();
       if ((model == null) !== (tokenizer == null)) {
@@ -236,7 +237,7 @@ export function makeApi(wasm, initialise) {
         await toBytes(wasm, model, 'model', onProgress),
       ];
       try {
-        return new Sextant(new wasm.Engine(bundleBytes, modelBytes, tokenizerBytes));
+        return new Sextant(new wasm.Engine(bundleBytes, modelBytes, tokenizerBytes, weights === undefined ? undefined : { weights }));
       } catch (e) {
         throw rethrow(e);
       }

@@ -26,6 +26,9 @@ export interface LoadOptions {
   model?: Source;
   tokenizer?: Source;
   onProgress?: (progress: Progress) => void;
+  /** How the model's int8 weights are held: 'f32' (default: dequantised once at load, fastest
+   *  queries) or 'int8' (dequantised on every query: less memory, slower queries). */
+  weights?: 'f32' | 'int8';
 }
 
 export interface SearchOptions {

@@ -103,6 +103,32 @@ impl Default for ModelOptions {
     }
 }
 
+/// How the model's int8 weights are held once loaded: a load-time choice between speed and
+/// memory that does not change the vectors (beyond float rounding) or the bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Weights {
+    /// Dequantised to f32 once, at load: the fastest queries, about 32 MB more memory for
+    /// all-MiniLM-L6-v2. The default.
+    #[default]
+    F32,
+    /// Kept int8 and dequantised inside every call: about 32 MB less memory, slower queries.
+    /// For memory-tight hosts such as a Worker isolate (128 MB in all).
+    Int8,
+}
+
+impl std::str::FromStr for Weights {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "f32" => Ok(Self::F32),
+            "int8" => Ok(Self::Int8),
+            other => Err(format!("unknown weights \"{other}\": expected f32 or int8")),
+        }
+    }
+}
+
 /// Errors from loading or running an embedding model.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
@@ -263,6 +289,9 @@ pub struct TractEmbedder {
     tokenizer: ModelTokenizer,
     spec: ModelSpec,
     takes_token_type_ids: bool,
+    /// With [`Weights::Int8`]: the int8 weights, passed to the plan as inputs on every call
+    /// (shared, never copied), so the optimiser cannot fold them to f32.
+    weight_inputs: Vec<TValue>,
 }
 
 impl TractEmbedder {
@@ -272,16 +301,26 @@ impl TractEmbedder {
     pub fn from_bytes(model: &[u8], tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
         let sha = sha256_hex(model);
         let proto = decode_model(model)?;
-        Self::from_proto(proto, sha, tokenizer, options)
+        Self::from_proto(proto, sha, tokenizer, options, Weights::F32)
     }
 
     /// Like [`TractEmbedder::from_bytes`], but frees the model bytes as soon as they are parsed,
     /// which lowers the peak memory of a load (WebAssembly memory never shrinks).
     pub fn from_vec(model: Vec<u8>, tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
+        Self::from_vec_with(model, tokenizer, options, Weights::F32)
+    }
+
+    /// Like [`TractEmbedder::from_vec`], holding the weights as `weights` says.
+    pub fn from_vec_with(
+        model: Vec<u8>,
+        tokenizer: &[u8],
+        options: &ModelOptions,
+        weights: Weights,
+    ) -> Result<Self, EmbedError> {
         let sha = sha256_hex(&model);
         let proto = decode_model(&model)?;
         drop(model);
-        Self::from_proto(proto, sha, tokenizer, options)
+        Self::from_proto(proto, sha, tokenizer, options, weights)
     }
 
     fn from_proto(
@@ -289,6 +328,7 @@ impl TractEmbedder {
         model_sha256: String,
         tokenizer: &[u8],
         options: &ModelOptions,
+        weights: Weights,
     ) -> Result<Self, EmbedError> {
         let bad = |e: TractError| EmbedError::BadModel {
             reason: format!("{e:#}"),
@@ -297,9 +337,13 @@ impl TractEmbedder {
             .with_ignore_value_info(true)
             .with_ignore_output_shapes(true);
         let mut folded = Vec::new();
+        let mut runtime_weights = Vec::new();
         if let Some(graph) = proto.graph.as_mut() {
             dequantize_gathered_rows(graph);
-            folded = extract_folded_weights(graph).map_err(bad)?;
+            match weights {
+                Weights::F32 => folded = extract_folded_weights(graph).map_err(bad)?,
+                Weights::Int8 => runtime_weights = int8_weights_as_inputs(graph).map_err(bad)?,
+            }
             drop_unread_initializers(graph);
         }
         let mut inference = onnx.model_for_proto_model(&proto).map_err(bad)?;
@@ -307,7 +351,8 @@ impl TractEmbedder {
         inject_constants(&mut inference, folded).map_err(bad)?;
         // After the protobuf is freed, so the tokenizer reuses that memory.
         let tokenizer_impl = ModelTokenizer::from_bytes(tokenizer, options.max_tokens)?;
-        let input_count = inference.inputs.len();
+        // The model's own inputs come first; the int8 weights were appended after them.
+        let input_count = inference.inputs.len().saturating_sub(runtime_weights.len());
         if !(2..=3).contains(&input_count) {
             return Err(EmbedError::BadModel {
                 reason: format!(
@@ -324,8 +369,16 @@ impl TractEmbedder {
                 )
                 .map_err(bad)?;
         }
+        for (i, (_, tensor)) in runtime_weights.iter().enumerate() {
+            inference = inference
+                .with_input_fact(input_count + i, InferenceFact::dt_shape(tensor.datum_type(), tensor.shape()))
+                .map_err(bad)?;
+        }
         let typed = inference.into_optimized().map_err(bad)?;
-        let plan = typed.into_runnable().map_err(bad)?;
+        let plan = match weights {
+            Weights::F32 => typed.into_runnable().map_err(bad)?,
+            Weights::Int8 => int8_plan(typed, runtime_weights.len()).map_err(bad)?,
+        };
         let mut embedder = Self {
             plan,
             tokenizer: tokenizer_impl,
@@ -340,6 +393,10 @@ impl TractEmbedder {
                 passage_prefix: options.passage_prefix.clone(),
             },
             takes_token_type_ids: input_count == 3,
+            weight_inputs: runtime_weights
+                .into_iter()
+                .map(|(_, t)| TValue::from_const(t.into_arc_tensor()))
+                .collect(),
         };
         let probe = embedder.embed("probe", TextKind::Query)?;
         if probe.is_empty() {
@@ -369,6 +426,7 @@ impl TractEmbedder {
             let types: Tensor = tract_ndarray::Array2::<i64>::zeros((1, len)).into();
             inputs.push(types.into());
         }
+        inputs.extend(self.weight_inputs.iter().cloned());
         let outputs = self.plan.run(inputs).map_err(run)?;
         let hidden = outputs
             .first()
@@ -634,26 +692,9 @@ fn extract_folded_weights(graph: &mut pb::GraphProto) -> TractResult<Vec<(String
             continue;
         };
         drop(q);
-        let dims = weights.shape().iter().map(|&n| n as i64).collect::<Vec<_>>();
-        graph.input.push(pb::ValueInfoProto {
-            name: d.output.clone(),
-            r#type: Some(pb::TypeProto {
-                value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
-                    elem_type: DataType::Float as i32,
-                    shape: Some(pb::TensorShapeProto {
-                        dim: dims
-                            .into_iter()
-                            .map(|n| pb::tensor_shape_proto::Dimension {
-                                value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(n)),
-                                ..Default::default()
-                            })
-                            .collect(),
-                    }),
-                })),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
+        graph
+            .input
+            .push(tensor_input(&d.output, DataType::Float as i32, weights.shape()));
         if let Some(q) = graph.initializer.iter_mut().find(|t| t.name == d.q) {
             q.raw_data = Vec::new();
             q.int32_data = Vec::new();
@@ -663,6 +704,100 @@ fn extract_folded_weights(graph: &mut pb::GraphProto) -> TractResult<Vec<(String
         out.push((d.output, weights));
     }
     remove_nodes(graph, &drop_nodes);
+    Ok(out)
+}
+
+/// The plan for [`Weights::Int8`]. Left to itself, tract would dequantise every weight before
+/// the first layer runs (nothing orders a weight's `Cast → Mul` after the activations it
+/// multiplies), so all the f32 copies would be alive at once: as much memory as folding. This
+/// adds, for each weight, a dependency of its first node on the other inputs of the node that
+/// consumes the dequantised weight, so each is dequantised just before use and freed after.
+fn int8_plan(model: TypedModel, weight_inputs: usize) -> TractResult<Arc<TypedRunnableModel>> {
+    use tract_onnx::tract_core::ops::konst::Const;
+    let inputs = model.input_outlets()?.to_vec();
+    let live_inputs = |node: usize| -> Vec<usize> {
+        model
+            .node(node)
+            .inputs
+            .iter()
+            .map(|i| i.node)
+            .filter(|&n| !model.node(n).op_is::<Const>())
+            .collect()
+    };
+    let mut deps = Vec::new();
+    for source in &inputs[inputs.len().saturating_sub(weight_inputs)..] {
+        let mut chain = vec![source.node];
+        loop {
+            let last = *chain.last().unwrap_or(&source.node);
+            let successors = &model.node(last).outputs.first().map(|o| o.successors.clone()).unwrap_or_default();
+            let [next] = successors.as_slice() else { break };
+            let others: Vec<usize> = live_inputs(next.node).into_iter().filter(|&n| n != last).collect();
+            if others.is_empty() {
+                chain.push(next.node);
+                continue;
+            }
+            if let Some(&first) = chain.get(1) {
+                deps.extend(others.into_iter().map(|other| (first, other)));
+            }
+            break;
+        }
+    }
+    let outputs = model.outputs.clone();
+    let options = tract_onnx::tract_core::runtime::RunOptions {
+        skip_order_opt_ram: true,
+        ..Default::default()
+    };
+    #[allow(deprecated)]
+    let plan = TypedRunnableModel::build_with_outputs_and_deps(model, &outputs, &deps, &options)?;
+    Ok(Arc::new(plan))
+}
+
+/// Declares a graph input of the given ONNX element type and fixed shape.
+fn tensor_input(name: &str, elem_type: i32, shape: &[usize]) -> pb::ValueInfoProto {
+    let dim = shape
+        .iter()
+        .map(|&n| pb::tensor_shape_proto::Dimension {
+            value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(n as i64)),
+            ..Default::default()
+        })
+        .collect();
+    pb::ValueInfoProto {
+        name: name.to_string(),
+        r#type: Some(pb::TypeProto {
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                elem_type,
+                shape: Some(pb::TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// [`Weights::Int8`]: turns the int8 initializer of every in-graph dequantisation into a graph
+/// input (appended after the model's own inputs, in the returned order), so the optimiser sees no
+/// constant to fold and the `Cast → Mul` runs on every call, on the int8 tensor.
+fn int8_weights_as_inputs(graph: &mut pb::GraphProto) -> TractResult<Vec<(String, Tensor)>> {
+    let mut out: Vec<(String, Tensor)> = Vec::new();
+    for d in dequant_pairs(graph) {
+        if out.iter().any(|(name, _)| *name == d.q) {
+            continue;
+        }
+        let Some(at) = graph.initializer.iter().position(|t| t.name == d.q) else {
+            continue;
+        };
+        let Some(q) = proto_tensor(&graph.initializer[at])? else {
+            continue;
+        };
+        if !matches!(q.datum_type(), DatumType::I8 | DatumType::U8) {
+            continue;
+        }
+        let proto = graph.initializer.swap_remove(at);
+        // Old IR versions also list initializers as inputs: keep the weights after the real ones.
+        graph.input.retain(|i| i.name != d.q);
+        graph.input.push(tensor_input(&d.q, proto.data_type, q.shape()));
+        out.push((d.q, q));
+    }
     Ok(out)
 }
 

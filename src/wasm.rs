@@ -15,7 +15,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::bundle::Bundle;
 use crate::cite::verify_citations as verify;
-use crate::embed::{sha256_hex, TextKind, TractEmbedder};
+use crate::embed::{sha256_hex, TextKind, TractEmbedder, Weights};
 use crate::frame::{FrameChunk, SYSTEM_PROMPT};
 use crate::search::{Clock, Mode, SearchOptions, VectorSearch};
 
@@ -74,6 +74,13 @@ impl Clock for JsClock {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EngineOptions {
+    /// `"f32"` (default) or `"int8"`: see [`Weights`].
+    weights: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct JsSearchOptions {
     k: Option<usize>,
     mode: Option<String>,
@@ -107,7 +114,17 @@ pub struct Engine {
     inner: crate::search::Engine,
 }
 
-fn build_engine(bundle: &[u8], model: Option<Vec<u8>>, tokenizer: Option<&[u8]>) -> Result<Engine, JsValue> {
+fn build_engine(
+    bundle: &[u8],
+    model: Option<Vec<u8>>,
+    tokenizer: Option<&[u8]>,
+    options: JsValue,
+) -> Result<Engine, JsValue> {
+    let options: EngineOptions = from_js(options, "engine options")?;
+    let weights = match options.weights.as_deref() {
+        None => Weights::default(),
+        Some(w) => w.parse::<Weights>().map_err(bad_argument)?,
+    };
     let bundle = Bundle::from_bytes(bundle).map_err(|e| js_error(e.code(), e))?;
     let mut inner = crate::search::Engine::new(bundle);
     match (model, tokenizer) {
@@ -120,7 +137,7 @@ fn build_engine(bundle: &[u8], model: Option<Vec<u8>>, tokenizer: Option<&[u8]>)
             let model_options = inner.manifest().model.options();
             // Owned bytes: freed right after parsing, for a lower peak.
             let embedder =
-                TractEmbedder::from_vec(model, tokenizer, &model_options).map_err(|e| js_error(e.code(), e))?;
+                TractEmbedder::from_vec_with(model, tokenizer, &model_options, weights).map_err(|e| js_error(e.code(), e))?;
             inner
                 .attach_model(Arc::new(embedder))
                 .map_err(|e| js_error(e.code(), e))?;
@@ -210,11 +227,17 @@ async fn fetch_bytes(url: &str, file: &str, on_progress: Option<&Function>) -> R
 
 #[wasm_bindgen]
 impl Engine {
-    /// `new Engine(bundle, model?, tokenizer?)` from bytes. Without a model only keyword search
-    /// works. (`Sextant.load` in the package fetches URLs with `fetchBytes`, then calls this.)
+    /// `new Engine(bundle, model?, tokenizer?, {weights?})` from bytes. Without a model only
+    /// keyword search works. `weights: "int8"` trades query speed for memory. (`Sextant.load`
+    /// in the package fetches URLs with `fetchBytes`, then calls this.)
     #[wasm_bindgen(constructor)]
-    pub fn new(bundle: &[u8], model: Option<Vec<u8>>, tokenizer: Option<Vec<u8>>) -> Result<Engine, JsValue> {
-        build_engine(bundle, model, tokenizer.as_deref())
+    pub fn new(
+        bundle: &[u8],
+        model: Option<Vec<u8>>,
+        tokenizer: Option<Vec<u8>>,
+        options: JsValue,
+    ) -> Result<Engine, JsValue> {
+        build_engine(bundle, model, tokenizer.as_deref(), options)
     }
 
     /// `search(query, {k, mode, threshold, minSimilarity, perDocument, depth, vectorSearch})` →

@@ -3,7 +3,7 @@
 
 mod common;
 
-use sextant::embed::{Embedder, TextKind};
+use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
 
 #[derive(serde::Deserialize)]
 struct Golden {
@@ -32,6 +32,37 @@ fn golden_embeddings_are_reproduced() {
         let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-4, "vector not normalised: {norm}");
     }
+}
+
+#[test]
+fn int8_weights_give_the_same_vectors() {
+    // The memory-saving load option dequantises on every call instead of once: the same
+    // arithmetic, so the same vectors (up to float rounding) and still the reference's.
+    let folded = common::embedder();
+    let int8 = TractEmbedder::from_vec_with(
+        common::model_file("model.onnx"),
+        &common::model_file("tokenizer.json"),
+        &ModelOptions::default(),
+        Weights::Int8,
+    )
+    .unwrap();
+    assert_eq!(int8.spec(), folded.spec(), "the load option must not change the model spec");
+    for g in goldens() {
+        let v = int8.embed(&g.text, TextKind::Query).unwrap();
+        let w = folded.embed(&g.text, TextKind::Query).unwrap();
+        let max_diff = v.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(max_diff < 1e-5, "int8 and f32 weights differ by {max_diff} for {:?}", g.text);
+        let cos = common::cosine(&v, &g.embedding);
+        assert!(cos >= 0.999, "cosine {cos} < 0.999 for {:?}", g.text);
+    }
+}
+
+#[test]
+fn weights_parse_with_a_clear_error() {
+    assert_eq!("int8".parse::<Weights>(), Ok(Weights::Int8));
+    assert_eq!("f32".parse::<Weights>(), Ok(Weights::F32));
+    let e = "int4".parse::<Weights>().unwrap_err();
+    assert!(e.contains("int4") && e.contains("f32 or int8"), "{e}");
 }
 
 #[test]

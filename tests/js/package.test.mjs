@@ -116,6 +116,22 @@ test('errors are Errors with stable codes', async () => {
   keywordOnly.free();
 });
 
+test("weights: 'int8' gives the same results; an unknown value is BAD_ARGUMENT", async () => {
+  const int8 = await api.Sextant.load({ bundle, model, tokenizer, weights: 'int8' });
+  try {
+    for (const mode of ['hybrid', 'dense']) {
+      const want = sextant.search('how do lighthouses warn ships in fog', { k: 5, mode }).results;
+      const got = int8.search('how do lighthouses warn ships in fog', { k: 5, mode }).results;
+      assert.deepEqual(got.map((r) => r.chunk_id), want.map((r) => r.chunk_id), mode);
+      got.forEach((r, i) => assert.ok(Math.abs(r.score - want[i].score) <= 1e-5, `${mode} ${r.score} vs ${want[i].score}`));
+    }
+  } finally {
+    int8.free();
+  }
+  const e = await expectCode(api.Sextant.load({ bundle, model, tokenizer, weights: 'int4' }), 'BAD_ARGUMENT');
+  assert.match(e.message, /f32 or int8/);
+});
+
 test('loading by URL reports download progress', async () => {
   const files = { '/docs.sxt': path.join(fixtures, 'golden-v1.sxt'), '/model.onnx': path.join(modelDir, 'model.onnx'), '/tokenizer.json': path.join(modelDir, 'tokenizer.json') };
   const server = http.createServer(async (req, res) => {

@@ -51,13 +51,20 @@ async function asset(env, name) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
+/** How the model's weights are held: SEXTANT_WEIGHTS, "int8" (default) or "f32". */
+function weightsOf(env) {
+  return env.SEXTANT_WEIGHTS || 'int8';
+}
+
 /** Loads the engine once; concurrent first requests share the same load. */
 function getEngine(env) {
   engine ??= (async () => {
     const started = Date.now();
     const manifest = await siteManifest(env);
     const [bundle, model, tokenizer] = await Promise.all([asset(env, manifest.bundle), asset(env, manifest.model), asset(env, manifest.tokenizer)]);
-    const sextant = await Sextant.load({ bundle, model, tokenizer });
+    // int8 by default: about 40 MB less memory than f32 weights in a 128 MB isolate, for
+    // slower queries (BENCHMARKS.md). SEXTANT_WEIGHTS = "f32" trades the other way.
+    const sextant = await Sextant.load({ bundle, model, tokenizer, weights: weightsOf(env) });
     loadMs = Date.now() - started;
     loadedAt = new Date().toISOString();
     return sextant;
@@ -189,6 +196,7 @@ async function healthz(env) {
     engine: sextant ? 'loaded' : 'not loaded',
     loaded_at: loadedAt,
     load_ms: loadMs,
+    weights: weightsOf(env),
     bundle: manifest.bundle,
     pages: manifest.pages,
     chunks: manifest.chunks,
