@@ -14,50 +14,55 @@ const pct = (v, p) => {
   const s = [...v].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.round((p / 100) * (s.length - 1)))];
 };
-const workerd = await startWorkerd({ assetsDir, name: 'bench' });
-try {
-  const rssStart = rss(workerd.pid);
-  let t = performance.now();
-  const cold = await fetch(`${workerd.base}/search?q=${encodeURIComponent(queries[0])}&k=10`);
-  await cold.json();
-  const coldMs = performance.now() - t;
-  const warm = [];
-  for (let r = 0; r < rounds; r++) {
-    for (const q of queries) {
-      t = performance.now();
-      const response = await fetch(`${workerd.base}/search?q=${encodeURIComponent(q)}&k=10`);
-      await response.json();
-      warm.push(performance.now() - t);
+for (const weights of ['int8', 'f32']) {
+  const workerd = await startWorkerd({ assetsDir, name: `bench-${weights}`, env: { SEXTANT_WEIGHTS: weights } });
+  try {
+    const rssStart = rss(workerd.pid);
+    let t = performance.now();
+    const cold = await fetch(`${workerd.base}/search?q=${encodeURIComponent(queries[0])}&k=10`);
+    await cold.json();
+    const coldMs = performance.now() - t;
+    const warm = [];
+    for (let r = 0; r < rounds; r++) {
+      for (const q of queries) {
+        t = performance.now();
+        const response = await fetch(`${workerd.base}/search?q=${encodeURIComponent(q)}&k=10`);
+        await response.json();
+        warm.push(performance.now() - t);
+      }
     }
+    const health = await (await fetch(`${workerd.base}/healthz`)).json();
+    console.log(
+      JSON.stringify({
+        weights: health.weights,
+        cold_first_request_ms: coldMs,
+        engine_load_ms: health.load_ms,
+        warm_search_ms: { p50: pct(warm, 50), p95: pct(warm, 95), n: warm.length },
+        wasm_memory_mb: health.wasm_memory_bytes / 1e6,
+        workerd_rss_mb: { start: rssStart / 1e6, loaded: rss(workerd.pid) / 1e6 },
+        chunks: health.chunks,
+      }),
+    );
+  } finally {
+    workerd.stop();
   }
-  const health = await (await fetch(`${workerd.base}/healthz`)).json();
-  console.log(
-    JSON.stringify({
-      cold_first_request_ms: coldMs,
-      engine_load_ms: health.load_ms,
-      warm_search_ms: { p50: pct(warm, 50), p95: pct(warm, 95), n: warm.length },
-      wasm_memory_mb: health.wasm_memory_bytes / 1e6,
-      workerd_rss_mb: { start: rssStart / 1e6, loaded: rss(workerd.pid) / 1e6 },
-      chunks: health.chunks,
-    }),
-  );
-} finally {
-  workerd.stop();
 }
 
 // The anchor: the same engine, files and queries in Node, no HTTP.
 const here = path.dirname(fileURLToPath(import.meta.url));
 const entry = JSON.parse(readFileSync(path.join(assetsDir, 'sextant/sextant.json'), 'utf8'));
 const file = (name) => readFileSync(path.join(assetsDir, 'sextant', name));
-const { Sextant, memoryBytes } = await import(path.join(here, '../pkg/node.js'));
-const sextant = await Sextant.load({ bundle: file(entry.bundle), model: file(entry.model), tokenizer: file(entry.tokenizer) });
-const node = [];
-for (let r = 0; r < rounds; r++) {
-  for (const q of queries) {
-    const t = performance.now();
-    JSON.stringify(sextant.search(q, { k: 10 }));
-    node.push(performance.now() - t);
+const { Sextant } = await import(path.join(here, '../pkg/node.js'));
+for (const weights of ['int8', 'f32']) {
+  const sextant = await Sextant.load({ bundle: file(entry.bundle), model: file(entry.model), tokenizer: file(entry.tokenizer), weights });
+  const node = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const q of queries) {
+      const t = performance.now();
+      JSON.stringify(sextant.search(q, { k: 10 }));
+      node.push(performance.now() - t);
+    }
   }
+  console.log(JSON.stringify({ anchor_node: weights, search_ms: { p50: pct(node, 50), p95: pct(node, 95), n: node.length } }));
+  sextant.free();
 }
-console.log(JSON.stringify({ anchor_node_search_ms: { p50: pct(node, 50), p95: pct(node, 95), n: node.length }, node_wasm_memory_mb: memoryBytes() / 1e6 }));
-sextant.free();
