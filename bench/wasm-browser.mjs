@@ -36,7 +36,8 @@ try {
   const result = await page.evaluate((config) => window.runBench(config), { queries, rounds });
   const version = context.browser()?.version() ?? (await page.evaluate(() => navigator.userAgent));
   const ratio = result.sextant.total_ms.p50 / result.transformers.embed_ms.p50;
-  console.log(JSON.stringify({ browser: version, queries: queries.length, rounds, ...result, ratio_total_vs_transformers_embed_p50: ratio }));
+  const ratioInt8 = result.sextant_int8_weights.total_ms.p50 / result.transformers.embed_ms.p50;
+  console.log(JSON.stringify({ browser: version, queries: queries.length, rounds, ...result, ratio_total_vs_transformers_embed_p50: ratio, ratio_int8_total_vs_transformers_embed_p50: ratioInt8 }));
   if (page.errors.length) console.error('console errors:', page.errors);
 } finally {
   await context.close();

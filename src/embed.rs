@@ -371,7 +371,10 @@ impl TractEmbedder {
         }
         for (i, (_, tensor)) in runtime_weights.iter().enumerate() {
             inference = inference
-                .with_input_fact(input_count + i, InferenceFact::dt_shape(tensor.datum_type(), tensor.shape()))
+                .with_input_fact(
+                    input_count + i,
+                    InferenceFact::dt_shape(tensor.datum_type(), tensor.shape()),
+                )
                 .map_err(bad)?;
         }
         let typed = inference.into_optimized().map_err(bad)?;
@@ -426,7 +429,9 @@ impl TractEmbedder {
             let types: Tensor = tract_ndarray::Array2::<i64>::zeros((1, len)).into();
             inputs.push(types.into());
         }
-        inputs.extend(self.weight_inputs.iter().cloned());
+        if !self.weight_inputs.is_empty() {
+            inputs.extend(self.weight_inputs.iter().cloned());
+        }
         let outputs = self.plan.run(inputs).map_err(run)?;
         let hidden = outputs
             .first()
@@ -712,6 +717,7 @@ fn extract_folded_weights(graph: &mut pb::GraphProto) -> TractResult<Vec<(String
 /// multiplies), so all the f32 copies would be alive at once: as much memory as folding. This
 /// adds, for each weight, a dependency of its first node on the other inputs of the node that
 /// consumes the dequantised weight, so each is dequantised just before use and freed after.
+#[inline(never)]
 fn int8_plan(model: TypedModel, weight_inputs: usize) -> TractResult<Arc<TypedRunnableModel>> {
     use tract_onnx::tract_core::ops::konst::Const;
     let inputs = model.input_outlets()?.to_vec();
@@ -729,7 +735,12 @@ fn int8_plan(model: TypedModel, weight_inputs: usize) -> TractResult<Arc<TypedRu
         let mut chain = vec![source.node];
         loop {
             let last = *chain.last().unwrap_or(&source.node);
-            let successors = &model.node(last).outputs.first().map(|o| o.successors.clone()).unwrap_or_default();
+            let successors = &model
+                .node(last)
+                .outputs
+                .first()
+                .map(|o| o.successors.clone())
+                .unwrap_or_default();
             let [next] = successors.as_slice() else { break };
             let others: Vec<usize> = live_inputs(next.node).into_iter().filter(|&n| n != last).collect();
             if others.is_empty() {

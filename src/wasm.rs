@@ -136,8 +136,8 @@ fn build_engine(
                 .map_err(|e| js_error(e.code(), e))?;
             let model_options = inner.manifest().model.options();
             // Owned bytes: freed right after parsing, for a lower peak.
-            let embedder =
-                TractEmbedder::from_vec_with(model, tokenizer, &model_options, weights).map_err(|e| js_error(e.code(), e))?;
+            let embedder = TractEmbedder::from_vec_with(model, tokenizer, &model_options, weights)
+                .map_err(|e| js_error(e.code(), e))?;
             inner
                 .attach_model(Arc::new(embedder))
                 .map_err(|e| js_error(e.code(), e))?;

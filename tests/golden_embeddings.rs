@@ -46,12 +46,20 @@ fn int8_weights_give_the_same_vectors() {
         Weights::Int8,
     )
     .unwrap();
-    assert_eq!(int8.spec(), folded.spec(), "the load option must not change the model spec");
+    assert_eq!(
+        int8.spec(),
+        folded.spec(),
+        "the load option must not change the model spec"
+    );
     for g in goldens() {
         let v = int8.embed(&g.text, TextKind::Query).unwrap();
         let w = folded.embed(&g.text, TextKind::Query).unwrap();
         let max_diff = v.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-        assert!(max_diff < 1e-5, "int8 and f32 weights differ by {max_diff} for {:?}", g.text);
+        assert!(
+            max_diff < 1e-5,
+            "int8 and f32 weights differ by {max_diff} for {:?}",
+            g.text
+        );
         let cos = common::cosine(&v, &g.embedding);
         assert!(cos >= 0.999, "cosine {cos} < 0.999 for {:?}", g.text);
     }

@@ -6,12 +6,12 @@ const pct = (v, p) => {
 };
 const summarise = (v) => ({ p50: pct(v, 50), p95: pct(v, 95) });
 
-async function benchSextant({ queries, rounds }) {
+async function benchSextant({ queries, rounds }, weights) {
   const t0 = performance.now();
   const { Sextant, ready, memoryBytes } = await import('/pkg/browser.js');
   await ready();
   const t1 = performance.now();
-  const sextant = await Sextant.load({ bundle: '/data/cranfield.sxt', model: '/model/model.onnx', tokenizer: '/model/tokenizer.json' });
+  const sextant = await Sextant.load({ bundle: '/data/cranfield.sxt', model: '/model/model.onnx', tokenizer: '/model/tokenizer.json', weights });
   const t2 = performance.now();
   const stages = { embed_ms: [], keyword_ms: [], vector_ms: [], fusion_ms: [], total_ms: [] };
   const wall = [];
@@ -55,8 +55,10 @@ async function benchTransformers({ queries, rounds }) {
 }
 
 window.runBench = async (config) => {
-  const sextant = await benchSextant(config);
+  const sextant = await benchSextant(config, 'f32');
+  // The same wasm instance: its memory already holds the f32 peak, so only the timings count.
+  const { wasm_memory_mb, heap_mb, ...sextantInt8 } = await benchSextant(config, 'int8');
   const transformers = await benchTransformers(config);
-  return { sextant, transformers };
+  return { sextant, sextant_int8_weights: sextantInt8, transformers };
 };
 window.benchReady = true;
