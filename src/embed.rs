@@ -922,25 +922,13 @@ mod tests {
     fn dequantize_broadcasts_per_row_and_per_column() {
         let q = Tensor::from(tract_ndarray::arr2(&[[1i8, -2, 3], [4, 5, -6]]));
         let per_row = Tensor::from(tract_ndarray::arr2(&[[0.5f32], [2.0]]));
-        let out = dequantize(&q, &per_row).unwrap().unwrap();
-        assert_eq!(
-            out.to_plain_array_view::<f32>()
-                .unwrap()
-                .iter()
-                .copied()
-                .collect::<Vec<_>>(),
-            vec![0.5, -1.0, 1.5, 8.0, 10.0, -12.0]
-        );
+        let flat = |scale: &Tensor| -> Vec<f32> {
+            let out = dequantize(&q, scale).unwrap().unwrap();
+            out.to_plain_array_view::<f32>().unwrap().iter().copied().collect()
+        };
+        assert_eq!(flat(&per_row), vec![0.5, -1.0, 1.5, 8.0, 10.0, -12.0]);
         let per_col = Tensor::from(tract_ndarray::arr2(&[[1.0f32, 0.5, 2.0]]));
-        let out = dequantize(&q, &per_col).unwrap().unwrap();
-        assert_eq!(
-            out.to_plain_array_view::<f32>()
-                .unwrap()
-                .iter()
-                .copied()
-                .collect::<Vec<_>>(),
-            vec![1.0, -1.0, 6.0, 4.0, 2.5, -12.0]
-        );
+        assert_eq!(flat(&per_col), vec![1.0, -1.0, 6.0, 4.0, 2.5, -12.0]);
         let wrong = Tensor::from(tract_ndarray::arr1(&[1.0f32, 2.0, 3.0, 4.0]));
         assert!(dequantize(&q, &wrong).unwrap().is_none());
         let not_int8 = Tensor::from(tract_ndarray::arr1(&[1.0f32]));
