@@ -27,6 +27,8 @@ build z-hot3
 build s $(all '"s"') --config 'profile.wasm.opt-level="s"'
 build o3 $(all 3) --config 'profile.wasm.opt-level=3'
 build z-hot3-core3 --config 'profile.wasm.package.tract-core.opt-level=3'
+build z-hot3-core-s --config 'profile.wasm.package.tract-core.opt-level="s"'
+build z-hot3-data3 --config 'profile.wasm.package.tract-data.opt-level=3'
 build z-hot3-relaxed-simd --config 'target.wasm32-unknown-unknown.rustflags=["-C", "target-feature=+simd128,+relaxed-simd", "--cfg", "getrandom_backend=\"wasm_js\""]'
 if [ -x "$WASM_OPT" ] && [ ! -f "$VARIANTS/z-hot3-wasmopt-O3/sextant_wasm_bg.wasm" ]; then
   cp -r "$VARIANTS/z-hot3" "$VARIANTS/z-hot3-wasmopt-O3"
