@@ -157,7 +157,9 @@ async fn fetch_bytes(url: &str, file: &str, on_progress: Option<&Function>) -> R
     let failed = |reason: String| {
         js_error(
             "FETCH_FAILED",
-            format!("fetching the {file} from {url} failed: {reason}"),
+            format!(
+                "fetching the {file} from {url} failed: {reason}; check the URL and that the server serves that file"
+            ),
         )
     };
     let global = js_sys::global();

@@ -37,7 +37,7 @@ pub fn glob_set(patterns: &[String], what: &str) -> Result<Option<GlobSet>> {
     Ok(Some(builder.build()?))
 }
 
-fn rel_string(path: &Path) -> String {
+pub fn rel_string(path: &Path) -> String {
     path.components()
         .filter_map(|c| match c {
             std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),

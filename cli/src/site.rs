@@ -19,7 +19,7 @@ use sextant::embed::sha256_hex;
 use sextant::loader::load_site_page;
 
 use crate::build::{build_bundle, write_atomically};
-use crate::inputs::glob_set;
+use crate::inputs::{glob_set, rel_string};
 
 /// The output folder inside the site.
 pub const OUTPUT_DIR: &str = "sextant";
@@ -106,14 +106,7 @@ fn pages(site: &Path, include: &[String], exclude: &[String]) -> Result<Vec<(Pat
         if !entry.file_type().is_file() {
             continue;
         }
-        let rel: String = entry
-            .path()
-            .strip_prefix(site)
-            .unwrap_or(entry.path())
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
+        let rel = rel_string(entry.path().strip_prefix(site).unwrap_or(entry.path()));
         let lower = rel.to_ascii_lowercase();
         if !(lower.ends_with(".html") || lower.ends_with(".htm")) {
             continue;

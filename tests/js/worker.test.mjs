@@ -188,3 +188,16 @@ test('50 concurrent searches all succeed', async () => {
   const bodies = await Promise.all(responses.map((r) => r.json()));
   for (const b of bodies) assert.equal(b.results.length, 5);
 });
+
+test('a bad SEXTANT_WEIGHTS is a configuration error that says what to set', async () => {
+  const misconfigured = await startWorkerd({ assetsDir: cranfieldAssets(), name: 'bad-weights', env: { SEXTANT_WEIGHTS: 'int4' } });
+  try {
+    const response = await fetch(`${misconfigured.base}/search?q=wing`);
+    assert.equal(response.status, 500);
+    const body = await response.json();
+    assert.equal(body.error.code, 'BAD_CONFIG');
+    assert.match(body.error.message, /SEXTANT_WEIGHTS is "int4".*"int8" or "f32"/);
+  } finally {
+    misconfigured.stop();
+  }
+});

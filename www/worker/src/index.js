@@ -53,7 +53,12 @@ async function asset(env, name) {
 
 /** How the model's weights are held: SEXTANT_WEIGHTS, "int8" (default) or "f32". */
 function weightsOf(env) {
-  return env.SEXTANT_WEIGHTS || 'int8';
+  const weights = env.SEXTANT_WEIGHTS || 'int8';
+  if (weights !== 'int8' && weights !== 'f32') {
+    // The Worker's configuration is wrong, not the request: a 500 that says what to fix.
+    throw new HttpError(500, 'BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weights)}; set it to "int8" or "f32" in wrangler.toml [vars]`);
+  }
+  return weights;
 }
 
 /** Loads the engine once; concurrent first requests share the same load. */
