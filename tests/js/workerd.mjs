@@ -32,7 +32,8 @@ export async function startWorkerd({ assetsDir, env = {}, name = 'run' }) {
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     try {
-      if ((await fetch(`${base}/healthz`)).ok) break;
+      await fetch(`${base}/healthz`); // any answer means it is listening (a misconfigured Worker answers 500)
+      break;
     } catch {}
     if (i > 150) {
       child.kill();
