@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use sextant::embed::{ModelOptions, TextKind, TractEmbedder};
 use sextant::eval::parse_queries;
-use sextant::search::{Clock, Engine, Mode, SearchOptions, VectorSearch};
+use sextant::options::{Mode, SearchOptions, VectorSearch};
+use sextant::search::{Clock, Engine};
 
 struct InstantClock(Instant);
 impl Clock for InstantClock {

@@ -1,7 +1,12 @@
 // The sextant JS API, shared by the browser, Node and workerd entry points. Each entry point
 // initialises the WebAssembly module its own way and passes the bindings in.
+//
+// What lives here is what only JS can do: fetching files (with progress), the LLM call, its
+// retries and its event stream. Options, defaults, limits, error codes, the prompt and the
+// citation rules are the core's (`defaults()`, `prepareAsk`, `verifyCitations`): this file
+// restates none of them. Option and result names are the core's snake_case vocabulary.
 
-/** An error with a stable `code` (e.g. CORRUPT_BUNDLE, MODEL_MISMATCH, LLM_AUTH). */
+/** An error with a stable `code` (one of `defaults().error_codes`). */
 export class SextantError extends Error {
   constructor(code, message, details = {}) {
     super(message);
@@ -10,8 +15,6 @@ export class SextantError extends Error {
     Object.assign(this, details);
   }
 }
-
-const REFUSAL = 'I could not find anything in the documents that answers this question.';
 
 /** Turns whatever the wasm side threw into an Error with a code. */
 function rethrow(error) {
@@ -22,22 +25,72 @@ function rethrow(error) {
   return new SextantError('INTERNAL', String(error));
 }
 
+function call(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    throw rethrow(e);
+  }
+}
+
 function isUrlLike(value) {
   return typeof value === 'string' || value instanceof URL;
 }
 
-async function toBytes(wasm, value, file, onProgress) {
+/**
+ * Fetches `url`, reporting `on_progress({file, loaded, total})` as bytes arrive (`total` is null
+ * without a Content-Length). Fails with code FETCH_FAILED.
+ */
+export async function fetchBytes(url, file, on_progress, fetchImpl = globalThis.fetch) {
+  const failed = (reason) =>
+    new SextantError('FETCH_FAILED', `fetching the ${file} from ${url} failed: ${reason}; check the URL and that the server serves that file`);
+  let response;
+  try {
+    response = await fetchImpl(url);
+  } catch (e) {
+    throw failed(e?.message ?? String(e));
+  }
+  if (!response.ok) throw failed(`HTTP status ${response.status}`);
+  const length = Number(response.headers.get('content-length'));
+  const total = Number.isFinite(length) && length > 0 ? length : null;
+  const report = (loaded) => on_progress?.({ file, loaded, total });
+  if (!response.body) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    report(bytes.length);
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  const parts = [];
+  let loaded = 0;
+  report(0);
+  for (;;) {
+    let step;
+    try {
+      step = await reader.read();
+    } catch (e) {
+      throw failed(e?.message ?? String(e));
+    }
+    if (step.done) break;
+    parts.push(step.value);
+    loaded += step.value.length;
+    report(loaded);
+  }
+  if (parts.length === 1) return parts[0];
+  const bytes = new Uint8Array(loaded);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return bytes;
+}
+
+async function toBytes(value, file, on_progress, fetchImpl) {
   if (value == null) return undefined;
   if (value instanceof Uint8Array) return value;
   if (value instanceof ArrayBuffer) return new Uint8Array(value);
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  if (isUrlLike(value)) {
-    try {
-      return await wasm.fetchBytes(String(value), file, onProgress);
-    } catch (e) {
-      throw rethrow(e);
-    }
-  }
+  if (isUrlLike(value)) return fetchBytes(String(value), file, on_progress, fetchImpl);
   throw new SextantError('BAD_ARGUMENT', `${file} must be a URL, an ArrayBuffer or a Uint8Array`);
 }
 
@@ -69,7 +122,7 @@ function sleep(ms, signal) {
 function abortError(signal) {
   const reason = signal?.reason;
   if (reason?.name === 'TimeoutError') {
-    return new SextantError('LLM_TIMEOUT', 'the LLM did not answer in time; raise timeoutMs or try again');
+    return new SextantError('LLM_TIMEOUT', 'the LLM did not answer in time; raise timeout_ms or try again');
   }
   return new SextantError('ABORTED', 'the request was aborted');
 }
@@ -79,31 +132,52 @@ function chatUrl(baseUrl) {
   try {
     url = new URL(String(baseUrl));
   } catch {
-    throw new SextantError('LLM_BAD_URL', `llm.baseUrl ${JSON.stringify(String(baseUrl))} is not a URL; use e.g. https://api.openai.com/v1`);
+    throw new SextantError('LLM_BAD_URL', 'llm.base_url is not a URL; use e.g. https://api.openai.com/v1');
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new SextantError('LLM_BAD_URL', `llm.baseUrl must be http(s), not ${url.protocol}`);
+    throw new SextantError('LLM_BAD_URL', `llm.base_url must be http(s), not ${url.protocol}`);
   }
   return url.href.replace(/\/+$/, '') + '/chat/completions';
 }
 
 /**
- * Reads an OpenAI-compatible SSE stream. Calls onDelta(text) for each content delta; returns
- * { usage, finishReason, malformed }. Malformed lines are counted and skipped, never thrown.
+ * Upstream text made safe to show: the API key and any bearer token removed (a provider may echo
+ * the Authorization header), control characters dropped, at most 300 characters.
  */
-export async function readChatStream(body, onDelta) {
+export function redact(text, secrets = []) {
+  let out = String(text ?? '');
+  for (const secret of secrets) {
+    if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+  }
+  out = out.replace(/(bearer\s+)[^\s"',;]+/gi, '$1[redacted]');
+  out = out.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return out.length > 300 ? `${out.slice(0, 300)}…` : out;
+}
+
+/**
+ * Reads an OpenAI-compatible SSE stream in time linear in its length. Calls on_delta(text) for
+ * each content delta. Returns { usage, finish_reason, malformed, complete, overflow }:
+ * `complete` when the stream said `[DONE]` or gave a finish reason, `overflow` when the answer
+ * went over `max_answer_bytes` (reading stops there). Malformed events are counted and skipped;
+ * a line longer than `max_line_bytes` fails with LLM_BAD_RESPONSE.
+ */
+export async function readChatStream(body, on_delta, { max_line_bytes = Infinity, max_answer_bytes = Infinity } = {}) {
   const reader = body.getReader();
   const decoder = new TextDecoder();
-  let buffer = '';
+  const encoder = new TextEncoder();
+  let pending = []; // pieces of the line being received (joined once, when it ends)
+  let lineBytes = 0; // bytes received since the last newline byte
   let usage = null;
   let finishReason = null;
   let malformed = 0;
-  let done = false;
+  let sawDone = false;
+  let answerBytes = 0;
+  let overflow = false;
   const handle = (line) => {
     if (!line.startsWith('data:')) return; // comments, event:, id:, retry: lines
     const data = line.slice(5).trim();
     if (data === '[DONE]') {
-      done = true;
+      sawDone = true;
       return;
     }
     let event;
@@ -117,67 +191,112 @@ export async function readChatStream(body, onDelta) {
     const choice = event?.choices?.[0];
     if (choice?.finish_reason) finishReason = choice.finish_reason;
     const delta = choice?.delta?.content;
-    if (typeof delta === 'string' && delta.length > 0) onDelta(delta);
+    if (typeof delta === 'string' && delta.length > 0) {
+      answerBytes += encoder.encode(delta).length;
+      if (answerBytes > max_answer_bytes) {
+        overflow = true;
+        return;
+      }
+      on_delta(delta);
+    }
   };
-  while (!done) {
+  const endLine = (last) => {
+    pending.push(last);
+    const line = pending.join('');
+    pending = [];
+    handle(line.endsWith('\r') ? line.slice(0, -1) : line);
+  };
+  while (!sawDone && !overflow) {
     const { value, done: ended } = await reader.read();
     if (ended) break;
-    buffer += decoder.decode(value, { stream: true });
-    let newline;
-    while ((newline = buffer.search(/\r?\n/)) >= 0) {
-      const line = buffer.slice(0, newline);
-      buffer = buffer.slice(buffer[newline] === '\r' ? newline + 2 : newline + 1);
-      handle(line);
-      if (done) break;
+    const lastNewline = value.lastIndexOf(10);
+    lineBytes = lastNewline < 0 ? lineBytes + value.length : value.length - lastNewline - 1;
+    if (lineBytes > max_line_bytes) {
+      await reader.cancel().catch(() => {});
+      throw new SextantError('LLM_BAD_RESPONSE', `the LLM sent an event line over ${max_line_bytes} bytes; raise max_sse_line_bytes if that is expected`);
     }
+    // Only the new text is searched for newlines, so a long line costs linear time.
+    const text = decoder.decode(value, { stream: true });
+    let from = 0;
+    let newline;
+    while (!sawDone && !overflow && (newline = text.indexOf('\n', from)) >= 0) {
+      endLine(text.slice(from, newline));
+      from = newline + 1;
+    }
+    if (from < text.length) pending.push(text.slice(from));
   }
-  if (!done && buffer.trim()) handle(buffer.trim());
-  if (done) await reader.cancel().catch(() => {});
-  return { usage, finishReason, malformed };
+  if (!sawDone && !overflow && pending.length) endLine('');
+  if (sawDone || overflow) await reader.cancel().catch(() => {});
+  return { usage, finish_reason: finishReason, malformed, complete: sawDone || finishReason !== null, overflow };
 }
 
-async function errorText(response) {
+async function errorDetail(response, secrets) {
   try {
     const text = await response.text();
-    const parsed = JSON.parse(text);
-    return parsed?.error?.message ?? text.slice(0, 300);
+    let message = text;
+    try {
+      message = JSON.parse(text)?.error?.message ?? text;
+    } catch {}
+    return redact(message, secrets);
   } catch {
     return '';
   }
 }
 
-/** POSTs the chat request, retrying 429 and 5xx (at most `maxTries` tries, Retry-After honoured). */
-async function postWithRetries(url, init, { maxTries, signal, fetchImpl, random, onRetry }) {
+/** POSTs the chat request, retrying 429 and 5xx (at most `max_tries` tries, Retry-After honoured). */
+async function postWithRetries(url, init, { max_tries, signal, fetchImpl, random, on_retry, secrets }) {
   for (let attempt = 1; ; attempt++) {
     let response;
     try {
       response = await fetchImpl(url, { ...init, signal });
     } catch (e) {
       if (signal?.aborted) throw abortError(signal);
-      throw new SextantError('LLM_UNREACHABLE', `could not reach the LLM at ${new URL(url).origin} (${e?.message ?? e}); check llm.baseUrl and the network`);
+      throw new SextantError('LLM_UNREACHABLE', 'could not reach the LLM endpoint; check llm.base_url and the network', {
+        detail: redact(`${new URL(url).origin}: ${e?.message ?? e}`, secrets),
+      });
     }
     if (response.ok) return response;
     const status = response.status;
     if (status === 401 || status === 403) {
-      const detail = await errorText(response);
-      throw new SextantError('LLM_AUTH', `the LLM endpoint refused the request (${status}${detail ? `: ${detail}` : ''}); check llm.apiKey and that the key may use llm.model`, { status });
+      const detail = await errorDetail(response, secrets);
+      throw new SextantError('LLM_AUTH', `the LLM endpoint refused the request (${status}); check llm.api_key and that the key may use llm.model`, { status, detail });
     }
     const retryable = status === 429 || status >= 500;
-    if (!retryable || attempt >= maxTries) {
-      const detail = await errorText(response);
+    if (!retryable || attempt >= max_tries) {
+      const detail = await errorDetail(response, secrets);
       const code = retryable ? 'LLM_UNAVAILABLE' : 'LLM_HTTP';
       const hint = retryable ? `after ${attempt} tries; try again later` : 'check llm.model and the request options';
-      throw new SextantError(code, `the LLM endpoint answered ${status}${detail ? ` (${detail})` : ''} ${hint}`, { status });
+      throw new SextantError(code, `the LLM endpoint answered ${status} ${hint}`, { status, detail });
     }
     await response.body?.cancel().catch(() => {});
     const wait = retryAfterMs(response.headers.get('retry-after')) ?? backoffMs(attempt, random);
-    onRetry?.({ attempt, status, waitMs: Math.min(wait, 30000) });
+    on_retry?.({ attempt, status, wait_ms: Math.min(wait, 30000) });
     try {
       await sleep(Math.min(wait, 30000), signal);
     } catch {
       throw abortError(signal);
     }
   }
+}
+
+/** The answer of a response that is a whole (not streamed) chat completion. */
+async function readJsonCompletion(response, on_delta, max_answer_bytes) {
+  let parsed;
+  try {
+    parsed = JSON.parse(await response.text());
+  } catch {
+    throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered with JSON that does not parse; check that llm.base_url is an OpenAI-compatible API');
+  }
+  const choice = parsed?.choices?.[0];
+  const content = choice?.message?.content;
+  if (typeof content !== 'string') {
+    throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered with JSON that is not a chat completion (no choices[0].message.content)');
+  }
+  if (new TextEncoder().encode(content).length > max_answer_bytes) {
+    throw new SextantError('LLM_INCOMPLETE', `the answer is over max_answer_bytes (${max_answer_bytes})`, { partial_answer: '' });
+  }
+  if (content) on_delta(content);
+  return { usage: parsed.usage ?? null, finish_reason: choice.finish_reason ?? 'stop', malformed: 0, complete: true, overflow: false, text: content };
 }
 
 /**
@@ -188,6 +307,7 @@ export function makeApi(wasm, initialise) {
   let pending = null;
   let initialised = false;
   let exports = null; // the instance's exports, for memoryBytes()
+  let cachedDefaults = null;
   const ready = () => {
     pending ??= Promise.resolve()
       .then(initialise)
@@ -204,13 +324,19 @@ export function makeApi(wasm, initialise) {
       throw new SextantError('NOT_READY', 'the WebAssembly module is not loaded yet; await ready() or Sextant.load() first');
     }
   };
+  /** The core's defaults, limits, error codes and prompt texts (after ready()). */
+  const defaults = () => {
+    requireReady();
+    cachedDefaults ??= call(() => wasm.defaults());
+    return structuredClone(cachedDefaults);
+  };
   const verifyCitations = (answer, sent) => {
     requireReady();
-    try {
-      return wasm.verifyCitations(String(answer), sent);
-    } catch (e) {
-      throw rethrow(e);
-    }
+    return call(() => wasm.verifyCitations(String(answer), sent));
+  };
+  const highlights = (text, query) => {
+    requireReady();
+    return call(() => wasm.highlights(String(text), String(query)));
   };
 
   class Sextant {
@@ -222,131 +348,114 @@ export function makeApi(wasm, initialise) {
 
     /**
      * Loads a bundle and (optionally) the model that queries it. Each of bundle, model and
-     * tokenizer is a URL or bytes. onProgress({file, loaded, total}) reports downloads.
+     * tokenizer is a URL or bytes. on_progress({file, loaded, total}) reports downloads.
      * weights: 'f32' (default, fastest) or 'int8' (less memory, slower queries).
      */
-    static async load({ bundle, model, tokenizer, onProgress, weights } = {}) {
+    static async load({ bundle, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...load_options } = {}) {
       if (bundle == null) throw new SextantError('BAD_ARGUMENT', 'load() needs a bundle (URL or bytes)');
       await ready();
       if ((model == null) !== (tokenizer == null)) {
         throw new SextantError('BAD_ARGUMENT', 'pass both model and tokenizer, or neither (keyword search only)');
       }
-      const [bundleBytes, tokenizerBytes, modelBytes] = [
-        await toBytes(wasm, bundle, 'bundle', onProgress),
-        await toBytes(wasm, tokenizer, 'tokenizer', onProgress),
-        await toBytes(wasm, model, 'model', onProgress),
-      ];
-      try {
-        return new Sextant(new wasm.Engine(bundleBytes, modelBytes, tokenizerBytes, weights === undefined ? undefined : { weights }));
-      } catch (e) {
-        throw rethrow(e);
-      }
+      const bundleBytes = await toBytes(bundle, 'bundle', on_progress, fetchImpl);
+      const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
+      const modelBytes = await toBytes(model, 'model', on_progress, fetchImpl);
+      return new Sextant(call(() => new wasm.Engine(bundleBytes, modelBytes, tokenizerBytes, load_options)));
     }
 
-    /** search(query, {k, mode, threshold, minSimilarity, perDocument}) → {results, timings, vector_method}. */
+    /** search(query, options) → {results, timings, vector_method}. */
     search(query, options) {
-      try {
-        return this.#engine.search(String(query), options);
-      } catch (e) {
-        throw rethrow(e);
-      }
+      return call(() => this.#engine.search(String(query), options));
     }
 
-    /** frame(results, {tokenBudget}) → {context, included, omitted, tokens, budget, systemPrompt}. */
+    /** frame(results, {token_budget}) → {context, included, omitted, tokens, budget, system_prompt}. */
     frame(results, options) {
-      try {
-        return this.#engine.frame(results, options);
-      } catch (e) {
-        throw rethrow(e);
-      }
+      return call(() => this.#engine.frame(results, options));
     }
 
-    /** context(query, {tokenBudget, k, mode, threshold, minSimilarity}) → framed context plus the results. */
-    context(query, { tokenBudget = 1500, ...searchOptions } = {}) {
-      const { results } = this.search(query, searchOptions);
-      return { ...this.frame(results, { tokenBudget }), results };
+    /** context(question, options) → the results framed, with the chat messages to send. */
+    context(question, options) {
+      return call(() => this.#engine.context(String(question), options));
     }
 
     manifest() {
-      return this.#engine.manifest();
+      return call(() => this.#engine.manifest());
     }
 
     embed(text) {
-      try {
-        return this.#engine.embed(String(text));
-      } catch (e) {
-        throw rethrow(e);
-      }
+      return call(() => this.#engine.embed(String(text)));
     }
 
     tokenIds(text) {
-      try {
-        return this.#engine.tokenIds(String(text));
-      } catch (e) {
-        throw rethrow(e);
-      }
+      return call(() => this.#engine.tokenIds(String(text)));
     }
 
     /**
-     * Answers a question from the documents with the LLM the caller configures.
-     * Returns { answer, citations, unknownCitations, grounded, refused, chunks, usage }.
+     * Answers a question from the documents with the LLM the caller configures. `llm`, `signal`,
+     * `on_context` (called with the framed context, before the LLM call), `on_token`, `on_retry`,
+     * `fetch` and `random` are this function's; every other option is the core's
+     * (`defaults().ask`). Returns { answer, citations, unknown_citations, grounded, refused,
+     * chunks, usage, malformed_events, finish_reason, truncated, spans }.
      */
-    async ask(question, {
-      llm,
-      k = 6,
-      tokenBudget = 1500,
-      mode = 'hybrid',
-      threshold,
-      minSimilarity = 0.3,
-      signal,
-      timeoutMs = 60000,
-      onToken,
-      onRetry,
-      maxTries = 3,
-      temperature = 0,
-      fetch: fetchImpl = globalThis.fetch,
-      random = Math.random,
-    } = {}) {
-      if (!llm || !llm.baseUrl || !llm.model) {
-        throw new SextantError('BAD_ARGUMENT', 'ask() needs llm: { baseUrl, model, apiKey? }');
+    async ask(question, { llm, signal, on_context, on_token, on_retry, fetch: fetchImpl = globalThis.fetch, random = Math.random, ...options } = {}) {
+      if (typeof question !== 'string') throw new SextantError('BAD_ARGUMENT', 'the question must be a string');
+      if (!llm || !llm.base_url || !llm.model) {
+        throw new SextantError('BAD_ARGUMENT', 'ask() needs llm: { base_url, model, api_key? }');
       }
-      const url = chatUrl(llm.baseUrl);
-      const framed = this.context(question, { tokenBudget, k, mode, threshold, minSimilarity });
-      const sent = framed.results.filter((r) => framed.included.includes(r.chunk_id));
-      if (sent.length === 0) {
-        return { answer: REFUSAL, citations: [], unknownCitations: [], grounded: false, refused: true, chunks: [], usage: null };
+      const url = chatUrl(llm.base_url);
+      const prepared = call(() => this.#engine.prepareAsk(question, options));
+      on_context?.(prepared);
+      const sent = prepared.results.filter((r) => prepared.included.includes(r.chunk_id));
+      if (prepared.refused) {
+        return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [] };
       }
+      const settings = prepared.options;
+      const secrets = [llm.api_key].filter(Boolean);
       const headers = { 'content-type': 'application/json', accept: 'text/event-stream', ...(llm.headers ?? {}) };
-      if (llm.apiKey) headers.authorization = `Bearer ${llm.apiKey}`;
+      if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
       const body = JSON.stringify({
         model: llm.model,
         stream: true,
         stream_options: { include_usage: true },
-        temperature,
-        messages: [
-          {
-            role: 'system',
-            content: `You answer questions using only the retrieved documents below. ${framed.systemPrompt} If the documents do not contain the answer, say so.\n\n${framed.context}`,
-          },
-          { role: 'user', content: String(question) },
-        ],
+        temperature: settings.temperature,
+        messages: prepared.messages,
       });
-      const signals = [signal, timeoutMs ? AbortSignal.timeout(timeoutMs) : null].filter(Boolean);
+      const signals = [signal, settings.timeout_ms ? AbortSignal.timeout(settings.timeout_ms) : null].filter(Boolean);
       const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
       const response = await postWithRetries(url, { method: 'POST', headers, body }, {
-        maxTries, signal: combined, fetchImpl, random, onRetry,
+        max_tries: settings.max_tries, signal: combined, fetchImpl, random, on_retry, secrets,
       });
-      if (!response.body) throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered without a body');
       let answer = '';
+      const onDelta = (delta) => {
+        answer += delta;
+        on_token?.(delta);
+      };
+      const type = (response.headers.get('content-type') ?? '').toLowerCase();
       let stream;
       try {
-        stream = await readChatStream(response.body, (delta) => {
-          answer += delta;
-          onToken?.(delta);
-        });
+        if (type.includes('application/json')) {
+          stream = await readJsonCompletion(response, onDelta, settings.max_answer_bytes);
+        } else if (type && !type.includes('text/event-stream')) {
+          await response.body?.cancel().catch(() => {});
+          throw new SextantError('LLM_BAD_RESPONSE', `the LLM answered with ${type.split(';')[0]}, not an event stream; check that llm.base_url is an OpenAI-compatible API`);
+        } else if (!response.body) {
+          throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered without a body');
+        } else {
+          stream = await readChatStream(response.body, onDelta, { max_line_bytes: settings.max_sse_line_bytes, max_answer_bytes: settings.max_answer_bytes });
+        }
       } catch (e) {
         if (combined?.aborted) throw abortError(combined);
-        throw new SextantError('LLM_BAD_RESPONSE', `the LLM stream broke off: ${e?.message ?? e}`);
+        if (e instanceof SextantError) throw e;
+        throw new SextantError('LLM_INCOMPLETE', `the LLM stream broke off: ${redact(e?.message ?? e, secrets)}`, { partial_answer: answer });
+      }
+      if (stream.overflow) {
+        throw new SextantError('LLM_INCOMPLETE', `the answer went over max_answer_bytes (${settings.max_answer_bytes}) and was cut`, { partial_answer: answer });
+      }
+      if (!stream.complete) {
+        throw new SextantError('LLM_INCOMPLETE', 'the LLM stream ended before the answer was complete (no [DONE] and no finish reason); try again', { partial_answer: answer });
+      }
+      if (!answer.trim()) {
+        throw new SextantError('LLM_BAD_RESPONSE', 'the LLM returned an empty answer');
       }
       const report = verifyCitations(answer, sent.map((r) => r.chunk_id));
       const byId = new Map(sent.map((r) => [r.chunk_id, r]));
@@ -358,13 +467,15 @@ export function makeApi(wasm, initialise) {
       return {
         answer,
         citations,
-        unknownCitations: report.unknown,
+        unknown_citations: report.unknown,
         grounded: report.grounded,
         refused: false,
         chunks: sent,
         usage: stream.usage,
-        malformedEvents: stream.malformed,
-        finishReason: stream.finishReason,
+        malformed_events: stream.malformed,
+        finish_reason: stream.finish_reason,
+        truncated: stream.finish_reason === 'length' || stream.finish_reason === 'content_filter',
+        spans: report.spans,
       };
     }
 
@@ -375,10 +486,5 @@ export function makeApi(wasm, initialise) {
     }
   }
 
-  const systemPrompt = () => {
-    requireReady();
-    return wasm.systemPrompt();
-  };
-
-  return { Sextant, SextantError, verifyCitations, systemPrompt, ready, memoryBytes };
+  return { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes };
 }

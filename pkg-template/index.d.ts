@@ -1,16 +1,52 @@
 // Types of the sextant package (the same for the browser, Node and workerd entries).
+//
+// Option and result names are the core's one snake_case vocabulary (the CLI's --json output and
+// the Worker's HTTP API use the same). `make test` checks this file against the JS with
+// `tsc --noEmit` and against the core's defaults() and error codes.
 
-/** Error codes: CORRUPT_BUNDLE, UNSUPPORTED_VERSION, MODEL_MISMATCH, BAD_MODEL, BAD_ARGUMENT,
- *  NO_MODEL, NOT_READY, FETCH_FAILED, EMBED_FAILED, ABORTED, LLM_BAD_URL, LLM_UNREACHABLE,
- *  LLM_AUTH, LLM_HTTP, LLM_UNAVAILABLE, LLM_TIMEOUT, LLM_BAD_RESPONSE, INTERNAL. */
+/** Every code a SextantError can carry; `defaults().error_codes` gives each its HTTP status. */
+export type ErrorCode =
+  | 'BAD_ARGUMENT'
+  | 'NO_MODEL'
+  | 'BAD_MODEL'
+  | 'EMBED_FAILED'
+  | 'CORRUPT_BUNDLE'
+  | 'UNSUPPORTED_VERSION'
+  | 'MODEL_MISMATCH'
+  | 'NOT_READY'
+  | 'FETCH_FAILED'
+  | 'ABORTED'
+  | 'LLM_BAD_URL'
+  | 'LLM_UNREACHABLE'
+  | 'LLM_AUTH'
+  | 'LLM_HTTP'
+  | 'LLM_UNAVAILABLE'
+  | 'LLM_TIMEOUT'
+  | 'LLM_BAD_RESPONSE'
+  | 'LLM_INCOMPLETE'
+  | 'LLM_NOT_CONFIGURED'
+  | 'UNAUTHORIZED'
+  | 'METHOD_NOT_ALLOWED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'NOT_BUILT'
+  | 'BAD_CONFIG'
+  | 'INTERNAL';
+
 export class SextantError extends Error {
-  code: string;
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>);
+  code: ErrorCode;
+  /** The HTTP status of the LLM's answer (LLM_AUTH, LLM_HTTP, LLM_UNAVAILABLE). */
   status?: number;
+  /** The LLM endpoint's own words, with keys and bearer tokens removed. */
+  detail?: string;
+  /** LLM_INCOMPLETE: the text that arrived before the stream ended. */
+  partial_answer?: string;
 }
 
 export type Bytes = ArrayBuffer | Uint8Array;
 export type Source = string | URL | Bytes;
 export type Mode = 'hybrid' | 'dense' | 'keyword';
+export type Weights = 'f32' | 'int8';
 
 export interface Progress {
   file: 'bundle' | 'model' | 'tokenizer';
@@ -25,26 +61,44 @@ export interface LoadOptions {
   /** model.onnx; omit with tokenizer for keyword-only search. */
   model?: Source;
   tokenizer?: Source;
-  onProgress?: (progress: Progress) => void;
+  on_progress?: (progress: Progress) => void;
   /** How the model's int8 weights are held: 'f32' (default: dequantised once at load, fastest
    *  queries) or 'int8' (dequantised on every query: less memory, slower queries). */
-  weights?: 'f32' | 'int8';
+  weights?: Weights;
+  /** The fetch used for URLs (default: globalThis.fetch). */
+  fetch?: typeof fetch;
+}
+
+export interface Bm25Params {
+  /** Term-frequency saturation, 0–10 (default 1.5). */
+  k1: number;
+  /** Length normalisation, 0–1 (default 0.75). */
+  b: number;
 }
 
 export interface SearchOptions {
   /** Results wanted, 1–1000 (default 10). */
   k?: number;
   mode?: Mode;
+  /** Candidates per retriever before fusion, up to 10000 (default 2·k). */
+  depth?: number | null;
   /** Drop results scoring below this (RRF score in hybrid, cosine in dense, BM25 in keyword). */
-  threshold?: number;
+  score_threshold?: number | null;
   /** Drop dense candidates with cosine below this, before fusion. */
-  minSimilarity?: number;
+  min_similarity?: number | null;
   /** Keep only the best chunk of each document. */
-  perDocument?: boolean;
-  /** Candidates per retriever before fusion (default 2·k). */
-  depth?: number;
-  vectorSearch?: 'auto' | 'exact' | 'hnsw';
+  per_document?: boolean;
+  /** BM25 parameters for this query (default: the bundle's). */
+  bm25?: Partial<Bm25Params> | null;
+  vector_search?: 'auto' | 'exact' | 'hnsw';
 }
+
+export interface FrameOptions {
+  /** Model tokens the framed blocks may take, 1–100000 (default 1500). */
+  token_budget?: number;
+}
+
+export type ContextOptions = SearchOptions & FrameOptions;
 
 export interface RetrieverHit {
   rank: number;
@@ -66,10 +120,18 @@ export interface SearchResult {
   keyword: RetrieverHit | null;
 }
 
+export interface StageTimings {
+  embed_ms: number;
+  keyword_ms: number;
+  vector_ms: number;
+  fusion_ms: number;
+  total_ms: number;
+}
+
 export interface SearchResponse {
   results: SearchResult[];
   /** Milliseconds per stage. */
-  timings: { embed_ms: number; keyword_ms: number; vector_ms: number; fusion_ms: number; total_ms: number };
+  timings: StageTimings;
   vector_method: 'exact' | 'hnsw' | null;
 }
 
@@ -79,7 +141,24 @@ export interface Framed {
   omitted: string[];
   tokens: number;
   budget: number;
-  systemPrompt: string;
+  system_prompt: string;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user';
+  content: string;
+}
+
+/** The fields of `sextant frame --json`. */
+export interface ContextResponse extends Framed {
+  results: SearchResult[];
+  /** The chat messages to send: the system prompt with the context, then the question. */
+  messages: ChatMessage[];
+  /** Nothing fit or nothing was found: there is no evidence to answer from. */
+  refused: boolean;
+  /** The answer to give when refused. */
+  refusal: string;
+  timings: StageTimings;
 }
 
 export interface Citation {
@@ -88,45 +167,54 @@ export interface Citation {
   count: number;
 }
 
+/** Where a bracketed citation group is in the answer (JS string offsets). */
+export interface CitationSpan {
+  start: number;
+  end: number;
+  chunk_ids: string[];
+}
+
 export interface CitationReport {
   citations: Citation[];
   valid: string[];
   unknown: string[];
   grounded: boolean;
+  spans: CitationSpan[];
 }
 
 export interface LlmConfig {
-  /** An OpenAI-compatible API root, e.g. https://api.openai.com/v1 (POST {baseUrl}/chat/completions). */
-  baseUrl: string;
-  /** Sent only to baseUrl as a bearer token; never logged or stored. */
-  apiKey?: string;
+  /** An OpenAI-compatible API root, e.g. https://api.openai.com/v1 (POST {base_url}/chat/completions). */
+  base_url: string;
+  /** Sent only to base_url as a bearer token; never logged, stored or shown in errors. */
+  api_key?: string;
   model: string;
   headers?: Record<string, string>;
 }
 
-export interface AskOptions {
+export interface AskOptions extends ContextOptions {
   llm: LlmConfig;
-  k?: number;
-  tokenBudget?: number;
-  mode?: Mode;
-  threshold?: number;
-  /** Dense candidates below this cosine are not evidence (default 0.3). */
-  minSimilarity?: number;
   signal?: AbortSignal;
-  /** Whole-request timeout in ms (default 60000; 0 for none). */
-  timeoutMs?: number;
-  onToken?: (text: string) => void;
-  onRetry?: (info: { attempt: number; status: number; waitMs: number }) => void;
-  /** Tries for 429 and 5xx answers (default 3). */
-  maxTries?: number;
+  /** Called with the framed context once the options are validated, before the LLM call. */
+  on_context?: (context: ContextResponse & { options: Record<string, unknown> }) => void;
+  /** Whole-request timeout in ms, retries included (default 60000; 0 for none). */
+  timeout_ms?: number;
+  /** Tries for 429 and 5xx answers, 1–10 (default 3). */
+  max_tries?: number;
   temperature?: number;
+  /** Longest answer accepted in bytes (default 262144); longer ends with LLM_INCOMPLETE. */
+  max_answer_bytes?: number;
+  /** Longest event-stream line in bytes (default 1048576); longer ends with LLM_BAD_RESPONSE. */
+  max_sse_line_bytes?: number;
+  on_token?: (text: string) => void;
+  on_retry?: (info: { attempt: number; status: number; wait_ms: number }) => void;
   fetch?: typeof fetch;
+  random?: () => number;
 }
 
 export interface Answer {
   answer: string;
   citations: (Citation & { url: string | null; title: string | null })[];
-  unknownCitations: string[];
+  unknown_citations: string[];
   /** At least one citation points at a chunk that was sent. */
   grounded: boolean;
   /** Nothing relevant was retrieved, so the LLM was not called. */
@@ -134,15 +222,45 @@ export interface Answer {
   /** The chunks sent to the LLM. */
   chunks: SearchResult[];
   usage: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null;
-  malformedEvents?: number;
-  finishReason?: string | null;
+  malformed_events: number;
+  finish_reason: string | null;
+  /** The model stopped at its length limit or a content filter: the answer may be cut. */
+  truncated: boolean;
+  /** Where each citation group is in `answer`. */
+  spans: CitationSpan[];
+}
+
+export interface ErrorCodeInfo {
+  code: ErrorCode;
+  http_status: number;
+  retryable: boolean;
+}
+
+/** The core's defaults, limits, error codes and prompt texts. */
+export interface Defaults {
+  load: { weights: Weights };
+  search: Required<SearchOptions>;
+  frame: Required<FrameOptions>;
+  context: Required<ContextOptions>;
+  ask: Required<Omit<AskOptions, 'llm' | 'signal' | 'on_context' | 'on_token' | 'on_retry' | 'fetch' | 'random'>>;
+  limits: {
+    max_query_bytes: number;
+    max_k: number;
+    max_depth: number;
+    max_token_budget: number;
+    max_request_bytes: number;
+  };
+  error_codes: ErrorCodeInfo[];
+  system_prompt: string;
+  refusal: string;
 }
 
 export class Sextant {
+  private constructor();
   static load(options: LoadOptions): Promise<Sextant>;
   search(query: string, options?: SearchOptions): SearchResponse;
-  frame(results: SearchResult[], options?: { tokenBudget?: number }): Framed;
-  context(query: string, options?: SearchOptions & { tokenBudget?: number }): Framed & { results: SearchResult[] };
+  frame(results: Pick<SearchResult, 'chunk_id' | 'url' | 'text'>[], options?: FrameOptions): Framed;
+  context(question: string, options?: ContextOptions): ContextResponse;
   ask(question: string, options: AskOptions): Promise<Answer>;
   manifest(): Record<string, unknown>;
   embed(text: string): Float32Array;
@@ -153,11 +271,21 @@ export class Sextant {
 export function ready(): Promise<void>;
 /** Bytes of WebAssembly linear memory in use (it only grows), or null before ready(). */
 export function memoryBytes(): number | null;
-export function verifyCitations(answer: string, sent: string[] | SearchResult[]): CitationReport;
-export function systemPrompt(): string;
+export function defaults(): Defaults;
+export function verifyCitations(answer: string, sent: string[] | Pick<SearchResult, 'chunk_id'>[]): CitationReport;
+/** The words of `text` keyword search matched for `query`, as [start, end] string offsets. */
+export function highlights(text: string, query: string): [number, number][];
+export function fetchBytes(
+  url: string,
+  file: string,
+  on_progress?: (progress: Progress) => void,
+  fetchImpl?: typeof fetch,
+): Promise<Uint8Array>;
+export function redact(text: string, secrets?: string[]): string;
 export function readChatStream(
   body: ReadableStream<Uint8Array>,
-  onDelta: (text: string) => void,
-): Promise<{ usage: Answer['usage']; finishReason: string | null; malformed: number }>;
+  on_delta: (text: string) => void,
+  limits?: { max_line_bytes?: number; max_answer_bytes?: number },
+): Promise<{ usage: Answer['usage']; finish_reason: string | null; malformed: number; complete: boolean; overflow: boolean }>;
 export function retryAfterMs(header: string | null, now?: number): number | null;
 export function backoffMs(attempt: number, random?: () => number): number;

@@ -7,5 +7,5 @@ import { makeApi } from './core.js';
 
 const api = makeApi(wasm, () => initSync({ module: wasmModule }));
 
-export const { Sextant, SextantError, verifyCitations, systemPrompt, ready, memoryBytes } = api;
-export { readChatStream, retryAfterMs, backoffMs } from './core.js';
+export const { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
+export { readChatStream, retryAfterMs, backoffMs, fetchBytes, redact } from './core.js';

@@ -43,18 +43,34 @@ impl Analyzer {
 
     /// The terms of `text`, in order, duplicates kept.
     pub fn terms(&self, text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        for word in text.unicode_words() {
+        self.terms_at(text).map(|(_, term)| term).collect()
+    }
+
+    /// Each term of `text` with the byte range of the word it came from.
+    fn terms_at<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (std::ops::Range<usize>, String)> + 't {
+        text.unicode_word_indices().filter_map(|(at, word)| {
             let lower = word.to_lowercase();
             if self.stop_words.contains(lower.as_str()) {
-                continue;
+                return None;
             }
             let stem = self.stemmer.stem(&lower);
-            if !stem.is_empty() {
-                out.push(stem.into_owned());
-            }
+            (!stem.is_empty()).then(|| (at..at + word.len(), stem.into_owned()))
+        })
+    }
+
+    /// The byte ranges of the words of `text` that keyword search matched for `query`: whole words
+    /// (never "art" inside "start") whose term is one of the query's terms, stems included
+    /// ("rotating" matches a query for "rotation"). In order, not overlapping. This is what the UI
+    /// highlights, so it shows exactly what BM25 found.
+    pub fn highlights(&self, text: &str, query: &str) -> Vec<std::ops::Range<usize>> {
+        let wanted: HashSet<String> = self.terms(query).into_iter().collect();
+        if wanted.is_empty() {
+            return Vec::new();
         }
-        out
+        self.terms_at(text)
+            .filter(|(_, term)| wanted.contains(term))
+            .map(|(range, _)| range)
+            .collect()
     }
 
     /// Whether `word` (already lower case) is a stop word.
@@ -82,6 +98,26 @@ mod tests {
         assert_eq!(a.terms("naïve café, résumé"), vec!["naïv", "café", "résumé"]);
         assert!(a.terms("  ... !!! ").is_empty());
         assert_eq!(a.terms("3.5 mach"), vec!["3.5", "mach"]);
+    }
+
+    #[test]
+    fn highlights_are_whole_words_with_the_query_stems() {
+        let a = Analyzer::english();
+        let text = "Start the art show: rotating beams. The ROTATION of the Art-deco lamp";
+        let spans: Vec<&str> = a
+            .highlights(text, "art rotation")
+            .into_iter()
+            .map(|r| &text[r])
+            .collect();
+        assert_eq!(spans, ["art", "rotating", "ROTATION", "Art"]);
+        assert!(
+            a.highlights(text, "the of").is_empty(),
+            "stop words are never highlighted"
+        );
+        let accents = "Café naïve";
+        let spans = a.highlights(accents, "cafe café");
+        assert_eq!(spans.len(), 1);
+        assert_eq!(&accents[spans[0].clone()], "Café");
     }
 
     #[test]

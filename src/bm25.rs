@@ -274,7 +274,15 @@ impl Bm25Index {
             let df = r.varint_u32("bm25 document frequency")?;
             let idf = r.f32()?;
             let len = r.count("bm25 postings length", 0)?;
-            if df == 0 || df as usize > doc_count || !idf.is_finite() {
+            // The IDF is stored so queries need no logarithm, but it must be the formula's: a
+            // negative or zero one would silently empty keyword search.
+            let expected = u32::try_from(doc_count).ok().map(|n| self::idf(n, df));
+            if df == 0
+                || df as usize > doc_count
+                || !idf.is_finite()
+                || idf <= 0.0
+                || expected.is_none_or(|e| (idf - e).abs() > 1e-4 * e.max(1.0))
+            {
                 return Err(DecodeError::Invalid {
                     what: "bm25 term statistics",
                     offset,
@@ -419,6 +427,21 @@ mod tests {
         let mut extra = bytes.clone();
         extra.push(0);
         assert!(Bm25Index::from_bytes(&extra).is_err());
+    }
+
+    #[test]
+    fn a_stored_idf_that_is_not_the_formulas_is_refused() {
+        let index = Bm25Index::build(&docs(&["wing flow", "flow"]));
+        let good = index.to_bytes();
+        let idf_of_flow = idf(2, 2).to_le_bytes();
+        let at = good.windows(4).position(|w| w == idf_of_flow).unwrap();
+        for bad in [-idf(2, 2), 0.0, idf(2, 2) * 3.0] {
+            let mut tampered = good.clone();
+            tampered[at..at + 4].copy_from_slice(&bad.to_le_bytes());
+            // A negative IDF once read fine and silently emptied keyword search.
+            assert!(Bm25Index::from_bytes(&tampered).is_err(), "idf {bad} accepted");
+        }
+        assert!(Bm25Index::from_bytes(&good).is_ok());
     }
 
     proptest! {

@@ -20,7 +20,9 @@ use sha2::{Digest, Sha256};
 use crate::bm25::{Bm25Index, Bm25Params};
 use crate::chunk::{Chunk, ChunkParams};
 use crate::codec::{ByteReader, DecodeError};
-use crate::embed::{hex, ModelSpec};
+use crate::digest::{hex, sha256_hex};
+use crate::embed::ModelSpec;
+use crate::error_code::ErrorCode;
 use crate::vector::{HnswParams, VectorIndex};
 
 /// The 8 bytes every bundle starts with.
@@ -164,17 +166,17 @@ pub enum BundleError {
 impl BundleError {
     /// A stable, machine-readable code for the error (the `code` of JS errors):
     /// `UNSUPPORTED_VERSION`, `MODEL_MISMATCH` or `CORRUPT_BUNDLE`.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            BundleError::UnsupportedVersion { .. } => "UNSUPPORTED_VERSION",
-            BundleError::ModelMismatch { .. } => "MODEL_MISMATCH",
+            BundleError::UnsupportedVersion { .. } => ErrorCode::UnsupportedVersion,
+            BundleError::ModelMismatch { .. } => ErrorCode::ModelMismatch,
             BundleError::BadMagic { .. }
             | BundleError::Truncated { .. }
             | BundleError::HeaderChecksum
             | BundleError::ChecksumMismatch { .. }
             | BundleError::Corrupt { .. }
             | BundleError::MissingSection { .. }
-            | BundleError::BadSection { .. } => "CORRUPT_BUNDLE",
+            | BundleError::BadSection { .. } => ErrorCode::CorruptBundle,
         }
     }
 }
@@ -361,6 +363,20 @@ impl<'a> RawBundle<'a> {
                     reason: format!("section {name} overlaps the table or the section before it"),
                 });
             }
+            let aligned = align8(previous_end as usize) as u64;
+            if offset != aligned {
+                return Err(BundleError::Corrupt {
+                    reason: format!(
+                        "section {name} starts at byte {offset}, not at {aligned} (the next multiple of 8 after what precedes it)"
+                    ),
+                });
+            }
+            let padding = bytes.get(previous_end as usize..offset as usize).unwrap_or(&[]);
+            if padding.iter().any(|&b| b != 0) {
+                return Err(BundleError::Corrupt {
+                    reason: format!("the padding before section {name} is not zero"),
+                });
+            }
             if end > available {
                 return Err(truncated(&format!("section {name}"), end));
             }
@@ -389,6 +405,14 @@ impl<'a> RawBundle<'a> {
                 sha256: hex(digest),
             });
             previous_end = end;
+        }
+        if previous_end != file_length {
+            return Err(BundleError::Corrupt {
+                reason: format!(
+                    "{} bytes follow the last section",
+                    file_length.saturating_sub(previous_end)
+                ),
+            });
         }
         Ok(Self {
             major,
@@ -490,6 +514,24 @@ impl Bundle {
                 c.id,
                 c.doc,
                 documents.len()
+            )));
+        }
+        if manifest.counts.documents != documents.len() || manifest.counts.chunks != chunks.len() {
+            return Err(BundleError::BadSection {
+                section: "manifest",
+                reason: format!(
+                    "it counts {} documents and {} chunks but the bundle holds {} and {}",
+                    manifest.counts.documents,
+                    manifest.counts.chunks,
+                    documents.len(),
+                    chunks.len()
+                ),
+            });
+        }
+        if let Some(c) = chunks.iter().find(|c| sha256_hex(c.text.as_bytes()) != c.content_hash) {
+            return Err(inconsistent(format!(
+                "chunk {}'s content_hash is not the SHA-256 of its text",
+                c.id
             )));
         }
         Ok(Self {
@@ -666,6 +708,49 @@ mod tests {
         let mut longer = good.clone();
         longer.push(0);
         assert!(matches!(RawBundle::parse(&longer), Err(BundleError::Corrupt { .. })));
+    }
+
+    /// Rewrites the table of a container (offsets and file length) and reseals its digest.
+    fn reseal(bytes: &mut [u8]) {
+        let count = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let table_end = HEADER_LEN + count * ENTRY_LEN;
+        let digest = Sha256::digest(&bytes[..table_end]);
+        bytes[table_end..table_end + 32].copy_from_slice(&digest);
+    }
+
+    #[test]
+    fn padding_placement_and_trailing_bytes_are_checked() {
+        let good = write_container(&[(1, b"{\"a\":1}".to_vec()), (2, b"[]".to_vec())]);
+        let first = RawBundle::parse(&good).unwrap().sections[0].clone();
+        // Garbage in the zero padding after the first section (7 bytes long, padded to 8).
+        let mut dirty = good.clone();
+        dirty[(first.offset + first.length) as usize] = 0xAA;
+        let e = RawBundle::parse(&dirty).unwrap_err();
+        assert!(
+            e.to_string().contains("padding before section documents is not zero"),
+            "{e}"
+        );
+        // A section moved 8 bytes later (the file and table grown to match, resealed).
+        let mut moved = good.clone();
+        let second_offset = HEADER_LEN + ENTRY_LEN + 8;
+        let old = u64::from_le_bytes(moved[second_offset..second_offset + 8].try_into().unwrap());
+        moved[second_offset..second_offset + 8].copy_from_slice(&(old + 8).to_le_bytes());
+        let body = moved.split_off(old as usize);
+        moved.extend_from_slice(&[0; 8]);
+        moved.extend_from_slice(&body);
+        let len = moved.len() as u64;
+        moved[16..24].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut moved);
+        let e = RawBundle::parse(&moved).unwrap_err();
+        assert!(e.to_string().contains("not at"), "{e}");
+        // Bytes after the last section, counted in the header's length.
+        let mut trailing = good.clone();
+        trailing.extend_from_slice(&[0; 8]);
+        let len = trailing.len() as u64;
+        trailing[16..24].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut trailing);
+        let e = RawBundle::parse(&trailing).unwrap_err();
+        assert!(e.to_string().contains("8 bytes follow the last section"), "{e}");
     }
 
     #[test]

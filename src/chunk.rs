@@ -6,12 +6,17 @@
 //! the pieces back greedily up to `chunk_size` tokens with `chunk_overlap` tokens carried over
 //! between neighbours. Sizes are counted in *model* tokens (special tokens excluded), and every
 //! chunk is checked against the limit after merging, so the embedder never truncates one.
+//!
+//! Every chunk is also at most `max_chunk_bytes` long (a model may count a 50 MB run without
+//! spaces as one unknown token), and the work is linear in the text on any input: nothing longer
+//! than `max_chunk_bytes` is ever handed to the token counter, and a run without separators is cut
+//! by a galloping search whose cost grows with the chunk, not with the text.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::embed::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// One document as loaded from a file or a JSONL line.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -51,13 +56,22 @@ pub struct ChunkParams {
     /// Tokens repeated from the end of one chunk at the start of the next, so a sentence cut at a
     /// boundary is still whole somewhere. Default 32; must be below `chunk_size`.
     pub chunk_overlap: usize,
+    /// Most bytes of text in a chunk, whatever its token count. Default 8192 (a 200-token chunk of
+    /// prose is about 1 KB); at least 64. A safety limit on pathological input (base64 blocks,
+    /// minified code), so it is not recorded in the bundle's manifest.
+    #[serde(skip_serializing)]
+    pub max_chunk_bytes: usize,
 }
+
+/// Default of [`ChunkParams::max_chunk_bytes`].
+pub const DEFAULT_MAX_CHUNK_BYTES: usize = 8192;
 
 impl Default for ChunkParams {
     fn default() -> Self {
         Self {
             chunk_size: 200,
             chunk_overlap: 32,
+            max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
         }
     }
 }
@@ -75,6 +89,12 @@ pub enum ChunkParamError {
         overlap: usize,
         /// The size given.
         size: usize,
+    },
+    /// `max_chunk_bytes` is too small to hold text.
+    #[error("chunking.max_chunk_bytes ({bytes}) must be at least 64")]
+    MaxBytesTooSmall {
+        /// The value given.
+        bytes: usize,
     },
     /// A chunk would not fit the model window.
     #[error("chunking.chunk_size ({size}) exceeds what the model can embed without truncation ({limit} tokens: a {window}-token window minus special tokens and the passage prefix); lower chunk_size to at most {limit}")]
@@ -98,6 +118,11 @@ impl ChunkParams {
             return Err(ChunkParamError::OverlapTooLarge {
                 overlap: self.chunk_overlap,
                 size: self.chunk_size,
+            });
+        }
+        if self.max_chunk_bytes < 64 {
+            return Err(ChunkParamError::MaxBytesTooSmall {
+                bytes: self.max_chunk_bytes,
             });
         }
         if self.chunk_size > limit {
@@ -133,7 +158,8 @@ pub struct Chunk {
 const SEPARATORS: [&str; 5] = ["\n\n", "\n", ". ", " ", ""];
 
 /// Splits `text` into pieces of at most `params.chunk_size` tokens as counted by `count`, which
-/// returns the number of tokens of a string (`Err` aborts the split).
+/// returns the number of tokens of a string (`Err` aborts the split), and at most
+/// `params.max_chunk_bytes` bytes.
 pub fn split_text<E>(
     text: &str,
     params: ChunkParams,
@@ -141,14 +167,23 @@ pub fn split_text<E>(
 ) -> Result<Vec<String>, E> {
     let splitter = Splitter { params, count };
     let mut out = Vec::new();
-    if count(text)? <= params.chunk_size {
-        splitter.enforce(text.to_string(), &mut out)?;
+    if splitter.fits(text)? {
+        splitter.enforce(text, &mut out)?;
         return Ok(out);
     }
     for piece in splitter.split(text, &SEPARATORS)? {
-        splitter.enforce(piece, &mut out)?;
+        splitter.enforce(&piece, &mut out)?;
     }
     Ok(out)
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 struct Splitter<'a, E> {
@@ -157,6 +192,11 @@ struct Splitter<'a, E> {
 }
 
 impl<E> Splitter<'_, E> {
+    /// Whether `text` fits one chunk. Text over the byte limit is never counted.
+    fn fits(&self, text: &str) -> Result<bool, E> {
+        Ok(text.len() <= self.params.max_chunk_bytes && (self.count)(text)? <= self.params.chunk_size)
+    }
+
     /// Pieces of `text` split on the first separator that occurs, each keeping its separator at
     /// its end, so that the pieces concatenate back to `text`.
     fn pieces<'t>(text: &'t str, separator: &str) -> Vec<&'t str> {
@@ -186,13 +226,17 @@ impl<E> Splitter<'_, E> {
         let mut out = Vec::new();
         let mut good: Vec<(&str, usize)> = Vec::new();
         for piece in Self::pieces(text, separator) {
-            let n = (self.count)(piece)?;
+            let n = if piece.len() <= self.params.max_chunk_bytes {
+                (self.count)(piece)?
+            } else {
+                usize::MAX // too long to be one chunk: not worth counting
+            };
             if n <= self.params.chunk_size {
                 good.push((piece, n));
             } else {
                 self.merge(&mut good, &mut out);
                 if rest.is_empty() {
-                    out.push(piece.to_string());
+                    out.extend(self.split_chars(piece)?);
                 } else {
                     out.extend(self.split(piece, rest)?);
                 }
@@ -203,53 +247,83 @@ impl<E> Splitter<'_, E> {
     }
 
     /// Last resort for a run with no separators (a long identifier, a URL, base64): the longest
-    /// prefixes that fit, found by binary search on exact token counts (token counts of single
-    /// characters do not add up to the count of the word they form).
+    /// prefixes that fit, each found by a galloping then binary search on exact token counts
+    /// (token counts of single characters do not add up to the count of the word they form), so
+    /// each chunk costs time in proportion to its own length.
     fn split_chars(&self, text: &str) -> Result<Vec<String>, E> {
         let mut out = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
-            let bounds: Vec<usize> = rest
-                .char_indices()
-                .map(|(i, _)| i)
-                .skip(1)
-                .chain([rest.len()])
-                .collect();
-            // bounds[0] (one character) always goes, even if it alone is over the limit.
-            let (mut lo, mut hi) = (0usize, bounds.len() - 1);
-            while lo < hi {
-                let mid = (lo + hi).div_ceil(2);
-                let end = bounds.get(mid).copied().unwrap_or(rest.len());
-                if (self.count)(&rest[..end])? <= self.params.chunk_size {
-                    lo = mid;
-                } else {
-                    hi = mid - 1;
-                }
-            }
-            let end = bounds.get(lo).copied().unwrap_or(rest.len());
+            let end = self.longest_fitting_prefix(rest)?;
             out.push(rest[..end].to_string());
             rest = &rest[end..];
         }
         Ok(out)
     }
 
-    /// Greedily joins small pieces up to `chunk_size`, keeping up to `chunk_overlap` tokens of
-    /// the previous chunk at the start of the next.
+    /// The byte length of the longest prefix of `text` (at least one character) that fits.
+    fn longest_fitting_prefix(&self, text: &str) -> Result<usize, E> {
+        let next = |at: usize| text[at..].chars().next().map_or(text.len(), |c| at + c.len_utf8());
+        let first = next(0);
+        let cap = floor_boundary(text, self.params.max_chunk_bytes).max(first);
+        let fits = |end: usize| -> Result<bool, E> { Ok((self.count)(&text[..end])? <= self.params.chunk_size) };
+        // Gallop: double the prefix while it fits.
+        let mut good = first;
+        let bad = loop {
+            if good >= cap {
+                return Ok(good);
+            }
+            let mut target = floor_boundary(text, good.saturating_mul(2).min(cap));
+            if target <= good {
+                target = next(good);
+            }
+            if fits(target)? {
+                good = target;
+            } else {
+                break target;
+            }
+        };
+        // Binary search between the last prefix that fitted and the first that did not.
+        let (mut lo, mut hi) = (good, bad);
+        loop {
+            let mut mid = floor_boundary(text, lo + (hi - lo) / 2);
+            if mid <= lo {
+                mid = next(lo);
+            }
+            if mid >= hi {
+                return Ok(lo);
+            }
+            if fits(mid)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+
+    /// Greedily joins small pieces up to `chunk_size` tokens and `max_chunk_bytes` bytes, keeping
+    /// up to `chunk_overlap` tokens of the previous chunk at the start of the next.
     fn merge(&self, pieces: &mut Vec<(&str, usize)>, out: &mut Vec<String>) {
         let size = self.params.chunk_size;
+        let max_bytes = self.params.max_chunk_bytes;
         let overlap = self.params.chunk_overlap;
         let mut current: VecDeque<(&str, usize)> = VecDeque::new();
-        let mut total = 0usize;
+        let (mut total, mut bytes) = (0usize, 0usize);
         for &(piece, n) in pieces.iter() {
-            if total + n > size && !current.is_empty() {
+            let over = |total: usize, bytes: usize| total + n > size || bytes + piece.len() > max_bytes;
+            if over(total, bytes) && !current.is_empty() {
                 out.push(current.iter().map(|(p, _)| *p).collect());
-                while total > overlap || (total + n > size && total > 0) {
-                    let Some((_, dropped)) = current.pop_front() else { break };
-                    total -= dropped;
+                while total > overlap || (over(total, bytes) && total > 0) {
+                    let Some((dropped, tokens)) = current.pop_front() else {
+                        break;
+                    };
+                    total -= tokens;
+                    bytes -= dropped.len();
                 }
             }
             current.push_back((piece, n));
             total += n;
+            bytes += piece.len();
         }
         if !current.is_empty() {
             out.push(current.iter().map(|(p, _)| *p).collect());
@@ -257,26 +331,26 @@ impl<E> Splitter<'_, E> {
         pieces.clear();
     }
 
-    /// Trims a merged chunk and checks its exact token count; one that is still too long (token
-    /// counts are not always additive) is cut in half by characters until it fits.
-    fn enforce(&self, chunk: String, out: &mut Vec<String>) -> Result<(), E> {
+    /// Trims a merged chunk and checks its exact token count and length; one that is still too
+    /// long (token counts are not always additive) is cut in half by characters until it fits.
+    fn enforce(&self, chunk: &str, out: &mut Vec<String>) -> Result<(), E> {
         let trimmed = chunk.trim();
         if trimmed.is_empty() {
             return Ok(());
         }
-        if (self.count)(trimmed)? <= self.params.chunk_size {
+        if self.fits(trimmed)? {
             out.push(trimmed.to_string());
             return Ok(());
         }
         let chars: Vec<(usize, char)> = trimmed.char_indices().collect();
         if chars.len() < 2 {
-            out.push(trimmed.to_string());
+            out.push(trimmed.to_string()); // one character over the limit: nothing smaller exists
             return Ok(());
         }
         let mid = chars.get(chars.len() / 2).map_or(trimmed.len(), |(i, _)| *i);
         let (a, b) = trimmed.split_at(mid);
-        self.enforce(a.to_string(), out)?;
-        self.enforce(b.to_string(), out)
+        self.enforce(a, out)?;
+        self.enforce(b, out)
     }
 }
 
@@ -289,20 +363,30 @@ pub struct ChunkedCorpus {
     pub duplicates_dropped: usize,
 }
 
-/// Chunks every document (document `i` gets number `i`) and drops chunks whose text repeats an
-/// earlier chunk's.
-pub fn chunk_documents<E>(
-    documents: &[Document],
+/// The texts of one document's chunks: one list per section, in order. Pure and independent of
+/// the other documents, so documents can be split in parallel (see [`collect_chunks`]).
+pub fn split_document<E>(
+    document: &Document,
     params: ChunkParams,
     count: &dyn Fn(&str) -> Result<usize, E>,
-) -> Result<ChunkedCorpus, E> {
+) -> Result<Vec<Vec<String>>, E> {
+    document
+        .sections
+        .iter()
+        .map(|section| split_text(&section.text, params, count))
+        .collect()
+}
+
+/// Numbers the split texts of every document (document `i` gets number `i`; `splits[i]` is
+/// [`split_document`] of `documents[i]`) and drops chunks whose text repeats an earlier chunk's.
+pub fn collect_chunks(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> ChunkedCorpus {
     let mut seen = HashSet::new();
     let mut corpus = ChunkedCorpus::default();
-    for (doc_number, doc) in documents.iter().enumerate() {
+    for (doc_number, (doc, sections)) in documents.iter().zip(splits).enumerate() {
         let base = doc.url.as_deref().unwrap_or(&doc.source);
         let mut index = 0u32;
-        for section in &doc.sections {
-            for text in split_text(&section.text, params, count)? {
+        for (section, texts) in doc.sections.iter().zip(sections) {
+            for text in texts {
                 let content_hash = sha256_hex(text.as_bytes());
                 let this = index;
                 index += 1;
@@ -326,7 +410,20 @@ pub fn chunk_documents<E>(
             }
         }
     }
-    Ok(corpus)
+    corpus
+}
+
+/// Chunks every document in turn ([`split_document`] then [`collect_chunks`]).
+pub fn chunk_documents<E>(
+    documents: &[Document],
+    params: ChunkParams,
+    count: &dyn Fn(&str) -> Result<usize, E>,
+) -> Result<ChunkedCorpus, E> {
+    let splits = documents
+        .iter()
+        .map(|d| split_document(d, params, count))
+        .collect::<Result<Vec<_>, E>>()?;
+    Ok(collect_chunks(documents, splits))
 }
 
 #[cfg(test)]
@@ -343,7 +440,92 @@ mod tests {
         ChunkParams {
             chunk_size: size,
             chunk_overlap: overlap,
+            ..ChunkParams::default()
         }
+    }
+
+    /// Splits with a counter that also adds up how many bytes it was handed.
+    fn split_counting(text: &str, params: ChunkParams, tokens: &dyn Fn(&str) -> usize) -> (Vec<String>, usize) {
+        let counted = std::cell::Cell::new(0usize);
+        let count = |s: &str| -> Result<usize, ()> {
+            counted.set(counted.get() + s.len());
+            Ok(tokens(s))
+        };
+        let chunks = split_text(text, params, &count).unwrap();
+        (chunks, counted.get())
+    }
+
+    /// Like WordPiece: a word over 100 characters is one unknown token, shorter words one token
+    /// per 3 characters.
+    fn wordpiece_like(s: &str) -> usize {
+        s.split_whitespace()
+            .map(|w| {
+                if w.chars().count() > 100 {
+                    1
+                } else {
+                    w.chars().count().div_ceil(3)
+                }
+            })
+            .sum()
+    }
+
+    #[test]
+    fn text_without_spaces_costs_linear_work() {
+        // 200 KB of dots once took minutes: every chunk re-counted the whole rest of the text.
+        let dots = ".".repeat(200_000);
+        let chars = |s: &str| s.chars().count();
+        let (chunks, counted) = split_counting(&dots, params(200, 0), &chars);
+        assert_eq!(chunks.concat(), dots);
+        assert!(chunks.iter().all(|c| c.len() <= 200));
+        assert!(
+            counted <= 40 * dots.len(),
+            "counted {counted} bytes for {} bytes of text",
+            dots.len()
+        );
+    }
+
+    #[test]
+    fn one_huge_word_becomes_many_bounded_chunks() {
+        // One unknown token to the model, so the token limit alone would keep it whole.
+        let word = "QUJD".repeat(250_000); // 1 MB of base64
+        let (chunks, counted) = split_counting(&word, params(200, 32), &wordpiece_like);
+        assert!(
+            chunks.len() >= word.len() / DEFAULT_MAX_CHUNK_BYTES,
+            "{} chunks",
+            chunks.len()
+        );
+        assert!(chunks.iter().all(|c| c.len() <= DEFAULT_MAX_CHUNK_BYTES));
+        assert_eq!(chunks.concat(), word);
+        assert!(counted <= 40 * word.len(), "counted {counted} bytes");
+    }
+
+    #[test]
+    fn a_long_line_of_words_costs_linear_work() {
+        let line = "lighthouse keepers trim the wick and wind the clockwork ".repeat(40_000); // 2.3 MB
+        let (chunks, counted) = split_counting(&line, params(200, 32), &wordpiece_like);
+        assert!(chunks
+            .iter()
+            .all(|c| wordpiece_like(c) <= 200 && c.len() <= DEFAULT_MAX_CHUNK_BYTES));
+        assert!(
+            counted <= 8 * line.len(),
+            "counted {counted} bytes for {} bytes",
+            line.len()
+        );
+        let words: usize = chunks.iter().map(|c| c.split_whitespace().count()).sum();
+        assert!(words >= line.split_whitespace().count(), "words were lost");
+    }
+
+    #[test]
+    fn long_unknown_words_are_merged_within_the_byte_limit() {
+        let word = "x".repeat(150); // 1 token each
+        let text = vec![word.as_str(); 500].join(" ");
+        let small = ChunkParams {
+            max_chunk_bytes: 1000,
+            ..params(200, 32)
+        };
+        let chunks = split_text(&text, small, &|s: &str| Ok::<_, ()>(wordpiece_like(s))).unwrap();
+        assert!(chunks.len() >= text.len() / 1000);
+        assert!(chunks.iter().all(|c| c.len() <= 1000), "a chunk is over 1000 bytes");
     }
 
     #[test]
@@ -392,6 +574,14 @@ mod tests {
     #[test]
     fn params_are_validated() {
         assert!(params(200, 32).validate(254, 256).is_ok());
+        let tiny = ChunkParams {
+            max_chunk_bytes: 10,
+            ..params(200, 32)
+        };
+        assert_eq!(
+            tiny.validate(254, 256),
+            Err(ChunkParamError::MaxBytesTooSmall { bytes: 10 })
+        );
         assert_eq!(params(0, 0).validate(254, 256), Err(ChunkParamError::ZeroSize));
         assert!(matches!(
             params(100, 100).validate(254, 256),
@@ -441,9 +631,12 @@ mod tests {
             overlap_frac in 0usize..100,
         ) {
             let overlap = overlap_frac * (size - 1) / 100;
-            let chunks = split_text(&text, params(size, overlap), &words).unwrap();
+            let max_bytes = 64 + size * 4;
+            let p = ChunkParams { max_chunk_bytes: max_bytes, ..params(size, overlap) };
+            let chunks = split_text(&text, p, &words).unwrap();
             for c in &chunks {
                 prop_assert!(words(c).unwrap() <= size, "chunk {c:?} over {size}");
+                prop_assert!(c.len() <= max_bytes, "chunk {c:?} over {max_bytes} bytes");
                 prop_assert!(!c.trim().is_empty());
             }
             // Every word of the text appears, in order, in the chunks (overlap may repeat some).

@@ -1,23 +1,42 @@
 //! Citation checking: which `[chunk_id]` citations in an LLM answer point at chunks that were
-//! really sent to it.
+//! really sent to it, and where each citation is in the answer (so a UI links them without a
+//! parser of its own).
 //!
 //! A citation is a bracketed token shaped like a chunk id (`{document id}#{number}`, no
-//! spaces), e.g. `[guide/install.md#2]`. One bracket may hold several, separated by commas or
+//! spaces), e.g. `[guide/install.md#2]`, or the id of a chunk that was sent, whatever its
+//! characters (`[my notes.md#0]`). One bracket may hold several, separated by commas or
 //! semicolons: `[a.md#1, b.md#4]`. A `chunk_id:` or `chunk_id=` prefix inside the bracket is
-//! allowed. Brackets that hold anything else (`[1]`, `[see above]`) and Markdown links
-//! (`[text](url)`) are not citations.
+//! allowed. The LLM saw each id as framing wrote it (an attribute value: `&` as `&amp;`, line
+//! breaks as spaces), so an id is recognised in that form too, and the `;` of an entity
+//! (`Q&amp;A.md#0`) never splits it. Brackets that hold anything else (`[1]`, `[see above]`) and
+//! Markdown links (`[text](url)`) are not citations.
+
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::frame::{html_entity as entity, sanitize_attribute};
 
 /// One distinct citation found in an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Citation {
-    /// The cited chunk id.
+    /// The cited chunk id (the id as sent, when it was sent).
     pub chunk_id: String,
     /// Whether it was among the chunks sent.
     pub valid: bool,
     /// Times it was cited.
     pub count: usize,
+}
+
+/// Where one bracketed citation group sits in the answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CitationSpan {
+    /// Offset of the `[`: bytes in Rust, UTF-16 code units (a JS string index) from wasm.
+    pub start: usize,
+    /// Offset just past the `]`, in the same units.
+    pub end: usize,
+    /// The chunk ids it cites, in order (as in [`Citation::chunk_id`]).
+    pub chunk_ids: Vec<String>,
 }
 
 /// The verdict on an answer's citations.
@@ -31,6 +50,8 @@ pub struct CitationReport {
     pub unknown: Vec<String>,
     /// True when at least one citation is valid.
     pub grounded: bool,
+    /// Each citation group, in order.
+    pub spans: Vec<CitationSpan>,
 }
 
 /// Whether `token` looks like a chunk id: no whitespace, ends in `#` and digits.
@@ -44,51 +65,141 @@ fn looks_like_chunk_id(token: &str) -> bool {
         && !token.chars().any(char::is_whitespace)
 }
 
-/// The chunk ids cited in `answer`, in order, repeats included.
-pub fn extract_citations(answer: &str) -> Vec<String> {
+/// `text` with HTML entities decoded.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        match entity(tail) {
+            Some((c, len)) => {
+                out.push(c);
+                rest = &tail[len..];
+            }
+            None => {
+                out.push('&');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Splits a bracket's inside on `,` and on `;`, except a `;` that ends an entity.
+fn split_ids(inside: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (at, c) in inside.char_indices() {
+        let separator = match c {
+            ',' => true,
+            ';' => {
+                let before = &inside[start..at];
+                !before.rfind('&').is_some_and(|amp| {
+                    entity(&inside[start + amp..]).is_some_and(|(_, len)| start + amp + len == at + 1)
+                })
+            }
+            _ => false,
+        };
+        if separator {
+            parts.push(&inside[start..at]);
+            start = at + 1;
+        }
+    }
+    parts.push(&inside[start..]);
+    parts
+}
+
+/// A cited token without a `chunk_id:` prefix, quotes and entities.
+fn clean(part: &str) -> String {
+    let part = part.trim();
+    let part = part
+        .strip_prefix("chunk_id:")
+        .or_else(|| part.strip_prefix("chunk_id="))
+        .map(str::trim)
+        .unwrap_or(part);
+    unescape(part.trim_matches(|c| c == '"' || c == '\'' || c == '`'))
+}
+
+/// Every bracketed citation group in `answer`. `known` maps a cited token (entities decoded) to
+/// the id of a chunk that was sent, if it is one; tokens it does not know count only if they look
+/// like chunk ids.
+fn spans_with(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Vec<CitationSpan> {
     let mut out = Vec::new();
-    let mut rest = answer;
-    while let Some(open) = rest.find('[') {
-        let after = &rest[open + 1..];
+    let mut offset = 0;
+    while let Some(open) = answer[offset..].find('[') {
+        let open = offset + open;
+        let after = &answer[open + 1..];
         let Some(close) = after.find([']', '[', '\n']) else {
             break;
         };
         if !after[close..].starts_with(']') {
-            rest = &after[close..];
+            offset = open + 1 + close;
             continue;
         }
         let inside = &after[..close];
-        let next = &after[close + 1..];
-        rest = next;
-        if next.starts_with('(') {
+        let end = open + 1 + close + 1;
+        offset = end;
+        if answer[end..].starts_with('(') {
             continue; // a Markdown link
         }
-        for part in inside.split([',', ';']) {
-            let part = part.trim();
-            let part = part
-                .strip_prefix("chunk_id:")
-                .or_else(|| part.strip_prefix("chunk_id="))
-                .map(str::trim)
-                .unwrap_or(part);
-            let part = part.trim_matches(|c| c == '"' || c == '\'' || c == '`');
-            if looks_like_chunk_id(part) {
-                out.push(part.to_string());
-            }
+        let whole = clean(inside);
+        let chunk_ids: Vec<String> = match known(&whole) {
+            Some(id) => vec![id],
+            None => split_ids(inside)
+                .into_iter()
+                .filter_map(|part| {
+                    let part = clean(part);
+                    known(&part).or_else(|| looks_like_chunk_id(&part).then_some(part))
+                })
+                .collect(),
+        };
+        if !chunk_ids.is_empty() {
+            out.push(CitationSpan {
+                start: open,
+                end,
+                chunk_ids,
+            });
         }
     }
     out
 }
 
+/// The chunk ids cited in `answer`, in order, repeats included.
+pub fn extract_citations(answer: &str) -> Vec<String> {
+    spans_with(answer, &|_| None)
+        .into_iter()
+        .flat_map(|s| s.chunk_ids)
+        .collect()
+}
+
+/// A cited or sent id as compared: entities decoded, whitespace runs as one space.
+fn canonical(id: &str) -> String {
+    unescape(id).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The form of a chunk id the LLM saw (framing's attribute value), canonical.
+fn as_framed(id: &str) -> String {
+    canonical(&sanitize_attribute(id))
+}
+
 /// Checks every citation in `answer` against the chunk ids that were sent.
 pub fn verify_citations(answer: &str, sent: &[String]) -> CitationReport {
+    let mut by_form: HashMap<String, &String> = HashMap::with_capacity(sent.len() * 2);
+    for id in sent {
+        by_form.insert(as_framed(id), id);
+        by_form.insert(canonical(id), id);
+    }
+    let spans = spans_with(answer, &|token| by_form.get(&canonical(token)).map(|id| (*id).clone()));
     let mut citations: Vec<Citation> = Vec::new();
-    for id in extract_citations(answer) {
-        if let Some(c) = citations.iter_mut().find(|c| c.chunk_id == id) {
+    for id in spans.iter().flat_map(|s| &s.chunk_ids) {
+        if let Some(c) = citations.iter_mut().find(|c| &c.chunk_id == id) {
             c.count += 1;
         } else {
             citations.push(Citation {
-                valid: sent.contains(&id),
-                chunk_id: id,
+                valid: sent.contains(id),
+                chunk_id: id.clone(),
                 count: 1,
             });
         }
@@ -108,6 +219,7 @@ pub fn verify_citations(answer: &str, sent: &[String]) -> CitationReport {
         citations,
         valid,
         unknown,
+        spans,
     }
 }
 
@@ -147,5 +259,50 @@ mod tests {
         let made_up = verify_citations("Trust me [ghost#1].", &sent(&["a#1"]));
         assert!(!made_up.grounded);
         assert_eq!(made_up.unknown, vec!["ghost#1"]);
+    }
+
+    #[test]
+    fn spans_locate_each_group() {
+        let answer = "Rotate [a#1, b#2]. Fog [c#3](link) and [a#1]";
+        let report = verify_citations(answer, &sent(&["a#1", "b#2"]));
+        let spans: Vec<(&str, Vec<&str>)> = report
+            .spans
+            .iter()
+            .map(|s| {
+                (
+                    &answer[s.start..s.end],
+                    s.chunk_ids.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(spans, [("[a#1, b#2]", vec!["a#1", "b#2"]), ("[a#1]", vec!["a#1"])]);
+    }
+
+    #[test]
+    fn ids_with_entities_semicolons_and_spaces_are_recognised() {
+        // Framing writes `Q&A.md#0` as `Q&amp;A.md#0`; an LLM copies either form.
+        let ids = sent(&["Q&A.md#0", "my notes.md#2", "a;b.md#1", "line\nbreak.md#0"]);
+        for (answer, want) in [
+            ("See [Q&amp;A.md#0].", "Q&A.md#0"),
+            ("See [Q&A.md#0].", "Q&A.md#0"),
+            ("See [my notes.md#2].", "my notes.md#2"),
+            ("See [a;b.md#1].", "a;b.md#1"),
+            ("See [line break.md#0].", "line\nbreak.md#0"),
+        ] {
+            let report = verify_citations(answer, &ids);
+            assert_eq!(report.valid, [want], "{answer}: {report:?}");
+            assert!(report.unknown.is_empty(), "{answer}: {report:?}");
+        }
+        let both = verify_citations("[Q&amp;A.md#0; my notes.md#2]", &ids);
+        assert_eq!(both.valid, ["Q&A.md#0", "my notes.md#2"]);
+    }
+
+    #[test]
+    fn entities_decode() {
+        assert_eq!(
+            unescape("a &amp; b &lt;c&gt; &#35;1 &#x41; &bogus; &"),
+            "a & b <c> #1 A &bogus; &"
+        );
+        assert_eq!(split_ids("x&amp;y#1; z#2"), ["x&amp;y#1", " z#2"]);
     }
 }

@@ -21,6 +21,12 @@
 //! ef_search = 100
 //! seed = 42
 //! exact_below = 5000
+//!
+//! [input]      # see InputConfig
+//! include = []            # globs of paths to index (relative to each input); empty: all
+//! exclude = []            # globs of paths to skip
+//! max_file_bytes = 67108864   # larger files are skipped, with the reason
+//! max_nesting_depth = 512     # HTML nested deeper is skipped, with the reason
 //! ```
 //!
 //! Unknown keys are errors, so a typo never silently falls back to a default.
@@ -44,4 +50,36 @@ pub struct BuildConfig {
     pub bm25: Bm25Params,
     /// HNSW parameters.
     pub hnsw: HnswParams,
+    /// Which files are read.
+    pub input: InputConfig,
+}
+
+/// Which input files are read, and the limits on what one file may hold (the CLI walks the
+/// files; the core only sees their bytes). A file over a limit is skipped with the reason, never
+/// half-read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputConfig {
+    /// Only files whose path (relative to its input, `/`-separated) matches one of these globs
+    /// are read; none means every file. The CLI's `--include` adds to them.
+    pub include: Vec<String>,
+    /// Files whose path matches one of these globs are skipped. The CLI's `--exclude` adds to
+    /// them.
+    pub exclude: Vec<String>,
+    /// Largest file read, in bytes. Default 64 MiB.
+    pub max_file_bytes: u64,
+    /// Deepest element nesting an HTML page may have. Default 512 (where Chromium's parser stops
+    /// nesting too).
+    pub max_nesting_depth: usize,
+}
+
+impl Default for InputConfig {
+    fn default() -> Self {
+        Self {
+            include: Vec::new(),
+            exclude: Vec::new(),
+            max_file_bytes: 64 * 1024 * 1024,
+            max_nesting_depth: 512,
+        }
+    }
 }

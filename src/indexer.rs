@@ -13,7 +13,7 @@ use crate::bundle::{
     crate_versions, write_bundle, BundleError, Counts, DocumentInfo, FormatVersion, Manifest, FORMAT_MAJOR,
     FORMAT_MINOR,
 };
-use crate::chunk::{chunk_documents, ChunkParamError, ChunkedCorpus, Document};
+use crate::chunk::{collect_chunks, split_document, ChunkParamError, ChunkedCorpus, Document};
 use crate::config::BuildConfig;
 use crate::embed::{EmbedError, ModelSpec, ModelTokenizer};
 use crate::vector::{HnswParamError, VectorBuildError, VectorIndex};
@@ -65,14 +65,36 @@ pub enum IndexError {
     },
 }
 
-/// Checks the configuration against the model's tokenizer and chunks the documents.
+/// Checks the configuration against the model's tokenizer and chunks the documents, one after
+/// the other. (The CLI does the same with [`validate`], [`split`] on all cores, then
+/// [`collect`].)
 pub fn chunk_corpus(
     documents: &[Document],
     config: &BuildConfig,
     tokenizer: &ModelTokenizer,
 ) -> Result<ChunkedCorpus, IndexError> {
     validate(documents, config, tokenizer)?;
-    let corpus = chunk_documents(documents, config.chunking, &|s: &str| tokenizer.count(s))?;
+    let splits = documents
+        .iter()
+        .map(|d| split(d, config, tokenizer))
+        .collect::<Result<Vec<_>, _>>()?;
+    collect(documents, splits)
+}
+
+/// The chunk texts of one document ([`split_document`] with the model's token counts).
+pub fn split(
+    document: &Document,
+    config: &BuildConfig,
+    tokenizer: &ModelTokenizer,
+) -> Result<Vec<Vec<String>>, IndexError> {
+    Ok(split_document(document, config.chunking, &|s: &str| {
+        tokenizer.count(s)
+    })?)
+}
+
+/// Numbers and de-duplicates the split documents; fails when no chunk is left.
+pub fn collect(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> Result<ChunkedCorpus, IndexError> {
+    let corpus = collect_chunks(documents, splits);
     if corpus.chunks.is_empty() {
         return Err(IndexError::EmptyCorpus);
     }
@@ -88,7 +110,8 @@ pub fn chunk_token_limit(config: &BuildConfig, tokenizer: &ModelTokenizer) -> Re
         .saturating_sub(prefix))
 }
 
-fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<(), IndexError> {
+/// Checks the configuration against the model's tokenizer, and that document ids are unique.
+pub fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<(), IndexError> {
     if documents.is_empty() {
         return Err(IndexError::EmptyCorpus);
     }

@@ -12,7 +12,9 @@ pub mod chunk;
 pub mod cite;
 pub mod codec;
 pub mod config;
+pub mod digest;
 pub mod embed;
+pub mod error_code;
 pub mod eval;
 pub mod frame;
 pub mod fusion;
@@ -20,7 +22,10 @@ pub mod fusion;
 pub mod indexer;
 #[cfg(feature = "indexer")]
 pub mod loader;
+pub mod options;
+pub mod prompt;
 pub mod search;
+pub mod vecmath;
 pub mod vector;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -14,6 +14,7 @@ use instant_distance::{Builder, HnswMap, Point, Search};
 use serde::{Deserialize, Serialize};
 
 use crate::codec::{ByteReader, DecodeError};
+use crate::vecmath::dot;
 
 /// The graph degree `M` of `instant-distance` 0.6.1 (layer 0 keeps `2·M` neighbours).
 const M: usize = 32;
@@ -76,28 +77,6 @@ impl HnswParams {
 /// A vector as a point of the HNSW graph.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Vector(pub Vec<f32>);
-
-/// Dot product of two equal-length slices (shorter length if they differ).
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Four independent accumulators: the same order everywhere (native and wasm agree) and
-    // room for the compiler to vectorise.
-    let mut acc = [0f32; 4];
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut ca = a.chunks_exact(4);
-    let mut cb = b.chunks_exact(4);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        acc[0] += x[0] * y[0];
-        acc[1] += x[1] * y[1];
-        acc[2] += x[2] * y[2];
-        acc[3] += x[3] * y[3];
-    }
-    let mut tail = 0f32;
-    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
-        tail += x * y;
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
-}
 
 impl Point for Vector {
     fn distance(&self, other: &Self) -> f32 {
@@ -390,7 +369,7 @@ mod tests {
         (0..n)
             .map(|_| {
                 let mut v: Vec<f32> = (0..dims).map(|_| next()).collect();
-                crate::embed::l2_normalize(&mut v);
+                crate::vecmath::l2_normalize(&mut v);
                 v
             })
             .collect()

@@ -1,51 +1,95 @@
-//! JavaScript bindings. This file only converts: JS values in, core calls, JS values out, core
-//! errors into JS `Error`s with a stable `code`. No search logic lives here.
+//! JavaScript bindings. This file only converts: JS values in (through serde, so the option names
+//! are the core's), core calls, JS values out, core errors into JS `Error`s with a stable `code`,
+//! and byte offsets into JS string offsets (UTF-16 code units). No search logic lives here, and no
+//! I/O: the package fetches files and hands their bytes over.
 //!
-//! Rust names are snake_case; their JS names are camelCase (`verifyCitations`, `fetchBytes`).
-//! Result objects keep the field names of the CLI's `--json` output (`chunk_id`, `doc_id`, …)
-//! so one JSON shape serves the CLI, the package and the Worker.
+//! Rust names are snake_case; their JS names are camelCase (`verifyCitations`, `tokenIds`). Data —
+//! options, results, reports — keeps the one `snake_case` vocabulary of `crate::options`, the
+//! same as the CLI's `--json` output and the Worker's HTTP API.
 
-use std::sync::Arc;
+use std::ops::Range;
 
-use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
+use js_sys::{Function, Reflect};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::bundle::Bundle;
 use crate::cite::verify_citations as verify;
-use crate::embed::{sha256_hex, TextKind, TractEmbedder, Weights};
-use crate::frame::{FrameChunk, SYSTEM_PROMPT};
-use crate::search::{Clock, Mode, SearchOptions, VectorSearch};
+use crate::embed::TextKind;
+use crate::error_code::ErrorCode;
+use crate::frame::FrameChunk;
+use crate::options::{
+    defaults as core_defaults, parse_over, AskOptions, ContextOptions, FrameOptions, LoadOptions, SearchOptions,
+};
+use crate::prompt::SYSTEM_PROMPT;
+use crate::search::{Clock, ContextResponse};
 
 /// A JS `Error` with a stable `code` property.
-fn js_error(code: &str, message: impl std::fmt::Display) -> JsValue {
+fn js_error(code: ErrorCode, message: impl std::fmt::Display) -> JsValue {
     let error = js_sys::Error::new(&message.to_string());
-    let _ = Reflect::set(&error, &JsValue::from_str("code"), &JsValue::from_str(code));
+    let _ = Reflect::set(&error, &JsValue::from_str("code"), &JsValue::from_str(code.as_str()));
     error.into()
 }
 
 fn bad_argument(message: impl std::fmt::Display) -> JsValue {
-    js_error("BAD_ARGUMENT", message)
+    js_error(ErrorCode::BadArgument, message)
 }
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| js_error("INTERNAL", e))
+        .map_err(|e| js_error(ErrorCode::Internal, e))
 }
 
-/// Options from JS, `undefined`/`null` meaning all defaults. Unknown keys are errors.
-fn from_js<T: for<'de> Deserialize<'de> + Default>(value: JsValue, what: &str) -> Result<T, JsValue> {
-    if value.is_undefined() || value.is_null() {
-        return Ok(T::default());
+/// A JS value as JSON (`undefined` as `None`), for the core to parse.
+fn to_json(value: JsValue, what: &str) -> Result<Option<serde_json::Value>, JsValue> {
+    if value.is_undefined() {
+        return Ok(None);
     }
-    // Through serde_json so that `deny_unknown_fields` sees every key (serde-wasm-bindgen only
-    // reads the keys a struct names): a misspelt option is an error, not a silent default.
-    let json: serde_json::Value =
-        serde_wasm_bindgen::from_value(value).map_err(|e| bad_argument(format!("invalid {what}: {e}")))?;
-    serde_json::from_value(json).map_err(|e| bad_argument(format!("invalid {what}: {e}")))
+    serde_wasm_bindgen::from_value(value)
+        .map(Some)
+        .map_err(|e| bad_argument(format!("invalid {what}: {e}")))
+}
+
+/// Options from JS over the core's defaults; unknown keys and bad values are `BAD_ARGUMENT`.
+fn options<T: Serialize + serde::de::DeserializeOwned>(
+    defaults: &T,
+    value: JsValue,
+    what: &'static str,
+) -> Result<T, JsValue> {
+    parse_over(defaults, to_json(value, what)?, what).map_err(bad_argument)
+}
+
+/// Byte ranges of `text` as JS string ranges (UTF-16 code units), `[start, end]` each.
+fn utf16_ranges(text: &str, ranges: impl IntoIterator<Item = Range<usize>>) -> Vec<[usize; 2]> {
+    let mut offsets: Vec<usize> = Vec::new();
+    let mut pairs: Vec<Range<usize>> = ranges.into_iter().collect();
+    for r in &pairs {
+        offsets.extend([r.start, r.end]);
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+    let mut map = std::collections::HashMap::with_capacity(offsets.len());
+    let mut units = 0;
+    let mut next = offsets.iter().peekable();
+    for (at, c) in text.char_indices().chain([(text.len(), '\0')]) {
+        while next.peek().is_some_and(|&&o| o <= at) {
+            if let Some(&o) = next.next() {
+                map.insert(o, units);
+            }
+        }
+        units += c.len_utf16();
+    }
+    pairs
+        .drain(..)
+        .map(|r| {
+            [
+                map.get(&r.start).copied().unwrap_or(0),
+                map.get(&r.end).copied().unwrap_or(0),
+            ]
+        })
+        .collect()
 }
 
 /// `performance.now()` of the host (browser, Node, workerd).
@@ -72,216 +116,74 @@ impl Clock for JsClock {
     }
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct EngineOptions {
-    /// `"f32"` (default) or `"int8"`: see [`Weights`].
-    weights: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct JsSearchOptions {
-    k: Option<usize>,
-    mode: Option<String>,
-    threshold: Option<f32>,
-    min_similarity: Option<f32>,
-    per_document: Option<bool>,
-    depth: Option<usize>,
-    vector_search: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct FrameOptions {
-    token_budget: Option<usize>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct FrameOutput {
-    context: String,
-    included: Vec<String>,
-    omitted: Vec<String>,
-    tokens: usize,
-    budget: usize,
-    system_prompt: &'static str,
-}
-
 /// A loaded bundle, and the model that queries it.
 #[wasm_bindgen]
 pub struct Engine {
     inner: crate::search::Engine,
 }
 
-fn build_engine(
-    bundle: &[u8],
-    model: Option<Vec<u8>>,
-    tokenizer: Option<&[u8]>,
-    options: JsValue,
-) -> Result<Engine, JsValue> {
-    let options: EngineOptions = from_js(options, "engine options")?;
-    let weights = match options.weights.as_deref() {
-        None => Weights::default(),
-        Some(w) => w.parse::<Weights>().map_err(bad_argument)?,
-    };
-    let bundle = Bundle::from_bytes(bundle).map_err(|e| js_error(e.code(), e))?;
-    let mut inner = crate::search::Engine::new(bundle);
-    match (model, tokenizer) {
-        (Some(model), Some(tokenizer)) => {
-            // Digests first: a wrong model fails fast, before the slow load.
-            inner
-                .bundle()
-                .check_model(&sha256_hex(&model), &sha256_hex(tokenizer))
-                .map_err(|e| js_error(e.code(), e))?;
-            let model_options = inner.manifest().model.options();
-            // Owned bytes: freed right after parsing, for a lower peak.
-            let embedder = TractEmbedder::from_vec_with(model, tokenizer, &model_options, weights)
-                .map_err(|e| js_error(e.code(), e))?;
-            inner
-                .attach_model(Arc::new(embedder))
-                .map_err(|e| js_error(e.code(), e))?;
-        }
-        (None, None) => {}
-        _ => {
-            return Err(bad_argument(
-                "pass both model and tokenizer, or neither (keyword search only)",
-            ))
-        }
-    }
-    Ok(Engine { inner })
-}
-
-/// Fetches a URL with the host's `fetch`, reporting `{file, loaded, total}` as bytes arrive.
-async fn fetch_bytes(url: &str, file: &str, on_progress: Option<&Function>) -> Result<Vec<u8>, JsValue> {
-    let failed = |reason: String| {
-        js_error(
-            "FETCH_FAILED",
-            format!(
-                "fetching the {file} from {url} failed: {reason}; check the URL and that the server serves that file"
-            ),
-        )
-    };
-    let global = js_sys::global();
-    let fetch: Function = Reflect::get(&global, &JsValue::from_str("fetch"))?
-        .dyn_into()
-        .map_err(|_| failed("this host has no fetch()".into()))?;
-    let promise: Promise = fetch.call1(&global, &JsValue::from_str(url))?.dyn_into()?;
-    let response = JsFuture::from(promise).await.map_err(|e| failed(format!("{e:?}")))?;
-    let ok = Reflect::get(&response, &JsValue::from_str("ok"))?
-        .as_bool()
-        .unwrap_or(false);
-    if !ok {
-        let status = Reflect::get(&response, &JsValue::from_str("status"))?
-            .as_f64()
-            .unwrap_or(0.0);
-        return Err(failed(format!("HTTP status {status}")));
-    }
-    let headers = Reflect::get(&response, &JsValue::from_str("headers"))?;
-    let get: Function = Reflect::get(&headers, &JsValue::from_str("get"))?.dyn_into()?;
-    let total = get
-        .call1(&headers, &JsValue::from_str("content-length"))?
-        .as_string()
-        .and_then(|s| s.parse::<f64>().ok());
-    let report = |loaded: usize| {
-        if let Some(callback) = on_progress {
-            let event = Object::new();
-            let _ = Reflect::set(&event, &"file".into(), &JsValue::from_str(file));
-            let _ = Reflect::set(&event, &"loaded".into(), &JsValue::from_f64(loaded as f64));
-            let _ = Reflect::set(&event, &"total".into(), &total.map_or(JsValue::NULL, JsValue::from_f64));
-            let _ = callback.call1(&JsValue::NULL, &event);
-        }
-    };
-    let body = Reflect::get(&response, &JsValue::from_str("body"))?;
-    let mut bytes: Vec<u8> = Vec::with_capacity(total.unwrap_or(0.0) as usize);
-    if body.is_null() || body.is_undefined() {
-        let buffer = JsFuture::from(
-            Reflect::get(&response, &"arrayBuffer".into())?
-                .dyn_into::<Function>()?
-                .call0(&response)?
-                .dyn_into::<Promise>()?,
-        )
-        .await?;
-        bytes = Uint8Array::new(&buffer).to_vec();
-        report(bytes.len());
-        return Ok(bytes);
-    }
-    let reader = Reflect::get(&body, &"getReader".into())?
-        .dyn_into::<Function>()?
-        .call0(&body)?;
-    let read: Function = Reflect::get(&reader, &"read".into())?.dyn_into()?;
-    report(0);
-    loop {
-        let step = JsFuture::from(read.call0(&reader)?.dyn_into::<Promise>()?)
-            .await
-            .map_err(|e| failed(format!("{e:?}")))?;
-        if Reflect::get(&step, &"done".into())?.as_bool().unwrap_or(true) {
-            break;
-        }
-        let chunk: Uint8Array = Reflect::get(&step, &"value".into())?.dyn_into()?;
-        let start = bytes.len();
-        bytes.resize(start + chunk.length() as usize, 0);
-        chunk.copy_to(&mut bytes[start..]);
-        report(bytes.len());
-    }
-    Ok(bytes)
+/// What `prepareAsk` gives the package: the framed context and the resolved options.
+#[derive(Serialize)]
+struct PreparedAsk {
+    #[serde(flatten)]
+    context: ContextResponse,
+    options: AskOptions,
 }
 
 #[wasm_bindgen]
 impl Engine {
     /// `new Engine(bundle, model?, tokenizer?, {weights?})` from bytes. Without a model only
-    /// keyword search works. `weights: "int8"` trades query speed for memory. (`Sextant.load`
-    /// in the package fetches URLs with `fetchBytes`, then calls this.)
+    /// keyword search works. `weights: "int8"` trades query speed for memory.
     #[wasm_bindgen(constructor)]
     pub fn new(
         bundle: &[u8],
         model: Option<Vec<u8>>,
         tokenizer: Option<Vec<u8>>,
-        options: JsValue,
+        load_options: JsValue,
     ) -> Result<Engine, JsValue> {
-        build_engine(bundle, model, tokenizer.as_deref(), options)
+        let load: LoadOptions = options(&LoadOptions::default(), load_options, "load options")?;
+        let bundle = Bundle::from_bytes(bundle).map_err(|e| js_error(e.code(), e))?;
+        let mut inner = crate::search::Engine::new(bundle);
+        match (model, tokenizer) {
+            (Some(model), Some(tokenizer)) => inner
+                .load_model(model, &tokenizer, load.weights)
+                .map_err(|e| js_error(e.code(), e))?,
+            (None, None) => {}
+            _ => {
+                return Err(bad_argument(
+                    "pass both model and tokenizer, or neither (keyword search only)",
+                ))
+            }
+        }
+        Ok(Engine { inner })
     }
 
-    /// `search(query, {k, mode, threshold, minSimilarity, perDocument, depth, vectorSearch})` →
-    /// `{results, timings, vector_method}`; each result has the fields of `sextant search --json`.
-    pub fn search(&self, query: &str, options: JsValue) -> Result<JsValue, JsValue> {
-        let o: JsSearchOptions = from_js(options, "search options")?;
-        let mut options = SearchOptions::default();
-        if let Some(k) = o.k {
-            options.k = k;
-        }
-        if let Some(mode) = o.mode {
-            options.mode = mode.parse::<Mode>().map_err(|e| js_error(e.code(), e))?;
-        }
-        options.score_threshold = o.threshold;
-        options.min_similarity = o.min_similarity;
-        options.per_document = o.per_document.unwrap_or(false);
-        options.depth = o.depth;
-        options.vector_search = match o.vector_search.as_deref() {
-            None | Some("auto") => VectorSearch::Auto,
-            Some("exact") => VectorSearch::Exact,
-            Some("hnsw") => VectorSearch::Hnsw,
-            Some(other) => {
-                return Err(bad_argument(format!(
-                    "vectorSearch {other:?} is not auto, exact or hnsw"
-                )))
-            }
-        };
+    /// `search(query, options)` → `{results, timings, vector_method}`; options and result fields
+    /// as in `crate::options::SearchOptions` and `sextant search --json`.
+    pub fn search(&self, query: &str, search_options: JsValue) -> Result<JsValue, JsValue> {
+        let o: SearchOptions = options(&SearchOptions::default(), search_options, "search options")?;
         let response = self
             .inner
-            .search(query, &options, &JsClock::new())
+            .search(query, &o, &JsClock::new())
             .map_err(|e| js_error(e.code(), e))?;
         to_js(&response)
     }
 
-    /// `frame(results, {tokenBudget})` → `{context, included, omitted, tokens, budget, systemPrompt}`.
-    pub fn frame(&self, results: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+    /// `frame(results, {token_budget})` → `{context, included, omitted, tokens, budget,
+    /// system_prompt}`.
+    pub fn frame(&self, results: JsValue, frame_options: JsValue) -> Result<JsValue, JsValue> {
         /// The fields of a search result that framing reads.
         #[derive(Deserialize)]
         struct Framable {
             chunk_id: String,
             url: String,
             text: String,
+        }
+        #[derive(Serialize)]
+        struct FrameOutput {
+            #[serde(flatten)]
+            framed: crate::frame::Framed,
+            system_prompt: &'static str,
         }
         let results: Vec<Framable> = serde_wasm_bindgen::from_value(results)
             .map_err(|e| bad_argument(format!("results must be search results (chunk_id, url, text): {e}")))?;
@@ -293,19 +195,38 @@ impl Engine {
                 text: r.text,
             })
             .collect();
-        let o: FrameOptions = from_js(options, "frame options")?;
+        let o: FrameOptions = options(&FrameOptions::default(), frame_options, "frame options")?;
         let framed = self
             .inner
-            .frame_chunks(&chunks, o.token_budget.unwrap_or(1500))
+            .frame_chunks(&chunks, &o)
             .map_err(|e| js_error(e.code(), e))?;
         to_js(&FrameOutput {
-            context: framed.context,
-            included: framed.included,
-            omitted: framed.omitted,
-            tokens: framed.tokens,
-            budget: framed.budget,
+            framed,
             system_prompt: SYSTEM_PROMPT,
         })
+    }
+
+    /// `context(question, options)` → the results framed, with the chat messages to send (the
+    /// fields of `sextant frame --json`).
+    pub fn context(&self, question: &str, context_options: JsValue) -> Result<JsValue, JsValue> {
+        let o: ContextOptions = options(&ContextOptions::default(), context_options, "context options")?;
+        let response = self
+            .inner
+            .context(question, &o, &JsClock::new())
+            .map_err(|e| js_error(e.code(), e))?;
+        to_js(&response)
+    }
+
+    /// `prepareAsk(question, options)` → `context()`'s fields plus `options`, the ask options
+    /// resolved over the core's defaults and validated.
+    #[wasm_bindgen(js_name = prepareAsk)]
+    pub fn prepare_ask(&self, question: &str, ask_options: JsValue) -> Result<JsValue, JsValue> {
+        let o: AskOptions = options(&AskOptions::default(), ask_options, "ask options")?;
+        let context = self
+            .inner
+            .ask_context(question, &o, &JsClock::new())
+            .map_err(|e| js_error(e.code(), e))?;
+        to_js(&PreparedAsk { context, options: o })
     }
 
     /// The bundle's manifest.
@@ -318,7 +239,7 @@ impl Engine {
         let embedder = self
             .inner
             .embedder()
-            .ok_or_else(|| js_error("NO_MODEL", "this engine was loaded without a model"))?;
+            .ok_or_else(|| js_error(ErrorCode::NoModel, "this engine was loaded without a model"))?;
         embedder.embed(text, TextKind::Query).map_err(|e| js_error(e.code(), e))
     }
 
@@ -328,26 +249,22 @@ impl Engine {
         let embedder = self
             .inner
             .embedder()
-            .ok_or_else(|| js_error("NO_MODEL", "this engine was loaded without a model"))?;
+            .ok_or_else(|| js_error(ErrorCode::NoModel, "this engine was loaded without a model"))?;
         embedder.tokenizer().encode(text).map_err(|e| js_error(e.code(), e))
     }
 }
 
-/// `await fetchBytes(url, file, onProgress?)`: the bytes at `url`, reporting
-/// `onProgress({file, loaded, total})` as they arrive (`total` is null without a
-/// Content-Length). Fails with code `FETCH_FAILED`.
-#[wasm_bindgen(js_name = fetchBytes)]
-pub async fn fetch_bytes_export(
-    url: String,
-    file: String,
-    on_progress: Option<Function>,
-) -> Result<Uint8Array, JsValue> {
-    let bytes = fetch_bytes(&url, &file, on_progress.as_ref()).await?;
-    Ok(Uint8Array::from(bytes.as_slice()))
+/// `highlights(text, query)` → `[[start, end], …]`: the words of `text` keyword search matched for
+/// `query` (the analyzer's own terms and stems), as JS string ranges.
+#[wasm_bindgen]
+pub fn highlights(text: &str, query: &str) -> Result<JsValue, JsValue> {
+    let analyzer = crate::analyzer::Analyzer::english();
+    to_js(&utf16_ranges(text, analyzer.highlights(text, query)))
 }
 
-/// `verifyCitations(answer, chunkIds)` → `{citations, valid, unknown, grounded}`: which
-/// `[chunk_id]` citations point at chunks that were sent (`chunkIds`: ids, or search results).
+/// `verifyCitations(answer, sent)` → `{citations, valid, unknown, grounded, spans}`: which
+/// `[chunk_id]` citations point at chunks that were sent (`sent`: chunk ids, or search results),
+/// and where each citation group is in the answer (`spans[].start`/`end` as JS string offsets).
 #[wasm_bindgen(js_name = verifyCitations)]
 pub fn verify_citations(answer: &str, sent: JsValue) -> Result<JsValue, JsValue> {
     #[derive(Deserialize)]
@@ -366,11 +283,18 @@ pub fn verify_citations(answer: &str, sent: JsValue) -> Result<JsValue, JsValue>
         Sent::Ids(ids) => ids,
         Sent::Results(results) => results.into_iter().map(|r| r.chunk_id).collect(),
     };
-    to_js(&verify(answer, &ids))
+    let mut report = verify(answer, &ids);
+    let ranges = utf16_ranges(answer, report.spans.iter().map(|s| s.start..s.end));
+    for (span, [start, end]) in report.spans.iter_mut().zip(ranges) {
+        span.start = start;
+        span.end = end;
+    }
+    to_js(&report)
 }
 
-/// The sentence to put in the system prompt next to framed context.
-#[wasm_bindgen(js_name = systemPrompt)]
-pub fn system_prompt() -> String {
-    SYSTEM_PROMPT.to_string()
+/// `defaults()` → every default option, limit, error code and prompt text of the core
+/// (`crate::options::Defaults`).
+#[wasm_bindgen]
+pub fn defaults() -> Result<JsValue, JsValue> {
+    to_js(&core_defaults())
 }

@@ -9,7 +9,8 @@ mod common;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use sextant::bundle::{write_container, Bundle, RawBundle, SectionId};
-use sextant::search::{Engine, Mode, NoClock, SearchOptions, VectorSearch};
+use sextant::options::{Mode, SearchOptions, VectorSearch};
+use sextant::search::{Engine, NoClock};
 
 fn golden() -> Vec<u8> {
     std::fs::read(common::fixture("golden-v1.sxt")).unwrap()

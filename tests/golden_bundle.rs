@@ -6,7 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use sextant::bundle::{Bundle, FORMAT_MAJOR, OLDEST_READABLE_MAJOR};
-use sextant::search::{Engine, Mode, NoClock, SearchOptions};
+use sextant::options::{Mode, SearchOptions};
+use sextant::search::{Engine, NoClock};
 
 fn golden() -> Vec<u8> {
     std::fs::read(common::fixture("golden-v1.sxt")).unwrap()

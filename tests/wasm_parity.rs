@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
-use sextant::search::{Engine, Mode, NoClock, SearchOptions};
+use sextant::options::{Mode, SearchOptions};
+use sextant::search::{Engine, NoClock};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 static MODEL: &[u8] = include_bytes!(concat!(env!("SEXTANT_MODEL_DIR"), "/model.onnx"));

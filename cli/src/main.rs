@@ -1,15 +1,22 @@
 //! `sextant`: build, search, frame, embed, evaluate and inspect index bundles.
+//!
+//! One file per command in `commands/`; what they share lives beside this file: `config`
+//! (reading `sextant.toml`), `engine` (opening a bundle with its model), `flags` (the search
+//! options as flags), `indexing` (loading, embedding, writing), `inputs` (walking input folders)
+//! and `model` (finding the model files).
 
-mod build;
+mod commands;
+mod config;
+mod engine;
+mod flags;
+mod indexing;
 mod inputs;
 mod model;
-mod query;
-mod site;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 /// Hybrid (meaning + keyword) search bundles for the browser, the edge and offline.
 #[derive(Parser, Debug)]
@@ -19,39 +26,18 @@ struct Cli {
     command: Command,
 }
 
-/// Which retrievers a query uses.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ModeArg {
-    /// Dense and keyword, fused with reciprocal rank fusion.
-    Hybrid,
-    /// Vectors only.
-    Dense,
-    /// BM25 only.
-    Keyword,
-}
-
-impl From<ModeArg> for sextant::search::Mode {
-    fn from(m: ModeArg) -> Self {
-        match m {
-            ModeArg::Hybrid => Self::Hybrid,
-            ModeArg::Dense => Self::Dense,
-            ModeArg::Keyword => Self::Keyword,
-        }
-    }
-}
-
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Index documents (Markdown/MDX, HTML, text, BEIR JSONL; files or directories) into a bundle.
-    Build(build::BuildArgs),
+    Build(commands::build::BuildArgs),
     /// Search a bundle.
-    Search(query::SearchArgs),
+    Search(commands::search::SearchArgs),
     /// Search a bundle and print the results framed as LLM context.
-    Frame(query::FrameArgs),
+    Frame(commands::frame::FrameArgs),
     /// Print the embedding of a text (for debugging and parity checks).
-    Embed(query::EmbedArgs),
+    Embed(commands::embed::EmbedArgs),
     /// Measure retrieval quality (nDCG@10, MRR@10, Recall@100) on BEIR-style queries and qrels.
-    Eval(query::EvalArgs),
+    Eval(commands::eval::EvalArgs),
     /// Show a bundle's manifest and sections, verifying every digest.
     Inspect {
         /// The bundle file.
@@ -65,12 +51,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Build(args) => build::run(args),
-        Command::Search(args) => query::search(args),
-        Command::Frame(args) => query::frame(args),
-        Command::Embed(args) => query::embed(args),
-        Command::Eval(args) => query::eval(args),
-        Command::Inspect { bundle, json } => query::inspect(&bundle, json),
+        Command::Build(args) => commands::build::run(args),
+        Command::Search(args) => commands::search::run(args),
+        Command::Frame(args) => commands::frame::run(args),
+        Command::Embed(args) => commands::embed::run(args),
+        Command::Eval(args) => commands::eval::run(args),
+        Command::Inspect { bundle, json } => commands::inspect::run(&bundle, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

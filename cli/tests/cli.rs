@@ -107,7 +107,17 @@ fn search_finds_the_right_document_in_every_mode() {
         assert_eq!(top["doc_id"], "notes.txt", "{mode}: {out}");
         assert_eq!(top["rank"], 1);
         match mode {
-            "hybrid" => assert!(top["dense"].is_object() || top["keyword"].is_object()),
+            // Both retrievers rank notes.txt first (the other two modes below), so its fused
+            // score is RRF's for two first places: 1/61 + 1/61.
+            "hybrid" => {
+                assert_eq!(
+                    (&top["dense"]["rank"], &top["keyword"]["rank"]),
+                    (&1.into(), &1.into()),
+                    "{out}"
+                );
+                let score = top["score"].as_f64().unwrap();
+                assert!((score - 2.0 / 61.0).abs() < 1e-6, "hybrid score {score}");
+            }
             "dense" => assert!(top["keyword"].is_null() && top["dense"]["rank"] == 1),
             _ => assert!(top["dense"].is_null() && top["keyword"]["rank"] == 1),
         }
@@ -150,7 +160,7 @@ fn frame_quotes_and_blocks_injected_delimiters() {
         "frame",
         s(bundle),
         "prompt injection password",
-        "--budget",
+        "--token-budget",
         "400",
         "--json",
     ]);
@@ -451,4 +461,144 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
         .collect();
     assert_eq!(bundles.len(), 1);
     assert!(!bundle.exists());
+}
+
+/// The `--help` text of a command.
+fn help(command: &str) -> String {
+    ok(&[command, "--help"])
+}
+
+#[test]
+fn every_search_option_has_its_flag() {
+    use sextant::options::{ContextOptions, SearchOptions};
+    let flag = |key: &str| {
+        if key == "k" {
+            "-k".to_string()
+        } else {
+            format!("--{}", key.replace('_', "-"))
+        }
+    };
+    let flags_of = |value: serde_json::Value| -> Vec<String> {
+        let serde_json::Value::Object(map) = value else {
+            panic!("options are an object")
+        };
+        map.keys()
+            .flat_map(|key| match key.as_str() {
+                // The BM25 override is an object: one flag per parameter.
+                "bm25" => vec!["--bm25-k1".to_string(), "--bm25-b".to_string()],
+                _ => vec![flag(key)],
+            })
+            .collect()
+    };
+    let search = help("search");
+    for f in flags_of(serde_json::to_value(SearchOptions::default()).unwrap()) {
+        assert!(search.contains(&f), "sextant search has no {f}");
+    }
+    let frame = help("frame");
+    for f in flags_of(serde_json::to_value(ContextOptions::default()).unwrap()) {
+        assert!(frame.contains(&f), "sextant frame has no {f}");
+    }
+    // The flags reach the core: a deep candidate list and a BM25 override change the results.
+    let bundle = tiny_bundle();
+    let ranked = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "search",
+            s(bundle),
+            "lamp lens clean",
+            "--mode",
+            "keyword",
+            "-k",
+            "5",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{}:{}", r["chunk_id"], r["score"]))
+            .collect()
+    };
+    assert_ne!(ranked(&[]), ranked(&["--bm25-k1", "0", "--bm25-b", "0"]));
+    let err = fails(&["search", s(bundle), "lamp", "--mode", "fuzzy"]);
+    assert!(err.contains("hybrid") && err.contains("keyword"), "{err}");
+}
+
+#[test]
+fn a_build_of_the_tiny_corpus_is_the_golden_bundle() {
+    // The golden v1 bundle was built from tests/fixtures/tiny with the defaults, on another
+    // machine. The same inputs still give the same manifest, documents, chunks and BM25 index
+    // byte for byte; the vectors agree to float rounding (tract's kernels differ between CPUs).
+    use sextant::bundle::{RawBundle, SectionId};
+    use sextant::vector::VectorIndex;
+    let golden = std::fs::read(fixtures().join("golden-v1.sxt")).unwrap();
+    let built = std::fs::read(tiny_bundle()).unwrap();
+    let (golden, built) = (RawBundle::parse(&golden).unwrap(), RawBundle::parse(&built).unwrap());
+    for id in [
+        SectionId::Manifest,
+        SectionId::Documents,
+        SectionId::Chunks,
+        SectionId::Bm25,
+    ] {
+        assert!(
+            golden.section(id).unwrap() == built.section(id).unwrap(),
+            "section {} differs from the golden bundle's",
+            id.name()
+        );
+    }
+    let (g, b) = (
+        VectorIndex::from_bytes(golden.section(SectionId::Vectors).unwrap()).unwrap(),
+        VectorIndex::from_bytes(built.section(SectionId::Vectors).unwrap()).unwrap(),
+    );
+    assert_eq!((g.len(), g.dims()), (b.len(), b.dims()));
+    for chunk in 0..g.len() as u32 {
+        let (x, y) = (g.vector_of(chunk).unwrap(), b.vector_of(chunk).unwrap());
+        let cosine = sextant::vecmath::dot(x, y);
+        assert!(cosine > 0.9999, "chunk {chunk}: cosine {cosine} with the golden vector");
+    }
+}
+
+#[test]
+fn files_over_the_input_limits_are_skipped_with_the_reason() {
+    let dir = tmp("limits");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("good.md"), "# Lamps\n\nThe keeper trims the wick at dusk.\n").unwrap();
+    // Nesting that once overflowed the stack and killed the build without naming the file.
+    let deep = format!(
+        "<body>{}deep text{}</body>",
+        "<div>".repeat(40_000),
+        "</div>".repeat(40_000)
+    );
+    std::fs::write(dir.join("deep.html"), deep).unwrap();
+    std::fs::write(dir.join("big.txt"), "word ".repeat(250_000)).unwrap();
+    let config = tmp("limits.toml");
+    std::fs::write(&config, "[input]\nmax_file_bytes = 1000000\n").unwrap();
+    let out = tmp("limits.sxt");
+    let result = sextant(&["build", s(&dir), "-o", s(&out), "--config", s(&config), "--json"]);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
+    assert_eq!(summary["documents"], 1);
+    let skipped: Vec<String> = summary["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{}: {}", s["path"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.contains("big.txt") && s.contains("input.max_file_bytes")),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.contains("deep.html") && s.contains("input.max_nesting_depth")),
+        "{skipped:?}"
+    );
+    assert!(stderr.contains("deep.html"), "{stderr}");
 }

@@ -9,7 +9,9 @@
 const here = new URL('.', import.meta.url); // …/sextant/
 const siteRoot = new URL('..', here);
 const SETTINGS_KEY = 'sextant-llm';
-const STOP = new Set('a an and are as at be by for from how i in is it of on or that the this to was what when where which who why with do does can you your'.split(' '));
+// Results asked for while typing: more than one page's worth, so results group by page with
+// heading sub-results.
+const SEARCH_RESULTS = 20;
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -33,31 +35,30 @@ function safeHref(url) {
   }
 }
 
-function queryTerms(query) {
-  return [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((t) => t.length > 1 && !STOP.has(t));
-}
-
-/** The text around the first query term, as text nodes with <mark> around the terms. */
-function snippet(text, terms, length = 220) {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  const lower = flat.toLowerCase();
-  let at = terms.map((t) => lower.indexOf(t)).filter((i) => i >= 0).sort((a, b) => a - b)[0] ?? 0;
+/**
+ * About `length` characters of `text` around its first highlighted word, as text nodes with
+ * <mark> around the highlights (`[start, end]` string offsets from the core's analyzer).
+ */
+function snippet(text, highlights, length = 220) {
+  const at = highlights[0]?.[0] ?? 0;
   let start = Math.max(0, at - 60);
-  if (start > 0) start = flat.indexOf(' ', start) + 1 || start;
-  const piece = flat.slice(start, start + length);
+  if (start > 0) start = text.indexOf(' ', start) + 1 || start;
+  let end = Math.min(text.length, start + length);
+  if (end < text.length) end = Math.max(text.lastIndexOf(' ', end), at + 1);
   const out = document.createDocumentFragment();
+  const flat = (s) => s.replace(/\s+/g, ' ');
   if (start > 0) out.append('… ');
-  if (terms.length === 0) {
-    out.append(piece);
-  } else {
-    const alternatives = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
-    const splitter = new RegExp(`(${alternatives})`, 'iu');
-    const whole = new RegExp(`^(?:${alternatives})$`, 'iu');
-    for (const part of piece.split(splitter)) {
-      if (part) out.append(whole.test(part) ? el('mark', { text: part }) : part);
-    }
+  let cursor = start;
+  for (const [from, to] of highlights) {
+    if (to <= start || from >= end) continue;
+    const a = Math.max(from, start);
+    const b = Math.min(to, end);
+    if (a > cursor) out.append(flat(text.slice(cursor, a)));
+    out.append(el('mark', { text: text.slice(a, b) }));
+    cursor = b;
   }
-  if (start + length < flat.length) out.append(' …');
+  if (cursor < end) out.append(flat(text.slice(cursor, end)));
+  if (end < text.length) out.append(' …');
   return out;
 }
 
@@ -82,7 +83,7 @@ class SearchWorker {
           onEvent(data);
           if (!final.includes(data.type)) return;
           this.handlers.delete(id);
-          if (data.type === 'error') reject(Object.assign(new Error(data.message), { code: data.code }));
+          if (data.type === 'error') reject(Object.assign(new Error(data.message), { code: data.code, detail: data.detail, partial_answer: data.partial_answer }));
           else resolve(data);
         });
         this.worker.postMessage({ ...message, id });
@@ -166,7 +167,7 @@ class SearchBox {
     const dialog = el('dialog', { class: 'sextant-settings' }, form);
     dialog.addEventListener('close', () => {
       if (dialog.returnValue !== 'save') return;
-      this.settings = { baseUrl: this.baseUrl.value.trim(), model: this.model.value.trim(), apiKey: this.apiKey.value };
+      this.settings = { base_url: this.baseUrl.value.trim(), model: this.model.value.trim(), api_key: this.apiKey.value };
       if (this.remember.checked) localStorage.setItem(SETTINGS_KEY, JSON.stringify(this.settings));
       else localStorage.removeItem(SETTINGS_KEY);
       if (this.pendingAsk) this.askQuestion();
@@ -183,9 +184,9 @@ class SearchBox {
   }
 
   openSettings() {
-    this.baseUrl.value = this.settings?.baseUrl ?? '';
+    this.baseUrl.value = this.settings?.base_url ?? '';
     this.model.value = this.settings?.model ?? '';
-    this.apiKey.value = this.settings?.apiKey ?? '';
+    this.apiKey.value = this.settings?.api_key ?? '';
     this.remember.checked = localStorage.getItem(SETTINGS_KEY) !== null;
     this.dialog.showModal();
   }
@@ -243,7 +244,7 @@ class SearchBox {
     const worker = await this.start();
     let response;
     try {
-      response = await worker.request({ type: 'search', query, options: { k: 20 } }).done;
+      response = await worker.request({ type: 'search', query, options: { k: SEARCH_RESULTS } }).done;
     } catch (e) {
       if (ticket === this.latest) this.status.textContent = e.message;
       return;
@@ -263,7 +264,6 @@ class SearchBox {
       return;
     }
     this.status.textContent = results.length ? '' : `No results for “${query}”`;
-    const terms = queryTerms(query);
     const pages = new Map();
     for (const r of results) {
       if (!pages.has(r.doc_id)) pages.set(r.doc_id, []);
@@ -281,8 +281,9 @@ class SearchBox {
         const crumbs = hit.heading_path.filter((h, i) => !(i === 0 && h === hit.title));
         // A section's text starts with its own heading, already shown as the breadcrumb.
         const heading = hit.heading_path.at(-1);
-        const body = heading && hit.text.startsWith(heading) ? hit.text.slice(heading.length) : hit.text;
-        const link = el('a', { class: 'sextant-subresult', role: 'option' }, crumbs.length ? el('span', { class: 'sextant-heading', text: crumbs.join(' › ') }) : null, el('span', { class: 'sextant-snippet' }, snippet(body, terms)));
+        const skip = heading && hit.text.startsWith(heading) ? heading.length : 0;
+        const marks = (hit.highlights ?? []).filter(([from]) => from >= skip).map(([from, to]) => [from - skip, to - skip]);
+        const link = el('a', { class: 'sextant-subresult', role: 'option' }, crumbs.length ? el('span', { class: 'sextant-heading', text: crumbs.join(' › ') }) : null, el('span', { class: 'sextant-snippet' }, snippet(hit.text.slice(skip), marks)));
         const href = safeHref(hit.url);
         if (href) link.href = href;
         this.links.push(link);
@@ -331,7 +332,7 @@ class SearchBox {
       this.input.focus();
       return;
     }
-    if (!this.settings?.baseUrl || !this.settings?.model) {
+    if (!this.settings?.base_url || !this.settings?.model) {
       this.pendingAsk = true;
       this.openSettings();
       return;
@@ -346,7 +347,8 @@ class SearchBox {
     this.citations.replaceChildren();
     this.note.textContent = '';
     this.note.className = 'sextant-note';
-    const request = worker.request({ type: 'ask', question, llm: this.settings, options: { k: 6, tokenBudget: 1500 } }, (event) => {
+    // The core's answer defaults (results, budget, similarity floor) apply: no options here.
+    const request = worker.request({ type: 'ask', question, llm: this.settings, options: {} }, (event) => {
       if (event.type === 'token') this.answer.append(event.text);
     });
     this.running = request.id;
@@ -354,8 +356,15 @@ class SearchBox {
     try {
       result = await request.done;
     } catch (e) {
-      this.note.textContent = `The LLM request failed: ${e.message}`;
-      this.note.classList.add('sextant-error');
+      if (e.code === 'LLM_INCOMPLETE') {
+        // Keep what arrived, and say plainly that it is not the whole answer.
+        this.answer.textContent = e.partial_answer ?? this.answer.textContent;
+        this.note.textContent = `This answer is incomplete: ${e.message}`;
+        this.note.classList.add('sextant-warning');
+      } else {
+        this.note.textContent = `The LLM request failed: ${e.message}${e.detail ? ` (${e.detail})` : ''}`;
+        this.note.classList.add('sextant-error');
+      }
       return;
     } finally {
       this.answer.classList.remove('sextant-streaming');
@@ -374,15 +383,12 @@ class SearchBox {
     }
     const numbers = new Map();
     result.citations.filter((c) => c.valid).forEach((c, i) => numbers.set(c.chunk_id, i + 1));
+    // The core located every citation group (spans, in string offsets): link them in place.
     const fragment = document.createDocumentFragment();
-    const pattern = /\[([^\]\n]{1,300})\]/g;
     let last = 0;
-    for (const match of result.answer.matchAll(pattern)) {
-      const ids = match[1].split(/[,;]/).map((s) => s.trim().replace(/^chunk_id\s*[:=]\s*/, ''));
-      const cited = ids.filter((id) => result.citations.some((c) => c.chunk_id === id));
-      if (cited.length === 0) continue;
-      fragment.append(result.answer.slice(last, match.index));
-      for (const id of cited) {
+    for (const span of result.spans) {
+      fragment.append(result.answer.slice(last, span.start));
+      for (const id of span.chunk_ids) {
         const n = numbers.get(id);
         if (n) {
           const chunk = result.chunks.find((c) => c.chunk_id === id);
@@ -394,7 +400,7 @@ class SearchBox {
           fragment.append(el('span', { class: 'sextant-cite sextant-cite-unknown', text: '[?]', title: `Cites “${id}”, which was not among the retrieved passages`, 'data-chunk-id': id }));
         }
       }
-      last = match.index + match[0].length;
+      last = span.end;
     }
     fragment.append(result.answer.slice(last));
     this.answer.replaceChildren(fragment);
@@ -406,10 +412,11 @@ class SearchBox {
       this.citations.append(el('li', { value: n }, link));
     }
     const notes = [];
-    if (result.unknownCitations.length) {
-      notes.push(`${result.unknownCitations.length} citation${result.unknownCitations.length > 1 ? 's point' : ' points'} at passages that were not retrieved (marked [?]).`);
+    if (result.unknown_citations.length) {
+      notes.push(`${result.unknown_citations.length} citation${result.unknown_citations.length > 1 ? 's point' : ' points'} at passages that were not retrieved (marked [?]).`);
     }
     if (!result.grounded) notes.push('This answer cites none of the retrieved passages: it is not grounded in the docs.');
+    if (result.truncated) notes.push('The model stopped early (length limit or filter): the answer may be cut off.');
     if (notes.length) {
       this.note.textContent = notes.join(' ');
       this.note.classList.add(result.grounded ? 'sextant-warning' : 'sextant-ungrounded');

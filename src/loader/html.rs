@@ -10,8 +10,9 @@
 use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
 
-use super::{file_stem, push_block};
+use super::{file_stem, push_block, LoadError};
 use crate::chunk::{Document, Section};
+use crate::config::InputConfig;
 
 const SKIPPED: [&str; 9] = [
     "nav", "header", "footer", "script", "style", "noscript", "template", "svg", "iframe",
@@ -112,46 +113,71 @@ impl Walker {
         push_block(&mut self.current.text, &title);
     }
 
-    fn walk(&mut self, node: NodeRef<Node>) {
-        match node.value() {
-            Node::Text(t) => self.text(t),
-            Node::Element(e) => {
-                let Some(element) = ElementRef::wrap(node) else { return };
-                if skipped(element) {
-                    return;
+    /// Walks the subtree under `root` in document order with an explicit stack (no recursion,
+    /// so no nesting depth can overflow the call stack). Fails with the depth reached when an
+    /// element is nested more than `max_depth` levels below `root`.
+    fn walk(&mut self, root: NodeRef<Node>, max_depth: usize) -> Result<(), usize> {
+        enum Step<'a> {
+            Enter(NodeRef<'a, Node>, usize),
+            Leave(&'a str),
+        }
+        let mut stack: Vec<Step> = root.children().rev().map(|c| Step::Enter(c, 1)).collect();
+        while let Some(step) = stack.pop() {
+            let (node, depth) = match step {
+                Step::Enter(node, depth) => (node, depth),
+                Step::Leave(name) => {
+                    self.leave(name);
+                    continue;
                 }
-                let name = e.name();
-                if let Some(level) = heading_level(name) {
-                    let anchor = e.attr("id").map(String::from).or_else(|| parent_anchor(element));
-                    self.heading(level, element, anchor.filter(|a| !a.is_empty()));
-                    return;
-                }
-                if name == "br" {
-                    self.block.push('\n');
-                    return;
-                }
-                let block = BLOCKS.contains(&name);
-                if block {
-                    self.flush_block();
-                }
-                if name == "pre" {
-                    self.in_pre += 1;
-                }
-                for child in node.children() {
-                    self.walk(child);
-                }
-                if name == "pre" {
-                    self.in_pre -= 1;
-                }
-                if matches!(name, "td" | "th") {
-                    self.block.push_str(" | ");
-                } else if block {
-                    let trimmed = self.block.trim_end_matches(" | ").to_string();
-                    self.block = trimmed;
-                    self.flush_block();
-                }
+            };
+            if depth > max_depth {
+                return Err(depth);
             }
-            _ => {}
+            match node.value() {
+                Node::Text(t) => self.text(t),
+                Node::Element(e) => {
+                    let Some(element) = ElementRef::wrap(node) else {
+                        continue;
+                    };
+                    if skipped(element) {
+                        continue;
+                    }
+                    let name = e.name();
+                    if let Some(level) = heading_level(name) {
+                        let anchor = e.attr("id").map(String::from).or_else(|| parent_anchor(element));
+                        self.heading(level, element, anchor.filter(|a| !a.is_empty()));
+                        continue;
+                    }
+                    if name == "br" {
+                        self.block.push('\n');
+                        continue;
+                    }
+                    if BLOCKS.contains(&name) {
+                        self.flush_block();
+                    }
+                    if name == "pre" {
+                        self.in_pre += 1;
+                    }
+                    stack.push(Step::Leave(name));
+                    stack.extend(node.children().rev().map(|c| Step::Enter(c, depth + 1)));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// What closing element `name` does: end a `pre`, separate table cells, end a block.
+    fn leave(&mut self, name: &str) {
+        if name == "pre" {
+            self.in_pre = self.in_pre.saturating_sub(1);
+        }
+        if matches!(name, "td" | "th") {
+            self.block.push_str(" | ");
+        } else if BLOCKS.contains(&name) {
+            let trimmed = self.block.trim_end_matches(" | ").to_string();
+            self.block = trimmed;
+            self.flush_block();
         }
     }
 }
@@ -188,15 +214,17 @@ fn parent_anchor(heading: ElementRef) -> Option<String> {
     parent.value().attr("id").map(String::from)
 }
 
+/// The text under `node` (skipped elements left out), without recursion.
 fn collect_text(node: NodeRef<Node>, out: &mut String) {
-    for child in node.children() {
+    let mut stack: Vec<NodeRef<Node>> = node.children().rev().collect();
+    while let Some(child) = stack.pop() {
         match child.value() {
             Node::Text(t) => out.push_str(t),
             Node::Element(_) => {
                 if ElementRef::wrap(child).is_some_and(skipped) {
                     continue;
                 }
-                collect_text(child, out);
+                stack.extend(child.children().rev());
             }
             _ => {}
         }
@@ -211,6 +239,11 @@ fn select_first<'a>(html: &'a Html, selector: &str) -> Option<ElementRef<'a>> {
 /// Why a page of a built site is not indexed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SiteSkip {
+    /// Elements are nested deeper than `input.max_nesting_depth`.
+    TooDeep {
+        /// The limit.
+        limit: usize,
+    },
     /// `<html>` or `<body>` carries `data-sextant-ignore`.
     Ignored,
     /// A `<meta http-equiv="refresh">` redirect page.
@@ -223,19 +256,22 @@ pub enum SiteSkip {
 
 impl SiteSkip {
     /// The reason as shown in the build summary.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> String {
         match self {
-            SiteSkip::Ignored => "marked data-sextant-ignore",
-            SiteSkip::Redirect => "redirect page (meta refresh)",
-            SiteSkip::NoIndex => "robots noindex",
-            SiteSkip::Empty => "no text in the main content",
+            SiteSkip::TooDeep { limit } => {
+                format!("elements nested more than {limit} levels deep; raise input.max_nesting_depth to index it")
+            }
+            SiteSkip::Ignored => "marked data-sextant-ignore".into(),
+            SiteSkip::Redirect => "redirect page (meta refresh)".into(),
+            SiteSkip::NoIndex => "robots noindex".into(),
+            SiteSkip::Empty => "no text in the main content".into(),
         }
     }
 }
 
 /// Loads a page of a built site: the URL comes from its path ([`site_url`]), and pages that
 /// should not be searched are reported with the reason.
-pub fn load_site_page(path: &str, text: &str) -> Result<Document, SiteSkip> {
+pub fn load_site_page(path: &str, text: &str, input: &InputConfig) -> Result<Document, SiteSkip> {
     let html = Html::parse_document(text);
     if select_first(&html, "html[data-sextant-ignore], body[data-sextant-ignore]").is_some() {
         return Err(SiteSkip::Ignored);
@@ -251,7 +287,9 @@ pub fn load_site_page(path: &str, text: &str) -> Result<Document, SiteSkip> {
             }
         }
     }
-    let mut doc = document_from(path, &html);
+    let mut doc = document_from(path, &html, input.max_nesting_depth).map_err(|_| SiteSkip::TooDeep {
+        limit: input.max_nesting_depth,
+    })?;
     if doc.sections.iter().all(|s| s.text.trim().is_empty()) {
         return Err(SiteSkip::Empty);
     }
@@ -260,11 +298,16 @@ pub fn load_site_page(path: &str, text: &str) -> Result<Document, SiteSkip> {
 }
 
 /// Loads an HTML page. `url` is left empty; `sextant build --site` sets it from [`site_url`].
-pub fn load_html(path: &str, text: &str) -> Document {
-    document_from(path, &Html::parse_document(text))
+pub fn load_html(path: &str, text: &str, input: &InputConfig) -> Result<Document, LoadError> {
+    document_from(path, &Html::parse_document(text), input.max_nesting_depth).map_err(|depth| LoadError::TooDeep {
+        path: path.to_string(),
+        depth,
+        limit: input.max_nesting_depth,
+    })
 }
 
-fn document_from(path: &str, html: &Html) -> Document {
+/// The document of a parsed page, or the nesting depth that went over `max_depth`.
+fn document_from(path: &str, html: &Html, max_depth: usize) -> Result<Document, usize> {
     let root = ["[data-sextant-body]", "main", "[role=main]", "article", "body"]
         .iter()
         .find_map(|s| select_first(html, s))
@@ -277,9 +320,11 @@ fn document_from(path: &str, html: &Html) -> Document {
         first_h1: None,
         in_pre: 0,
     };
-    for child in root.children() {
-        walker.walk(child);
-    }
+    // Depth counts from the document, so the main content's own ancestors count too.
+    let root_depth = root.ancestors().count();
+    walker
+        .walk(*root, max_depth.saturating_sub(root_depth))
+        .map_err(|depth| depth + root_depth)?;
     walker.flush_block();
     if !walker.current.text.is_empty() {
         walker.sections.push(walker.current);
@@ -295,14 +340,14 @@ fn document_from(path: &str, html: &Html) -> Document {
         .filter(|t| !t.is_empty())
         .or(walker.first_h1)
         .unwrap_or_else(|| file_stem(path).to_string());
-    Document {
+    Ok(Document {
         id: path.to_string(),
         source: path.to_string(),
         url: None,
         title,
         metadata: Default::default(),
         sections: walker.sections,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -333,7 +378,7 @@ mod tests {
     <table><tr><th>flag</th><th>meaning</th></tr><tr><td>-o</td><td>output</td></tr></table>
   </section>
 </main><footer>Footer text</footer></body></html>"##;
-        let doc = load_html("cli/index.html", page);
+        let doc = load_html("cli/index.html", page, &InputConfig::default()).unwrap();
         assert_eq!(doc.title, "CLI reference");
         assert_eq!(doc.sections.len(), 2);
         assert_eq!(doc.sections[0].heading_path, vec!["CLI"]);
@@ -354,9 +399,14 @@ mod tests {
 
     #[test]
     fn site_pages_get_urls_and_skips_say_why() {
-        let doc = load_site_page("guide/index.html", "<main><h2 id=\"a\">A</h2><p>text</p></main>").unwrap();
+        let doc = load_site_page(
+            "guide/index.html",
+            "<main><h2 id=\"a\">A</h2><p>text</p></main>",
+            &InputConfig::default(),
+        )
+        .unwrap();
         assert_eq!(doc.url.as_deref(), Some("/guide/"));
-        let skip = |html: &str| load_site_page("x.html", html).unwrap_err();
+        let skip = |html: &str| load_site_page("x.html", html, &InputConfig::default()).unwrap_err();
         assert_eq!(
             skip("<body data-sextant-ignore><p>hidden</p></body>"),
             SiteSkip::Ignored
@@ -375,9 +425,38 @@ mod tests {
     #[test]
     fn data_sextant_body_wins_and_body_is_the_fallback() {
         let page = "<body><main><p>main text</p></main><div data-sextant-body><p>chosen</p></div></body>";
-        assert_eq!(load_html("x.html", page).sections[0].text, "chosen");
-        let plain = load_html("dir/page.html", "<p>just a paragraph</p>");
+        assert_eq!(
+            load_html("x.html", page, &InputConfig::default()).unwrap().sections[0].text,
+            "chosen"
+        );
+        let plain = load_html("dir/page.html", "<p>just a paragraph</p>", &InputConfig::default()).unwrap();
         assert_eq!(plain.sections[0].text, "just a paragraph");
         assert_eq!(plain.title, "page");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_naming_the_file_not_a_crash() {
+        // 40,000 nested elements once overflowed the stack of a recursive walk.
+        let deep = format!("<body>{}text{}</body>", "<div>".repeat(40_000), "</div>".repeat(40_000));
+        let input = InputConfig::default();
+        let err = load_html("deep.html", &deep, &input).unwrap_err();
+        assert!(matches!(err, LoadError::TooDeep { limit: 512, .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("deep.html") && message.contains("input.max_nesting_depth"),
+            "{message}"
+        );
+        assert_eq!(
+            load_site_page("deep.html", &deep, &input).unwrap_err(),
+            SiteSkip::TooDeep { limit: 512 }
+        );
+        // Under the limit, the text is found however deep it is.
+        let roomy = InputConfig {
+            max_nesting_depth: 100_000,
+            ..InputConfig::default()
+        };
+        assert_eq!(load_html("deep.html", &deep, &roomy).unwrap().sections[0].text, "text");
+        let shallow = format!("<body>{}text{}</body>", "<div>".repeat(500), "</div>".repeat(500));
+        assert_eq!(load_html("ok.html", &shallow, &input).unwrap().sections[0].text, "text");
     }
 }

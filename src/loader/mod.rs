@@ -12,6 +12,7 @@ pub use jsonl::load_jsonl;
 pub use markdown::{load_markdown, slugify};
 
 use crate::chunk::{Document, Section};
+use crate::config::InputConfig;
 
 /// The kinds of file sextant reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,26 @@ pub enum LoadError {
         /// What is wrong and what is expected.
         reason: String,
     },
+    /// The file is larger than `input.max_file_bytes`.
+    #[error("{path}: the file is {bytes} bytes, over the limit of {limit} (input.max_file_bytes); raise the limit in sextant.toml [input] or leave the file out")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Elements are nested deeper than `input.max_nesting_depth`.
+    #[error("{path}: elements are nested {depth} levels deep, over the limit of {limit} (input.max_nesting_depth); raise the limit in sextant.toml [input] or leave the file out")]
+    TooDeep {
+        /// The file.
+        path: String,
+        /// The depth reached.
+        depth: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// Front matter could not be parsed.
     #[error("{path}: front matter is not valid {format}: {reason}")]
     BadFrontMatter {
@@ -80,9 +101,18 @@ pub enum LoadError {
 }
 
 /// Loads one file, choosing the loader by extension. `path` is relative to its input root, with
-/// `/` separators; it becomes the document id (JSONL: each line's `_id`).
-pub fn load_file(path: &str, bytes: &[u8]) -> Result<Vec<Document>, LoadError> {
+/// `/` separators; it becomes the document id (JSONL: each line's `_id`). `input` holds the
+/// limits (file size, nesting depth).
+pub fn load_file(path: &str, bytes: &[u8], input: &InputConfig) -> Result<Vec<Document>, LoadError> {
     let kind = FileKind::from_path(path).ok_or_else(|| LoadError::UnsupportedType { path: path.to_string() })?;
+    let size = bytes.len() as u64;
+    if size > input.max_file_bytes {
+        return Err(LoadError::TooLarge {
+            path: path.to_string(),
+            bytes: size,
+            limit: input.max_file_bytes,
+        });
+    }
     let text = std::str::from_utf8(bytes).map_err(|e| LoadError::InvalidUtf8 {
         path: path.to_string(),
         offset: e.valid_up_to(),
@@ -90,7 +120,7 @@ pub fn load_file(path: &str, bytes: &[u8]) -> Result<Vec<Document>, LoadError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     Ok(match kind {
         FileKind::Markdown => vec![load_markdown(path, text)?],
-        FileKind::Html => vec![load_html(path, text)],
+        FileKind::Html => vec![load_html(path, text, input)?],
         FileKind::Text => vec![load_text(path, text)],
         FileKind::Jsonl => load_jsonl(path, text)?,
     })
@@ -146,10 +176,10 @@ mod tests {
     #[test]
     fn errors_name_the_file() {
         assert_eq!(
-            load_file("a.png", b"x").unwrap_err(),
+            load_file("a.png", b"x", &InputConfig::default()).unwrap_err(),
             LoadError::UnsupportedType { path: "a.png".into() }
         );
-        let err = load_file("bad.txt", b"ok \xff\xfe").unwrap_err();
+        let err = load_file("bad.txt", b"ok \xff\xfe", &InputConfig::default()).unwrap_err();
         assert_eq!(
             err,
             LoadError::InvalidUtf8 {
@@ -162,9 +192,33 @@ mod tests {
 
     #[test]
     fn text_files_are_one_section() {
-        let docs = load_file("notes/today.txt", b"\xef\xbb\xbfHello\r\nworld\n").unwrap();
+        let docs = load_file(
+            "notes/today.txt",
+            b"\xef\xbb\xbfHello\r\nworld\n",
+            &InputConfig::default(),
+        )
+        .unwrap();
         assert_eq!(docs[0].id, "notes/today.txt");
         assert_eq!(docs[0].title, "today");
         assert_eq!(docs[0].sections[0].text, "Hello\nworld");
+    }
+
+    #[test]
+    fn files_over_the_size_limit_are_refused_with_the_knob_named() {
+        let small = InputConfig {
+            max_file_bytes: 4,
+            ..InputConfig::default()
+        };
+        let err = load_file("big.md", b"# Hello", &small).unwrap_err();
+        assert_eq!(
+            err,
+            LoadError::TooLarge {
+                path: "big.md".into(),
+                bytes: 7,
+                limit: 4
+            }
+        );
+        assert!(err.to_string().contains("input.max_file_bytes"));
+        assert!(load_file("ok.md", b"# Hi", &small).is_ok());
     }
 }

@@ -66,6 +66,19 @@ test('typing a query shows results with the expected page first', async () => {
   // Snippets highlight query terms and link to heading anchors.
   await searchFor(page, 'prompt injection');
   assert.ok((await page.locator('.sextant-snippet mark').count()) > 0);
+  // Highlights are the words BM25 matched: whole words, stems included ("rotating" for
+  // "rotation"), never a piece of a longer word ("art" in "start").
+  await searchFor(page, 'start the art of rotating');
+  const marks = await page.locator('.sextant-snippet').evaluateAll((snippets) =>
+    snippets.flatMap((s) => [...s.querySelectorAll('mark')].map((m) => {
+      const before = m.previousSibling?.textContent?.slice(-1) ?? ' ';
+      const after = m.nextSibling?.textContent?.[0] ?? ' ';
+      return { word: m.textContent, before, after };
+    })));
+  assert.ok(marks.length > 0, 'nothing highlighted');
+  for (const { word, before, after } of marks) {
+    assert.ok(!/[\p{L}\p{N}]/u.test(before) && !/[\p{L}\p{N}]/u.test(after), `"${before}[${word}]${after}" highlights part of a word`);
+  }
   const sub = await page.locator('.sextant-subresult').first().getAttribute('href');
   assert.match(sub, /\/security\/#[a-z-]+$/);
   await page.screenshot({ path: path.join(artifacts, 'search-results.png'), fullPage: true });
@@ -146,6 +159,27 @@ test('Ask flags a citation to a chunk that was not retrieved', async () => {
     const note = await page.locator('.sextant-note').textContent();
     assert.match(note, /not retrieved/);
     assert.match(note, /not grounded/);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await llm.close();
+  }
+});
+
+test('Ask keeps a cut-off answer visible and says it is incomplete', async () => {
+  const llm = await startLlmServer((req) => {
+    const [first] = chunkIdsIn(req.body);
+    // Two pieces, then the stream ends: no finish reason and no [DONE].
+    return { events: sseAnswer('', { pieces: ['The bundle holds ', `its sections [${first}] and`] }).slice(0, 2) };
+  });
+  const page = await openDocs();
+  try {
+    await searchFor(page, 'what is in the bundle manifest');
+    await configureLlm(page, llm.baseUrl);
+    await page.locator('.sextant-ask-button').click();
+    await page.waitForFunction(() => /incomplete/.test(document.querySelector('.sextant-note')?.textContent ?? ''), null, { timeout: 60000 });
+    assert.match(await page.locator('.sextant-answer').textContent(), /^The bundle holds its sections/);
+    assert.match(await page.locator('.sextant-note').getAttribute('class'), /sextant-warning/);
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();

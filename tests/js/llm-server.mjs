@@ -24,7 +24,8 @@ export function chunkIdsIn(body) {
 
 /**
  * Starts the server. `plan(request, index)` returns
- * { status = 200, headers = {}, events: [sse lines], delayMs = 5, hang = false, body }.
+ * { status = 200, headers = {}, contentType, events: [sse lines], delayMs = 5, hang = false, body }
+ * (`body` answers at once with that text).
  * By default it answers citing the first chunk it was shown.
  */
 export async function startLlmServer(plan) {
@@ -48,21 +49,28 @@ export async function startLlmServer(plan) {
     try {
       body = JSON.parse(raw);
     } catch {}
-    const request = { method: req.method, url: req.url, headers: req.headers, body };
+    // `aborted` turns true when the caller hangs up before the answer is complete.
+    const request = { method: req.method, url: req.url, headers: req.headers, body, aborted: false, finished: false };
+    res.on('close', () => {
+      if (!request.finished) request.aborted = true;
+    });
     requests.push(request);
     const p = (plan ? plan(request, requests.length - 1) : undefined) ?? defaultPlan(request);
     if (p.hang) return; // never answers: for timeouts and aborts
     const status = p.status ?? 200;
     if (status !== 200 || p.body !== undefined) {
-      res.writeHead(status, { 'content-type': 'application/json', ...(p.headers ?? {}) });
+      res.writeHead(status, { 'content-type': p.contentType ?? 'application/json', ...(p.headers ?? {}) });
+      request.finished = true;
       res.end(p.body ?? JSON.stringify({ error: { message: `status ${status}` } }));
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(p.headers ?? {}) });
+    res.writeHead(200, { 'content-type': p.contentType ?? 'text/event-stream', 'cache-control': 'no-cache', ...(p.headers ?? {}) });
     for (const line of p.events ?? []) {
+      if (request.aborted) return;
       res.write(`${line}\n\n`);
       await new Promise((r) => setTimeout(r, p.delayMs ?? 5));
     }
+    request.finished = true;
     res.end();
   });
   server.on('connection', (s) => {

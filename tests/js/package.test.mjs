@@ -42,14 +42,14 @@ async function expectCode(promiseOrFn, code) {
 }
 
 test('the package exports its API, types and conditions', async () => {
-  for (const name of ['Sextant', 'SextantError', 'verifyCitations', 'systemPrompt', 'ready', 'readChatStream']) {
+  for (const name of ['Sextant', 'SextantError', 'verifyCitations', 'highlights', 'defaults', 'ready', 'readChatStream', 'fetchBytes']) {
     assert.ok(name in api, `missing export ${name}`);
   }
   const pkg = JSON.parse(readFileSync(path.join(consumerProject(), 'node_modules/sextant-search/package.json'), 'utf8'));
   assert.deepEqual(Object.keys(pkg.exports['.']), ['types', 'workerd', 'node', 'browser', 'default']);
   const types = readFileSync(path.join(consumerProject(), 'node_modules/sextant-search/index.d.ts'), 'utf8');
   assert.match(types, /static load\(options: LoadOptions\): Promise<Sextant>/);
-  assert.match(api.systemPrompt(), /untrusted/);
+  assert.match(api.defaults().system_prompt, /untrusted/);
 });
 
 test('search returns the CLI fields and per-stage timings', () => {
@@ -83,7 +83,7 @@ test('the package gives the native CLI results in every mode', () => {
 });
 
 test('context frames results within the budget and blocks fake delimiters', () => {
-  const framed = sextant.context('prompt injection password', { tokenBudget: 400, k: 4 });
+  const framed = sextant.context('prompt injection password', { token_budget: 400, k: 4 });
   assert.ok(framed.tokens <= 400);
   assert.ok(framed.included.length >= 1);
   assert.match(framed.context, /\[blocked-retrieved-context-end\]/);
@@ -154,7 +154,7 @@ test('loading by URL reports download progress', async () => {
       bundle: `${base}/docs.sxt`,
       model: new URL(`${base}/model.onnx`),
       tokenizer: `${base}/tokenizer.json`,
-      onProgress: (p) => events.push({ ...p }),
+      on_progress: (p) => events.push({ ...p }),
     });
     const modelEvents = events.filter((e) => e.file === 'model');
     assert.ok(modelEvents.length >= 3, `only ${modelEvents.length} model progress events`);
@@ -191,8 +191,8 @@ test('ask streams tokens in order and verifies citations', async () => {
   try {
     const tokens = [];
     const result = await sextant.ask('why does the lighthouse beam rotate', {
-      llm: { baseUrl: llm.baseUrl, model: 'test-model', apiKey: 'sk-secret-123' },
-      onToken: (t) => tokens.push(t),
+      llm: { base_url: llm.baseUrl, model: 'test-model', api_key: 'sk-secret-123' },
+      on_token: (t) => tokens.push(t),
     });
     assert.equal(llm.requests.length, 1);
     const request = llm.requests[0];
@@ -222,11 +222,11 @@ test('ask retries 429 and 5xx, honouring Retry-After, at most 3 tries', async ()
   try {
     const retries = [];
     const result = await sextant.ask('who writes the logbook', {
-      llm: { baseUrl: llm.baseUrl, model: 'm' },
-      onRetry: (r) => retries.push(r),
+      llm: { base_url: llm.baseUrl, model: 'm' },
+      on_retry: (r) => retries.push(r),
     });
     assert.equal(llm.requests.length, 2);
-    assert.deepEqual(retries, [{ attempt: 1, status: 429, waitMs: 0 }]);
+    assert.deepEqual(retries, [{ attempt: 1, status: 429, wait_ms: 0 }]);
     assert.equal(result.grounded, true);
   } finally {
     await llm.close();
@@ -234,7 +234,7 @@ test('ask retries 429 and 5xx, honouring Retry-After, at most 3 tries', async ()
   const down = await startLlmServer(() => ({ status: 503 }));
   try {
     const e = await expectCode(
-      sextant.ask('who writes the logbook', { llm: { baseUrl: down.baseUrl, model: 'm' }, random: () => 0 }),
+      sextant.ask('who writes the logbook', { llm: { base_url: down.baseUrl, model: 'm' }, random: () => 0 }),
       'LLM_UNAVAILABLE',
     );
     assert.equal(down.requests.length, 3);
@@ -248,7 +248,7 @@ test('ask reports 401 at once and never leaks the key', async () => {
   const llm = await startLlmServer(() => ({ status: 401, body: JSON.stringify({ error: { message: 'Incorrect API key provided' } }) }));
   try {
     const e = await expectCode(
-      sextant.ask('who writes the logbook', { llm: { baseUrl: llm.baseUrl, model: 'm', apiKey: 'sk-do-not-print' } }),
+      sextant.ask('who writes the logbook', { llm: { base_url: llm.baseUrl, model: 'm', api_key: 'sk-do-not-print' } }),
       'LLM_AUTH',
     );
     assert.equal(llm.requests.length, 1);
@@ -267,9 +267,9 @@ test('ask survives malformed SSE lines', async () => {
     return { events };
   });
   try {
-    const result = await sextant.ask('who writes the logbook', { llm: { baseUrl: llm.baseUrl, model: 'm' } });
+    const result = await sextant.ask('who writes the logbook', { llm: { base_url: llm.baseUrl, model: 'm' } });
     assert.match(result.answer, /^Keepers write it \[.+\]\.$/);
-    assert.equal(result.malformedEvents, 1);
+    assert.equal(result.malformed_events, 1);
     assert.equal(result.grounded, true);
   } finally {
     await llm.close();
@@ -279,8 +279,8 @@ test('ask survives malformed SSE lines', async () => {
 test('ask flags a citation to a chunk that was not retrieved', async () => {
   const llm = await startLlmServer(() => ({ events: sseAnswer('Trust me [guide/secret.md#7].') }));
   try {
-    const result = await sextant.ask('who writes the logbook', { llm: { baseUrl: llm.baseUrl, model: 'm' } });
-    assert.deepEqual(result.unknownCitations, ['guide/secret.md#7']);
+    const result = await sextant.ask('who writes the logbook', { llm: { base_url: llm.baseUrl, model: 'm' } });
+    assert.deepEqual(result.unknown_citations, ['guide/secret.md#7']);
     assert.equal(result.citations[0].valid, false);
     assert.equal(result.grounded, false);
   } finally {
@@ -291,7 +291,7 @@ test('ask flags a citation to a chunk that was not retrieved', async () => {
 test('ask refuses without a request when nothing relevant is retrieved', async () => {
   const llm = await startLlmServer();
   try {
-    const result = await sextant.ask('zxqv blorft wibble', { llm: { baseUrl: llm.baseUrl, model: 'm' } });
+    const result = await sextant.ask('zxqv blorft wibble', { llm: { base_url: llm.baseUrl, model: 'm' } });
     assert.equal(result.refused, true);
     assert.equal(result.grounded, false);
     assert.deepEqual(result.chunks, []);
@@ -303,19 +303,19 @@ test('ask refuses without a request when nothing relevant is retrieved', async (
 
 test('ask reports bad base URLs, unreachable hosts, timeouts and aborts clearly', async () => {
   const question = 'who writes the logbook';
-  await expectCode(sextant.ask(question, { llm: { baseUrl: 'not a url', model: 'm' } }), 'LLM_BAD_URL');
-  await expectCode(sextant.ask(question, { llm: { baseUrl: 'ftp://example.com/v1', model: 'm' } }), 'LLM_BAD_URL');
+  await expectCode(sextant.ask(question, { llm: { base_url: 'not a url', model: 'm' } }), 'LLM_BAD_URL');
+  await expectCode(sextant.ask(question, { llm: { base_url: 'ftp://example.com/v1', model: 'm' } }), 'LLM_BAD_URL');
   await expectCode(sextant.ask(question, { llm: { model: 'm' } }), 'BAD_ARGUMENT');
   const closed = await startLlmServer();
   const deadUrl = closed.baseUrl;
   await closed.close();
-  await expectCode(sextant.ask(question, { llm: { baseUrl: deadUrl, model: 'm' } }), 'LLM_UNREACHABLE');
+  await expectCode(sextant.ask(question, { llm: { base_url: deadUrl, model: 'm' } }), 'LLM_UNREACHABLE');
   const hanging = await startLlmServer(() => ({ hang: true }));
   try {
-    await expectCode(sextant.ask(question, { llm: { baseUrl: hanging.baseUrl, model: 'm' }, timeoutMs: 300 }), 'LLM_TIMEOUT');
+    await expectCode(sextant.ask(question, { llm: { base_url: hanging.baseUrl, model: 'm' }, timeout_ms: 300 }), 'LLM_TIMEOUT');
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    await expectCode(sextant.ask(question, { llm: { baseUrl: hanging.baseUrl, model: 'm' }, signal: controller.signal }), 'ABORTED');
+    await expectCode(sextant.ask(question, { llm: { base_url: hanging.baseUrl, model: 'm' }, signal: controller.signal }), 'ABORTED');
   } finally {
     await hanging.close();
   }
@@ -333,4 +333,173 @@ test('the README Node examples work as written', async () => {
     assert.equal(lines.length, 3, `${readme}: ${out}`);
     assert.match(lines[0], /^1 Security model pages\/security\.html#/, `${readme}: ${out}`);
   }
+});
+
+test('defaults() is the core vocabulary: one JSON shape, every default and limit', () => {
+  const d = api.defaults();
+  assert.deepEqual(Object.keys(d.search).sort(), ['bm25', 'depth', 'k', 'min_similarity', 'mode', 'per_document', 'score_threshold', 'vector_search']);
+  assert.equal(d.search.k, 10);
+  assert.equal(d.frame.token_budget, 1500);
+  assert.deepEqual(Object.keys(d.context).sort(), [...Object.keys(d.search), 'token_budget'].sort());
+  assert.equal(d.ask.k, 6);
+  assert.equal(d.ask.min_similarity, 0.3);
+  for (const key of ['timeout_ms', 'max_tries', 'temperature', 'max_answer_bytes', 'max_sse_line_bytes']) assert.equal(typeof d.ask[key], 'number', key);
+  assert.equal(d.limits.max_query_bytes, 4096);
+  assert.equal(d.load.weights, 'f32');
+  const codes = new Map(d.error_codes.map((c) => [c.code, c.http_status]));
+  assert.equal(codes.get('BAD_ARGUMENT'), 400);
+  assert.equal(codes.get('CORRUPT_BUNDLE'), 500);
+  // The CLI's JSON uses the same names: `sextant search --json` results carry the same keys.
+  const cli = JSON.parse(execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v1.sxt'), 'fog horn', '--mode', 'keyword', '-k', '1', '--json']));
+  assert.deepEqual(Object.keys(cli.results[0]).sort(), Object.keys(sextant.search('fog horn', { mode: 'keyword', k: 1 }).results[0]).sort());
+  // Every option takes its snake_case name; the camelCase ones of old are refused, not ignored.
+  assert.equal(sextant.search('fog horn', { mode: 'keyword', per_document: true, score_threshold: 0.1, depth: 30 }).results[0].doc_id, 'faq-2');
+  assert.throws(() => sextant.search('fog horn', { perDocument: true }), (e) => e.code === 'BAD_ARGUMENT' && /per_document/.test(e.message));
+});
+
+test('every error code the JS code can raise is in the core table', async () => {
+  const table = new Set(api.defaults().error_codes.map((c) => c.code));
+  const sources = ['pkg-template/core.js', 'pkg-template/ui/search-worker.js', 'pkg-template/ui/sextant-ui.js', 'www/worker/src/index.js'];
+  let seen = 0;
+  for (const file of sources) {
+    const text = readFileSync(path.join(root, file), 'utf8');
+    for (const [, code] of text.matchAll(/(?:SextantError|HttpError)\('([A-Z_]+)'/g)) {
+      assert.ok(table.has(code), `${file} raises ${code}, which the core's table lacks`);
+      seen += 1;
+    }
+  }
+  assert.ok(seen >= 15, `only ${seen} raised codes found`);
+});
+
+test('ask() sends exactly the messages `sextant frame --json` prints', async () => {
+  const llm = await startLlmServer();
+  try {
+    const question = 'how often should the bulb be changed';
+    await sextant.ask(question, { llm: { base_url: llm.baseUrl, model: 'm' } });
+    const d = api.defaults().ask;
+    const cli = JSON.parse(
+      execFileSync(sextantBin, ['frame', path.join(fixtures, 'golden-v1.sxt'), question, '-k', String(d.k), '--min-similarity', String(d.min_similarity), '--token-budget', String(d.token_budget), '--json'], {
+        env: { ...process.env, SEXTANT_MODEL_DIR: modelDir },
+      }),
+    );
+    assert.deepEqual(llm.requests[0].body.messages, cli.messages);
+    assert.equal(cli.messages[0].content.startsWith(cli.system_prompt), true);
+    assert.equal(cli.system_prompt, api.defaults().system_prompt);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('a stream that ends without [DONE] or a finish reason is LLM_INCOMPLETE, with what arrived', async () => {
+  const llm = await startLlmServer((req) => {
+    const [first] = chunkIdsIn(req.body);
+    // The answer, cut after two pieces: no finish_reason, no usage, no [DONE].
+    return { events: sseAnswer('', { pieces: ['Keepers write ', `it [${first}] and`] }).slice(0, 2) };
+  });
+  try {
+    const e = await expectCode(sextant.ask('who writes the logbook', { llm: { base_url: llm.baseUrl, model: 'm' } }), 'LLM_INCOMPLETE');
+    assert.match(e.partial_answer, /^Keepers write it \[.+\] and$/);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('a 200 that is not an event stream, or is empty, is an error; a JSON completion is read', async () => {
+  const html = await startLlmServer(() => ({ status: 200, contentType: 'text/html', body: '<html>login page</html>' }));
+  try {
+    const e = await expectCode(sextant.ask('who writes the logbook', { llm: { base_url: html.baseUrl, model: 'm' } }), 'LLM_BAD_RESPONSE');
+    assert.match(e.message, /text\/html/);
+  } finally {
+    await html.close();
+  }
+  const empty = await startLlmServer(() => ({ events: ['data: [DONE]'] }));
+  try {
+    await expectCode(sextant.ask('who writes the logbook', { llm: { base_url: empty.baseUrl, model: 'm' } }), 'LLM_BAD_RESPONSE');
+  } finally {
+    await empty.close();
+  }
+  const whole = await startLlmServer((req) => {
+    const [first] = chunkIdsIn(req.body);
+    return { status: 200, body: JSON.stringify({ choices: [{ message: { role: 'assistant', content: `Keepers do [${first}].` }, finish_reason: 'stop' }] }) };
+  });
+  try {
+    const result = await sextant.ask('who writes the logbook', { llm: { base_url: whole.baseUrl, model: 'm' } });
+    assert.equal(result.grounded, true);
+    assert.match(result.answer, /^Keepers do/);
+  } finally {
+    await whole.close();
+  }
+});
+
+test('an answer over max_answer_bytes, or an event line over max_sse_line_bytes, ends clearly', async () => {
+  const long = await startLlmServer(() => ({ events: sseAnswer('word '.repeat(2000)), delayMs: 0 }));
+  try {
+    const e = await expectCode(sextant.ask('who writes the logbook', { llm: { base_url: long.baseUrl, model: 'm' }, max_answer_bytes: 1000 }), 'LLM_INCOMPLETE');
+    assert.ok(e.partial_answer.length <= 1000 && e.partial_answer.length > 900, `${e.partial_answer.length} characters kept`);
+  } finally {
+    await long.close();
+  }
+  const wide = await startLlmServer(() => ({ events: [`data: ${JSON.stringify({ choices: [{ delta: { content: 'x'.repeat(3 << 20) } }] })}`] }));
+  try {
+    const e = await expectCode(sextant.ask('who writes the logbook', { llm: { base_url: wide.baseUrl, model: 'm' } }), 'LLM_BAD_RESPONSE');
+    assert.match(e.message, /max_sse_line_bytes/);
+  } finally {
+    await wide.close();
+  }
+});
+
+test('readChatStream splits lines across chunk boundaries and keeps a long line whole', async () => {
+  const event = (content) => `data: ${JSON.stringify({ choices: [{ delta: { content } }] })}\r\n`;
+  const text = event('a'.repeat(200_000)) + event('b') + 'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n' + 'data: [DONE]\n';
+  const bytes = new TextEncoder().encode(text);
+  const body = new ReadableStream({
+    start(controller) {
+      for (let i = 0; i < bytes.length; i += 997) controller.enqueue(bytes.subarray(i, i + 997));
+      controller.close();
+    },
+  });
+  const deltas = [];
+  const result = await api.readChatStream(body, (d) => deltas.push(d), { max_line_bytes: 1 << 20 });
+  assert.deepEqual(deltas.map((d) => d.length), [200_000, 1]);
+  assert.equal(result.complete, true);
+  assert.equal(result.finish_reason, 'stop');
+});
+
+test('upstream error text never carries the key, and unreachable hosts stay out of the message', async () => {
+  const key = 'sk-leaky-key-0123456789';
+  // A provider that echoes the request's Authorization header in its error body.
+  const echo = await startLlmServer((req) => ({ status: 401, body: JSON.stringify({ error: { message: `bad credentials: ${req.headers.authorization}` } }) }));
+  try {
+    const e = await expectCode(sextant.ask('who writes the logbook', { llm: { base_url: echo.baseUrl, model: 'm', api_key: key } }), 'LLM_AUTH');
+    const everything = `${e.message} ${e.detail} ${JSON.stringify(e)}`;
+    assert.ok(!everything.includes(key) && !everything.includes('0123456789'), everything);
+    assert.match(e.detail, /bad credentials/);
+  } finally {
+    await echo.close();
+  }
+  const closed = await startLlmServer();
+  const dead = closed.baseUrl;
+  await closed.close();
+  const e = await expectCode(sextant.ask('who writes the logbook', { llm: { base_url: dead, model: 'm' } }), 'LLM_UNREACHABLE');
+  const port = new URL(dead).port;
+  assert.ok(!e.message.includes(port) && !e.message.includes('127.0.0.1'), e.message);
+  assert.match(e.detail, new RegExp(port));
+});
+
+test('citations of ids with entities, semicolons and line breaks are verified, with JS string spans', () => {
+  const ids = ['Q&A.md#0', 'a;b.md#1', 'notes\r\nx.txt#2'];
+  const answer = '🚢 Ships [Q&amp;A.md#0] and [a;b.md#1; notes  x.txt#2] or [ghost.md#9].';
+  const report = api.verifyCitations(answer, ids);
+  assert.deepEqual(report.valid, ['Q&A.md#0', 'a;b.md#1', 'notes\r\nx.txt#2']);
+  assert.deepEqual(report.unknown, ['ghost.md#9']);
+  assert.deepEqual(report.spans.map((s) => answer.slice(s.start, s.end)), ['[Q&amp;A.md#0]', '[a;b.md#1; notes  x.txt#2]', '[ghost.md#9]']);
+  const single = api.verifyCitations('See [notes x.txt#2].', ids);
+  assert.deepEqual(single.valid, ['notes\r\nx.txt#2']);
+});
+
+test('highlights are whole words with the analyzer stems, as JS string offsets', () => {
+  const text = '🗼 Start the art show: rotating beams, ROTATION of the lamp';
+  const marks = api.highlights(text, 'art rotation').map(([a, b]) => text.slice(a, b));
+  assert.deepEqual(marks, ['art', 'rotating', 'ROTATION']);
+  assert.deepEqual(api.highlights(text, 'the of'), []);
 });

@@ -23,9 +23,20 @@ export async function startStaticServer(folder, { port = 0, headers = {} } = {})
   const log = [];
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://localhost');
-    let file = path.join(dir, decodeURIComponent(url.pathname));
-    if (!file.startsWith(dir)) {
-      res.writeHead(403).end();
+    let pathname;
+    try {
+      pathname = decodeURIComponent(url.pathname);
+    } catch {
+      log.push({ path: url.pathname, status: 400 });
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('bad request: the path is not valid percent-encoding');
+      return;
+    }
+    let file = path.join(dir, pathname);
+    // Inside the root, never a sibling that shares its name's prefix (`/srv/site-evil`).
+    const inside = path.relative(dir, file);
+    if (inside.startsWith('..') || path.isAbsolute(inside) || pathname.includes('\0')) {
+      log.push({ path: url.pathname, status: 403 });
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('forbidden');
       return;
     }
     try {

@@ -8,7 +8,8 @@ import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, readFileSync } fro
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { root, modelDir } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { root, modelDir, sextantBin } from './harness.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
 import { startWorkerd, rss } from './workerd.mjs';
 
@@ -110,23 +111,31 @@ test('/search gives the native CLI top 10 for Cranfield queries', async () => {
   assert.ok(checked >= 30, `only ${checked} query/mode pairs`);
 });
 
-test('bad input gets 400 or 405 with a JSON error', async () => {
-  await expectError(await get('/search'), 400, 'MISSING_QUERY');
-  await expectError(await get('/search?q=%20%20'), 400, 'MISSING_QUERY');
-  await expectError(await get(`/search?q=${'a'.repeat(513)}`), 400, 'QUERY_TOO_LONG');
-  assert.equal((await get(`/search?q=${'a'.repeat(512)}`)).status, 200);
-  for (const k of ['0', '51', 'ten', '2.5']) await expectError(await get(`/search?q=wing&k=${k}`), 400, 'BAD_K');
-  await expectError(await get('/search?q=wing&mode=fuzzy'), 400, 'BAD_MODE');
-  await expectError(await get('/context?q=wing&budget=1'), 400, 'BAD_BUDGET');
+test('bad input gets 400 or 405 with the core\'s error codes', async () => {
+  await expectError(await get('/search'), 400, 'BAD_ARGUMENT');
+  await expectError(await get('/search?q=%20%20'), 400, 'BAD_ARGUMENT');
+  // The core's limit, in bytes: 4096 is fine, one more is not.
+  await expectError(await get(`/search?q=${'a'.repeat(4097)}`), 400, 'BAD_ARGUMENT');
+  assert.equal((await get(`/search?q=${'a'.repeat(4096)}`)).status, 200);
+  for (const k of ['0', '1001', 'ten', '2.5']) await expectError(await get(`/search?q=wing&k=${k}`), 400, 'BAD_ARGUMENT');
+  await expectError(await get('/search?q=wing&mode=fuzzy'), 400, 'BAD_ARGUMENT');
+  await expectError(await get('/search?q=wing&kk=3'), 400, 'BAD_ARGUMENT');
+  await expectError(await get('/context?q=wing&token_budget=0'), 400, 'BAD_ARGUMENT');
   const wrong = await expectError(await fetch(`${base}/search?q=wing`, { method: 'POST' }), 405, 'METHOD_NOT_ALLOWED');
   assert.match(wrong.headers.get('allow'), /GET/);
   await expectError(await get('/ask'), 405, 'METHOD_NOT_ALLOWED');
   await expectError(await fetch(`${base}/healthz`, { method: 'DELETE' }), 405, 'METHOD_NOT_ALLOWED');
   const post = (body) => fetch(`${base}/ask`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
-  await expectError(await post('{"question": "cut'), 400, 'BAD_JSON');
-  await expectError(await post('[1, 2]'), 400, 'BAD_JSON');
-  await expectError(await post('{"k": 3}'), 400, 'MISSING_QUESTION');
-  await expectError(await post('{"question": "wings", "k": 99}'), 400, 'BAD_K');
+  await expectError(await post('{"question": "cut'), 400, 'BAD_ARGUMENT');
+  await expectError(await post('[1, 2]'), 400, 'BAD_ARGUMENT');
+  await expectError(await post('{"k": 3}'), 400, 'BAD_ARGUMENT');
+  await expectError(await post('{"question": "wings", "k": 1001}'), 400, 'BAD_ARGUMENT');
+  // A client may not set the service's LLM settings.
+  await expectError(await post('{"question": "wings", "max_tries": 10}'), 400, 'BAD_ARGUMENT');
+  await expectError(await post(JSON.stringify({ question: 'wings', pad: 'x'.repeat(100_000) })), 413, 'PAYLOAD_TOO_LARGE');
+  // Search options pass through by their core names.
+  const deep = await (await get('/search?q=wing&k=3&mode=keyword&per_document=true&bm25.k1=1.2')).json();
+  assert.equal(deep.results.length, 3);
 });
 
 test('/ask needs the bearer token when SEXTANT_TOKEN is set', async () => {
@@ -169,7 +178,7 @@ test('/ask streams the LLM answer as server-sent events with verified citations'
 });
 
 test('/context returns framed context and CORS follows CORS_ORIGINS', async () => {
-  const response = await get('/context?q=shock+waves&budget=400');
+  const response = await get('/context?q=shock+waves&token_budget=400');
   assert.equal(response.status, 200);
   const text = await response.text();
   assert.match(text, /^<retrieved_context source="[^"]+" chunk_id="[^"]+">\n\| /);
@@ -199,5 +208,79 @@ test('a bad SEXTANT_WEIGHTS is a configuration error that says what to set', asy
     assert.match(body.error.message, /SEXTANT_WEIGHTS is "int4".*"int8" or "f32"/);
   } finally {
     misconfigured.stop();
+  }
+});
+
+/** A small site with a bundle whose chunk ids hold `&`, CR and LF, served without a token. */
+function oddSite() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-worker-odd-'));
+  mkdirSync(path.join(dir, 'sextant'));
+  mkdirSync(path.join(dir, 'guide'));
+  writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>home</title><p>home page</p>');
+  writeFileSync(path.join(dir, 'guide/index.html'), '<!doctype html><title>guide</title><p>guide page</p>');
+  writeFileSync(path.join(dir, 'app.js'), 'console.log(1);');
+  writeFileSync(path.join(dir, 'site.css'), 'p {}');
+  const corpus = path.join(dir, 'odd.jsonl');
+  const records = [
+    { _id: 'Q&A\r\nfaq', title: 'Questions', text: 'The keeper trims the wick of the lamp every evening at dusk.' },
+    { _id: 'plain', title: 'Fog', text: 'In fog the horn sounds twice every minute so ships keep clear.' },
+  ];
+  writeFileSync(corpus, records.map((r) => JSON.stringify(r)).join('\n'));
+  const bundle = path.join(dir, 'odd.sxt');
+  execFileSync(sextantBin, ['build', corpus, '-o', bundle], { env: { ...process.env, SEXTANT_MODEL_DIR: modelDir }, stdio: 'pipe' });
+  const manifest = { version: 1, generator: 'worker test', pages: 2, chunks: 2, bytes: {} };
+  for (const [key, file, stem, ext] of [
+    ['bundle', bundle, 'index', 'sxt'],
+    ['model', path.join(modelDir, 'model.onnx'), 'model', 'onnx'],
+    ['tokenizer', path.join(modelDir, 'tokenizer.json'), 'tokenizer', 'json'],
+  ]) {
+    const name = `${stem}.${hash(file)}.${ext}`;
+    copyFileSync(file, path.join(dir, 'sextant', name));
+    manifest[key] = name;
+  }
+  writeFileSync(path.join(dir, 'sextant/sextant.json'), JSON.stringify(manifest));
+  return dir;
+}
+
+test('without a token: chunk ids with CR/LF, body caps, static files as a web host serves them, and the LLM stops when the client goes', async () => {
+  const slow = await startLlmServer((req) => {
+    const [first] = chunkIdsIn(req.body);
+    return { events: sseAnswer(`${'tick '.repeat(200)}[${first}]`), delayMs: 40 };
+  });
+  const odd = await startWorkerd({ assetsDir: oddSite(), name: 'odd', env: { LLM_BASE_URL: slow.baseUrl, LLM_MODEL: 'slow' } });
+  try {
+    // Chunk ids go into a header percent-encoded, so a CR or LF in a file name cannot break it.
+    const context = await fetch(`${odd.base}/context?q=keeper+trims+the+wick&k=2`);
+    assert.equal(context.status, 200);
+    const ids = context.headers.get('x-sextant-chunks').split(' ').map(decodeURIComponent);
+    assert.ok(ids.includes('Q&A\r\nfaq#0'), ids.join(' | '));
+    // The body cap holds with no token configured too.
+    const big = await fetch(`${odd.base}/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'x', pad: 'y'.repeat(200_000) }) });
+    assert.equal(big.status, 413);
+    assert.equal((await big.json()).error.code, 'PAYLOAD_TOO_LARGE');
+    // Pages render: HTML with its type, folders through index.html, no JSON listings.
+    const home = await fetch(`${odd.base}/`);
+    assert.match(home.headers.get('content-type'), /^text\/html/);
+    assert.match(await home.text(), /home page/);
+    const folder = await fetch(`${odd.base}/guide`, { redirect: 'manual' });
+    assert.equal(folder.status, 308);
+    assert.equal(new URL(folder.headers.get('location')).pathname, '/guide/');
+    assert.match(await (await fetch(`${odd.base}/guide/`)).text(), /guide page/);
+    assert.match((await fetch(`${odd.base}/app.js`)).headers.get('content-type'), /^text\/javascript/);
+    assert.match((await fetch(`${odd.base}/site.css`)).headers.get('content-type'), /^text\/css/);
+    const listing = await fetch(`${odd.base}/sextant/`);
+    assert.equal(listing.status, 404);
+    // A client that hangs up stops the LLM's generation.
+    const controller = new AbortController();
+    const response = await fetch(`${odd.base}/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"question": "when is the wick trimmed"}', signal: controller.signal });
+    const reader = response.body.getReader();
+    await reader.read(); // the first token arrived: generation is under way
+    controller.abort();
+    const request = slow.requests.at(-1);
+    for (let i = 0; i < 100 && !request.aborted; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(request.aborted, true, 'the upstream LLM request was not cancelled');
+  } finally {
+    odd.stop();
+    await slow.close();
   }
 });

@@ -3,25 +3,44 @@
 // (read through the ASSETS binding on the first request, never at start-up); the WebAssembly is
 // imported as a module by the package's `workerd` entry (Workers may not compile wasm at run time).
 //
-//   GET  /search?q=&k=&mode=   → JSON, the fields of `sextant search --json`
-//   GET  /context?q=&budget=   → the framed context, text/plain
-//   POST /ask {question, k}    → server-sent events: `token`… then `done` (verified citations)
-//   GET  /healthz              → the bundle's manifest summary and memory in use
+//   GET  /search?q=&k=&mode=…        → JSON, the fields of `sextant search --json`
+//   GET  /context?q=&token_budget=…  → the framed context, text/plain
+//   POST /ask {question, k, …}        → server-sent events: `token`… then `done` (verified
+//                                       citations) or `error`
+//   GET  /healthz                     → the bundle's manifest summary and memory in use
 // Anything else is served from the static assets (the demo site), or 404.
-import { Sextant, memoryBytes } from 'sextant-search';
+//
+// Query parameters and body fields are the core's option names (`defaults().search`,
+// `defaults().context`); the core validates them and its error codes map to HTTP statuses through
+// `defaults().error_codes`. This file adds routing, auth, CORS, streaming and asset serving.
+import { Sextant, memoryBytes, defaults, ready } from 'sextant-search';
 
-const MAX_QUERY = 512;
 const API = new Set(['/search', '/context', '/ask', '/healthz']);
 const METHODS = { '/search': 'GET', '/context': 'GET', '/ask': 'POST', '/healthz': 'GET' };
+/** Content types of the static assets, where the asset service does not set one. */
+const TYPES = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  mjs: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  json: 'application/json',
+  wasm: 'application/wasm',
+  svg: 'image/svg+xml',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  ico: 'image/x-icon',
+  txt: 'text/plain; charset=utf-8',
+  woff2: 'font/woff2',
+  xml: 'application/xml',
+};
 
 let engine = null; // Promise<Sextant>, made on the first request that needs it
 let loadedAt = null;
 let loadMs = null;
 
 class HttpError extends Error {
-  constructor(status, code, message, headers = {}) {
+  constructor(code, message, headers = {}) {
     super(message);
-    this.status = status;
     this.code = code;
     this.headers = headers;
   }
@@ -31,34 +50,34 @@ function json(body, status = 200, headers = {}) {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
 
-function errorResponse(e) {
-  if (e instanceof HttpError) return json({ error: { code: e.code, message: e.message } }, e.status, e.headers);
+/** The HTTP status of an error code, from the core's table. */
+async function statusOf(code) {
+  await ready();
+  return defaults().error_codes.find((c) => c.code === code)?.http_status ?? 500;
+}
+
+async function errorResponse(e) {
   const code = e?.code ?? 'INTERNAL';
-  const status = code === 'BAD_ARGUMENT' ? 400 : code.startsWith('LLM_') ? 502 : 500;
-  return json({ error: { code, message: String(e?.message ?? e) } }, status);
+  const body = { error: { code, message: String(e?.message ?? e) } };
+  return json(body, await statusOf(code), e?.headers ?? {});
 }
 
 /** The entry manifest the site build wrote: hashed names of the bundle, model and tokenizer. */
 async function siteManifest(env) {
   const response = await env.ASSETS.fetch(new Request('http://assets/sextant/sextant.json'));
-  if (!response.ok) throw new HttpError(503, 'NOT_BUILT', 'the search assets are missing: run `make worker` (sextant build --site) before deploying');
+  if (!response.ok) throw new HttpError('NOT_BUILT', 'the search assets are missing: run `make worker` (sextant build --site) before deploying');
   return response.json();
 }
 
 async function asset(env, name) {
   const response = await env.ASSETS.fetch(new Request(`http://assets/sextant/${name}`));
-  if (!response.ok) throw new HttpError(503, 'NOT_BUILT', `asset sextant/${name} is missing (${response.status}); rebuild with \`make worker\``);
+  if (!response.ok) throw new HttpError('NOT_BUILT', `asset sextant/${name} is missing (${response.status}); rebuild with \`make worker\``);
   return new Uint8Array(await response.arrayBuffer());
 }
 
-/** How the model's weights are held: SEXTANT_WEIGHTS, "int8" (default) or "f32". */
+/** How the model's weights are held: SEXTANT_WEIGHTS, int8 by default (a 128 MB isolate). */
 function weightsOf(env) {
-  const weights = env.SEXTANT_WEIGHTS || 'int8';
-  if (weights !== 'int8' && weights !== 'f32') {
-    // The Worker's configuration is wrong, not the request: a 500 that says what to fix.
-    throw new HttpError(500, 'BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weights)}; set it to "int8" or "f32" in wrangler.toml [vars]`);
-  }
-  return weights;
+  return env.SEXTANT_WEIGHTS || 'int8';
 }
 
 /** Loads the engine once; concurrent first requests share the same load. */
@@ -67,9 +86,16 @@ function getEngine(env) {
     const started = Date.now();
     const manifest = await siteManifest(env);
     const [bundle, model, tokenizer] = await Promise.all([asset(env, manifest.bundle), asset(env, manifest.model), asset(env, manifest.tokenizer)]);
-    // int8 by default: about 40 MB less memory than f32 weights in a 128 MB isolate, for
-    // slower queries (BENCHMARKS.md). SEXTANT_WEIGHTS = "f32" trades the other way.
-    const sextant = await Sextant.load({ bundle, model, tokenizer, weights: weightsOf(env) });
+    let sextant;
+    try {
+      // int8 by default: about 40 MB less memory than f32 weights in a 128 MB isolate, for
+      // slower queries (BENCHMARKS.md). SEXTANT_WEIGHTS = "f32" trades the other way.
+      sextant = await Sextant.load({ bundle, model, tokenizer, weights: weightsOf(env) });
+    } catch (e) {
+      // A bad value here is the Worker's configuration, not the request: say what to set.
+      if (e.code === 'BAD_ARGUMENT') throw new HttpError('BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weightsOf(env))}: ${e.message}; fix it in wrangler.toml [vars]`);
+      throw e;
+    }
     loadMs = Date.now() - started;
     loadedAt = new Date().toISOString();
     return sextant;
@@ -80,26 +106,23 @@ function getEngine(env) {
   return engine;
 }
 
-function query(url) {
-  const q = url.searchParams.get('q');
-  if (q === null || q.trim() === '') throw new HttpError(400, 'MISSING_QUERY', 'the query parameter q is missing or empty');
-  if (q.length > MAX_QUERY) throw new HttpError(400, 'QUERY_TOO_LONG', `q is ${q.length} characters; the limit is ${MAX_QUERY}`);
-  return q;
+/** A query-string value as JSON: numbers and booleans typed, the rest strings. */
+function typed(value) {
+  if (value === 'true' || value === 'false') return value === 'true';
+  if (value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  return value;
 }
 
-function integer(value, name, min, max, fallback) {
-  if (value === null || value === undefined) return fallback;
-  const n = typeof value === 'number' ? value : Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new HttpError(400, `BAD_${name.toUpperCase()}`, `${name} must be an integer from ${min} to ${max}`);
+/** Query parameters other than `q` as options (`bm25.k1=1.2` nests); the core validates them. */
+function optionsOf(url) {
+  const options = {};
+  for (const [key, value] of url.searchParams) {
+    if (key === 'q') continue;
+    const [head, sub] = key.split('.', 2);
+    if (sub !== undefined) (options[head] ??= {})[sub] = typed(value);
+    else options[key] = typed(value);
   }
-  return n;
-}
-
-function mode(value) {
-  const m = value ?? 'hybrid';
-  if (!['hybrid', 'dense', 'keyword'].includes(m)) throw new HttpError(400, 'BAD_MODE', `mode ${JSON.stringify(m)} is not hybrid, dense or keyword`);
-  return m;
+  return options;
 }
 
 function cors(request, env) {
@@ -110,6 +133,7 @@ function cors(request, env) {
     'access-control-allow-origin': allowed.includes('*') ? '*' : origin,
     'access-control-allow-methods': 'GET, POST, OPTIONS',
     'access-control-allow-headers': 'authorization, content-type',
+    'access-control-expose-headers': 'x-sextant-chunks, x-sextant-tokens, x-sextant-cold-start',
     'access-control-max-age': '86400',
     vary: 'origin',
   };
@@ -124,68 +148,128 @@ function checkToken(request, env) {
   const b = new TextEncoder().encode(env.SEXTANT_TOKEN);
   let diff = a.length ^ b.length;
   for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
-  if (diff !== 0) throw new HttpError(401, 'UNAUTHORIZED', 'POST /ask needs Authorization: Bearer <SEXTANT_TOKEN>', { 'www-authenticate': 'Bearer' });
+  if (diff !== 0) throw new HttpError('UNAUTHORIZED', 'POST /ask needs Authorization: Bearer <SEXTANT_TOKEN>', { 'www-authenticate': 'Bearer' });
+}
+
+/** The request body as text, refused past `limit` bytes without reading the rest. */
+async function readBody(request, limit) {
+  const declared = Number(request.headers.get('content-length'));
+  const tooLarge = () => new HttpError('PAYLOAD_TOO_LARGE', `the body is over ${limit} bytes (SEXTANT_MAX_REQUEST_BYTES)`);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const parts = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    parts.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+function maxRequestBytes(env) {
+  const configured = Number(env.SEXTANT_MAX_REQUEST_BYTES);
+  return Number.isInteger(configured) && configured > 0 ? configured : defaults().limits.max_request_bytes;
 }
 
 async function search(url, env) {
-  const q = query(url);
-  const k = integer(url.searchParams.get('k'), 'k', 1, 50, 10);
-  const m = mode(url.searchParams.get('mode'));
   const wasCold = engine === null;
   const sextant = await getEngine(env);
-  return json(sextant.search(q, { k, mode: m }), 200, { 'x-sextant-cold-start': String(wasCold) });
+  const response = sextant.search(url.searchParams.get('q') ?? '', optionsOf(url));
+  return json(response, 200, { 'x-sextant-cold-start': String(wasCold) });
 }
 
 async function context(url, env) {
-  const q = query(url);
-  const budget = integer(url.searchParams.get('budget'), 'budget', 50, 8000, 1500);
   const sextant = await getEngine(env);
-  const framed = sextant.context(q, { tokenBudget: budget });
+  const framed = sextant.context(url.searchParams.get('q') ?? '', optionsOf(url));
   return new Response(framed.context, {
-    headers: { 'content-type': 'text/plain; charset=utf-8', 'x-sextant-chunks': framed.included.join(' '), 'x-sextant-tokens': String(framed.tokens) },
+    headers: {
+      'content-type': 'text/plain; charset=utf-8',
+      // Chunk ids come from file names and may hold any character: percent-encoded, space-separated.
+      'x-sextant-chunks': framed.included.map(encodeURIComponent).join(' '),
+      'x-sextant-tokens': String(framed.tokens),
+    },
   });
 }
 
 async function ask(request, env, ctx) {
   checkToken(request, env);
+  await ready();
+  const text = await readBody(request, maxRequestBytes(env));
   let body;
   try {
-    body = await request.json();
+    body = JSON.parse(text);
   } catch {
-    throw new HttpError(400, 'BAD_JSON', 'the body must be JSON like {"question": "…", "k": 6}');
+    throw new HttpError('BAD_ARGUMENT', 'the body must be JSON like {"question": "…", "k": 6}');
   }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object');
-  const question = body.question;
-  if (typeof question !== 'string' || question.trim() === '') throw new HttpError(400, 'MISSING_QUESTION', 'question must be a non-empty string');
-  if (question.length > MAX_QUERY) throw new HttpError(400, 'QUERY_TOO_LONG', `question is ${question.length} characters; the limit is ${MAX_QUERY}`);
-  const k = integer(body.k, 'k', 1, 50, 6);
-  if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError(503, 'LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError('BAD_ARGUMENT', 'the body must be a JSON object like {"question": "…"}');
+  const { question, ...options } = body;
+  if (typeof question !== 'string') throw new HttpError('BAD_ARGUMENT', 'question must be a string');
+  // A client may set what the core's context() takes, not the LLM settings of this service.
+  const allowed = defaults().context;
+  const unknown = Object.keys(options).find((key) => !(key in allowed));
+  if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question and ${Object.keys(allowed).join(', ')}`);
+  if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError('LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
   const sextant = await getEngine(env);
+  // Stops the LLM call when the client goes away: its signal aborts, or a write fails.
+  const upstream = new AbortController();
+  request.signal?.addEventListener('abort', () => upstream.abort(), { once: true });
   const { readable, writable } = new TransformStream();
   const writer = writable.getWriter();
   const encoder = new TextEncoder();
-  const send = (event, data) => writer.write(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+  const send = async (event, data) => {
+    if (upstream.signal.aborted) return;
+    try {
+      await writer.write(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+    } catch {
+      upstream.abort();
+    }
+  };
+  // The answer starts once the core has validated the options and framed the context
+  // (on_context); a bad option or question fails before that, as an HTTP error.
+  let framed;
+  const prepared = new Promise((resolve) => (framed = resolve));
+  const answering = sextant.ask(question, {
+    ...options,
+    llm: { base_url: env.LLM_BASE_URL, model: env.LLM_MODEL, api_key: env.LLM_API_KEY },
+    signal: upstream.signal,
+    on_context: () => framed(),
+    on_token: (token) => send('token', { text: token }),
+  });
+  await Promise.race([prepared, answering]);
   const run = (async () => {
     try {
-      const answer = await sextant.ask(question, {
-        llm: { baseUrl: env.LLM_BASE_URL, model: env.LLM_MODEL, apiKey: env.LLM_API_KEY },
-        k,
-        signal: request.signal,
-        onToken: (text) => send('token', { text }),
-      });
+      const answer = await answering;
       await send('done', {
         answer: answer.answer,
         refused: answer.refused,
         grounded: answer.grounded,
+        truncated: answer.truncated,
         citations: answer.citations,
-        unknownCitations: answer.unknownCitations,
+        unknown_citations: answer.unknown_citations,
+        spans: answer.spans,
         chunks: answer.chunks.map(({ chunk_id, doc_id, title, url, heading_path }) => ({ chunk_id, doc_id, title, url, heading_path })),
         usage: answer.usage,
       });
     } catch (e) {
-      await send('error', { code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
+      // Only the code and message: upstream details (hosts, provider text) stay in this Worker.
+      const code = e?.code ?? 'INTERNAL';
+      const retryable = defaults().error_codes.find((c) => c.code === code)?.retryable ?? false;
+      await send('error', { code, message: String(e?.message ?? e), retryable });
     } finally {
-      await writer.close();
+      await writer.close().catch(() => {});
     }
   })();
   ctx.waitUntil(run);
@@ -212,30 +296,54 @@ async function healthz(env) {
   });
 }
 
+/** A static file, as a web host serves it: `/dir/` is `/dir/index.html`, `/dir` redirects to
+ *  `/dir/`, and every file has its content type. */
+async function staticAsset(request, env) {
+  const url = new URL(request.url);
+  const fetchAsset = (pathname) => env.ASSETS.fetch(new Request(new URL(pathname, url), request));
+  const last = url.pathname.split('/').pop();
+  if (url.pathname.endsWith('/')) return typed200(await fetchAsset(`${url.pathname}index.html`), 'html');
+  if (!last.includes('.')) {
+    const index = await fetchAsset(`${url.pathname}/index.html`);
+    if (index.ok) {
+      await index.body?.cancel();
+      return Response.redirect(new URL(`${url.pathname}/${url.search}`, url).href, 308);
+    }
+  }
+  return typed200(await fetchAsset(url.pathname), last.split('.').pop().toLowerCase());
+}
+
+function typed200(response, extension) {
+  if (!response.ok) return new Response('not found', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+  const headers = new Headers(response.headers);
+  const type = TYPES[extension];
+  const given = headers.get('content-type');
+  if (type && (!given || given.startsWith('application/octet-stream'))) headers.set('content-type', type);
+  headers.set('x-content-type-options', 'nosniff');
+  return new Response(response.body, { status: response.status, headers });
+}
+
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
     const headers = cors(request, env);
     if (!API.has(url.pathname)) {
       if (!env.ASSETS) return new Response('not found', { status: 404 });
-      const response = await env.ASSETS.fetch(request);
-      // Cloudflare's asset handling maps /dir/ to /dir/index.html; a plain disk service does not.
-      if (response.status === 404 && url.pathname.endsWith('/')) return env.ASSETS.fetch(new Request(new URL('index.html', url), request));
-      return response;
+      return staticAsset(request, env);
     }
     if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers });
     let response;
     try {
       const allowed = METHODS[url.pathname];
       if (request.method !== allowed) {
-        throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${url.pathname} takes ${allowed}, not ${request.method}`, { allow: `${allowed}, OPTIONS` });
+        throw new HttpError('METHOD_NOT_ALLOWED', `${url.pathname} takes ${allowed}, not ${request.method}`, { allow: `${allowed}, OPTIONS` });
       }
       if (url.pathname === '/search') response = await search(url, env);
       else if (url.pathname === '/context') response = await context(url, env);
       else if (url.pathname === '/ask') response = await ask(request, env, ctx);
       else response = await healthz(env);
     } catch (e) {
-      response = errorResponse(e);
+      response = await errorResponse(e);
     }
     for (const [k, v] of Object.entries(headers)) response.headers.set(k, v);
     return response;

@@ -15,11 +15,26 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sextant::bundle::RawBundle;
 use sextant::config::BuildConfig;
-use sextant::embed::sha256_hex;
+use sextant::digest::sha256_hex;
 use sextant::loader::load_site_page;
 
-use crate::build::{build_bundle, write_atomically};
+use crate::indexing::{build_bundle, oversized, write_atomically};
 use crate::inputs::{glob_set, rel_string};
+
+/// What `sextant build --site` was asked to do.
+#[derive(Debug)]
+pub struct SiteBuild {
+    /// The built site's folder.
+    pub site: PathBuf,
+    /// The build configuration (`--include`/`--exclude` already merged into `input`).
+    pub config: BuildConfig,
+    /// `--model`.
+    pub model: Option<PathBuf>,
+    /// `--package`.
+    pub package: Option<PathBuf>,
+    /// `--json`.
+    pub json: bool,
+}
 
 /// The output folder inside the site.
 pub const OUTPUT_DIR: &str = "sextant";
@@ -120,31 +135,38 @@ fn pages(site: &Path, include: &[String], exclude: &[String]) -> Result<Vec<(Pat
 }
 
 /// Builds the site's search: see the module docs.
-pub fn run(
-    site: &Path,
-    config: &BuildConfig,
-    include: &[String],
-    exclude: &[String],
-    model_arg: Option<&Path>,
-    package_arg: Option<&Path>,
-    json: bool,
-) -> Result<()> {
+pub fn run(build: SiteBuild) -> Result<()> {
     let started = Instant::now();
+    let SiteBuild {
+        site,
+        config,
+        model: model_arg,
+        package: package_arg,
+        json,
+    } = build;
+    let site = site.as_path();
     if !site.is_dir() {
         bail!(
             "site folder {} does not exist; pass the folder your site generator wrote (e.g. public/ or _site/)",
             site.display()
         );
     }
-    let package = package_dir(package_arg)?;
-    let model_dir = crate::model::model_dir(model_arg)?;
-    let pages = pages(site, include, exclude)?;
+    let package = package_dir(package_arg.as_deref())?;
+    let model_dir = crate::model::model_dir(model_arg.as_deref())?;
+    let pages = pages(site, &config.input.include, &config.input.exclude)?;
     if pages.is_empty() {
         bail!("no HTML pages in {}; pass the folder of a built site", site.display());
     }
     let mut documents = Vec::new();
     let mut skipped = Vec::new();
     for (path, rel) in &pages {
+        if let Some(reason) = oversized(path, &config.input)? {
+            skipped.push(Skip {
+                page: rel.clone(),
+                reason,
+            });
+            continue;
+        }
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         let Ok(text) = std::str::from_utf8(&bytes) else {
             skipped.push(Skip {
@@ -153,11 +175,11 @@ pub fn run(
             });
             continue;
         };
-        match load_site_page(rel, text.strip_prefix('\u{feff}').unwrap_or(text)) {
+        match load_site_page(rel, text.strip_prefix('\u{feff}').unwrap_or(text), &config.input) {
             Ok(doc) => documents.push(doc),
             Err(skip) => skipped.push(Skip {
                 page: rel.clone(),
-                reason: skip.reason().into(),
+                reason: skip.reason(),
             }),
         }
     }
@@ -171,7 +193,7 @@ pub fn run(
             site.display()
         );
     }
-    let bundle = build_bundle(&documents, config, Some(&model_dir))?;
+    let bundle = build_bundle(&documents, &config, Some(&model_dir))?;
     let raw = RawBundle::parse(&bundle)?;
     let manifest = raw.manifest()?;
 

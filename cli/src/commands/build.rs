@@ -1,0 +1,180 @@
+//! `sextant build`: documents → bundle (and, with `--site`, a built static site → its search
+//! files: see `site`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use sextant::bundle::RawBundle;
+
+use crate::config::read_config;
+use crate::indexing::{build_bundle, load_documents, write_atomically};
+use crate::inputs::{collect, Skipped};
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// Files or directories to index (directories are walked recursively; hidden files skipped).
+    #[arg(required_unless_present = "site", conflicts_with = "site")]
+    inputs: Vec<PathBuf>,
+    /// Where to write the bundle.
+    #[arg(short, long, required_unless_present = "site", conflicts_with = "site")]
+    output: Option<PathBuf>,
+    /// Index a built static site (every HTML page; URLs from paths) and write its search files
+    /// into <SITE>/sextant/ plus the offline service worker <SITE>/sextant-sw.js.
+    #[arg(long, value_name = "SITE")]
+    site: Option<PathBuf>,
+    /// With --site: the built sextant-search package (default: $SEXTANT_PACKAGE_DIR, else the
+    /// repository's pkg/ written by `make wasm`).
+    #[arg(long, requires = "site")]
+    package: Option<PathBuf>,
+    /// A sextant.toml with [model], [chunking], [bm25], [hnsw] and [input] settings.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Folder with model.onnx and tokenizer.json (default: $SEXTANT_MODEL_DIR, else the cache
+    /// filled by `make model`).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Only index files whose path (relative to its input) matches one of these globs.
+    #[arg(long)]
+    include: Vec<String>,
+    /// Skip files whose path (relative to its input) matches one of these globs.
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct SectionSize {
+    name: String,
+    bytes: u64,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    output: String,
+    files: usize,
+    documents: usize,
+    chunks: usize,
+    duplicates_dropped: usize,
+    skipped: Vec<SkippedJson>,
+    bytes: u64,
+    sections: Vec<SectionSize>,
+    seconds: f64,
+    docs_per_second: f64,
+    chunks_per_second: f64,
+}
+
+#[derive(Serialize)]
+struct SkippedJson {
+    path: String,
+    reason: String,
+}
+
+pub fn run(args: BuildArgs) -> Result<()> {
+    let started = Instant::now();
+    let mut config = read_config(args.config.as_deref())?;
+    config.input.include.extend(args.include.iter().cloned());
+    config.input.exclude.extend(args.exclude.iter().cloned());
+    if let Some(site) = args.site {
+        return super::site::run(super::site::SiteBuild {
+            site,
+            config,
+            model: args.model,
+            package: args.package,
+            json: args.json,
+        });
+    }
+    let (include, exclude) = (&config.input.include, &config.input.exclude);
+    let output = args.output.clone().context("--output is required")?;
+    let (files, mut skipped) = collect(&args.inputs, include, exclude)?;
+    for s in &skipped {
+        eprintln!("warning: skipped {}: {}", s.path, s.reason);
+    }
+    if files.is_empty() {
+        bail!(
+            "no documents to index in {}: no .md, .mdx, .html, .txt or .jsonl files{}",
+            args.inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if include.is_empty() && exclude.is_empty() {
+                ""
+            } else {
+                " matched the include/exclude globs"
+            }
+        );
+    }
+    let (documents, over_limits) = load_documents(&files, &config.input)?;
+    for s in &over_limits {
+        eprintln!("warning: skipped {}: {}", s.path, s.reason);
+    }
+    skipped.extend(over_limits);
+    if documents.is_empty() {
+        bail!("no documents to index: every file was skipped (see the warnings above)");
+    }
+    let bytes = build_bundle(&documents, &config, args.model.as_deref())?;
+    write_atomically(&output, &bytes)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let raw = RawBundle::parse(&bytes).context("re-reading the bundle just written")?;
+    let manifest = raw.manifest()?;
+    let summary = Summary {
+        output: output.display().to_string(),
+        files: files.len(),
+        documents: manifest.counts.documents,
+        chunks: manifest.counts.chunks,
+        duplicates_dropped: manifest.counts.duplicates_dropped,
+        skipped: skipped
+            .iter()
+            .map(|Skipped { path, reason }| SkippedJson {
+                path: path.clone(),
+                reason: reason.clone(),
+            })
+            .collect(),
+        bytes: bytes.len() as u64,
+        sections: raw
+            .sections
+            .iter()
+            .map(|s| SectionSize {
+                name: s.name.clone(),
+                bytes: s.length,
+            })
+            .collect(),
+        seconds,
+        docs_per_second: manifest.counts.documents as f64 / seconds,
+        chunks_per_second: manifest.counts.chunks as f64 / seconds,
+    };
+    print_summary(&summary, args.json)
+}
+
+fn print_summary(s: &Summary, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, s)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(out, "wrote {} ({} bytes) in {:.1} s", s.output, s.bytes, s.seconds)?;
+    writeln!(
+        out,
+        "  {} files, {} documents, {} chunks, {} duplicate chunks dropped, {} files skipped",
+        s.files,
+        s.documents,
+        s.chunks,
+        s.duplicates_dropped,
+        s.skipped.len()
+    )?;
+    writeln!(
+        out,
+        "  {:.1} documents/s, {:.1} chunks/s",
+        s.docs_per_second, s.chunks_per_second
+    )?;
+    for section in &s.sections {
+        writeln!(out, "  {:<10} {:>12} bytes", section.name, section.bytes)?;
+    }
+    Ok(())
+}

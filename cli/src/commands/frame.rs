@@ -1,0 +1,55 @@
+//! `sextant frame`: search, then frame the results as LLM context, with the exact chat messages
+//! `ask()` would send.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use sextant::options::{ContextOptions, FrameOptions, DEFAULT_TOKEN_BUDGET};
+
+use crate::engine::{open, InstantClock};
+use crate::flags::SearchFlags;
+
+#[derive(clap::Args, Debug)]
+pub struct FrameArgs {
+    /// The bundle file.
+    bundle: PathBuf,
+    /// The query.
+    query: String,
+    /// Model tokens the framed context may take.
+    #[arg(long, default_value_t = DEFAULT_TOKEN_BUDGET)]
+    token_budget: usize,
+    #[command(flatten)]
+    flags: SearchFlags,
+    /// Print JSON: results, context, included and omitted chunk ids, tokens, the system prompt
+    /// and the chat messages to send.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: FrameArgs) -> Result<()> {
+    // Framing counts tokens with the model's tokenizer, so the model is always loaded.
+    let engine = open(&args.bundle, args.flags.model.as_deref(), true)?;
+    let options = ContextOptions {
+        search: args.flags.options(engine.manifest().bm25),
+        frame: FrameOptions {
+            token_budget: args.token_budget,
+        },
+    };
+    let framed = engine.context(&args.query, &options, &InstantClock::start())?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &framed)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", framed.context)?;
+        eprintln!(
+            "({} chunks, {} of {} tokens; {} left out)",
+            framed.included.len(),
+            framed.tokens,
+            framed.budget,
+            framed.omitted.len()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,9 @@
+//! One file per command.
+
+pub mod build;
+pub mod embed;
+pub mod eval;
+pub mod frame;
+pub mod inspect;
+pub mod search;
+pub mod site;

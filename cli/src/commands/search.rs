@@ -1,0 +1,113 @@
+//! `sextant search`: one query, or every query of a BEIR queries file.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use sextant::eval::parse_queries;
+use sextant::search::SearchResponse;
+
+use crate::engine::{open, InstantClock};
+use crate::flags::SearchFlags;
+
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// The bundle file.
+    bundle: PathBuf,
+    /// The query (or use --queries).
+    #[arg(required_unless_present = "queries", conflicts_with = "queries")]
+    query: Option<String>,
+    /// Run every query of a BEIR queries JSONL file ({"_id", "text"} a line); with --json,
+    /// prints one line per query: {"query_id", "query", "mode", "results", "timings", …}.
+    #[arg(long)]
+    queries: Option<PathBuf>,
+    #[command(flatten)]
+    flags: SearchFlags,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Results as a reader wants them: rank, score, title › headings [chunk id], URL, snippet.
+fn print_results(response: &SearchResponse) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if response.results.is_empty() {
+        writeln!(out, "no results")?;
+    }
+    for r in &response.results {
+        // The breadcrumb, without a first heading that only repeats the title.
+        let path: Vec<&str> = r
+            .heading_path
+            .iter()
+            .map(String::as_str)
+            .skip_while(|h| *h == r.title)
+            .collect();
+        let crumbs = if path.is_empty() {
+            String::new()
+        } else {
+            format!(" › {}", path.join(" › "))
+        };
+        writeln!(
+            out,
+            "{:>3}. {:.4}  {}{}  [{}]",
+            r.rank, r.score, r.title, crumbs, r.chunk_id
+        )?;
+        writeln!(out, "     {}", r.url)?;
+        let snippet: String = r.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let snippet: String = snippet.chars().take(160).collect();
+        writeln!(out, "     {snippet}")?;
+    }
+    let t = response.timings;
+    writeln!(
+        out,
+        "({:.1} ms: embed {:.1}, keyword {:.2}, vector {:.2}, fusion {:.2})",
+        t.total_ms, t.embed_ms, t.keyword_ms, t.vector_ms, t.fusion_ms
+    )?;
+    Ok(())
+}
+
+pub fn run(args: SearchArgs) -> Result<()> {
+    let engine = open(&args.bundle, args.flags.model.as_deref(), args.flags.mode.needs_model())?;
+    let options = args.flags.options(engine.manifest().bm25);
+    let clock = InstantClock::start();
+    if let Some(path) = &args.queries {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let queries = parse_queries(&text).with_context(|| format!("in {}", path.display()))?;
+        for q in queries {
+            let response = engine.search(&q.text, &options, &clock)?;
+            if args.json {
+                #[derive(Serialize)]
+                struct Line<'a> {
+                    query_id: &'a str,
+                    query: &'a str,
+                    mode: &'a str,
+                    #[serde(flatten)]
+                    response: &'a SearchResponse,
+                }
+                let mut out = std::io::stdout().lock();
+                let line = Line {
+                    query_id: &q.id,
+                    query: &q.text,
+                    mode: options.mode.name(),
+                    response: &response,
+                };
+                serde_json::to_writer(&mut out, &line)?;
+                writeln!(out)?;
+            } else {
+                println!("# {} {}", q.id, q.text);
+                print_results(&response)?;
+            }
+        }
+        return Ok(());
+    }
+    let query = args.query.as_deref().unwrap_or_default();
+    let response = engine.search(query, &options, &clock)?;
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &response)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    print_results(&response)
+}

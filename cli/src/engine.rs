@@ -1,0 +1,46 @@
+//! Opening a bundle for queries: read the file, and attach the model when the query needs it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use sextant::embed::Weights;
+use sextant::search::{Clock, Engine};
+
+use crate::model;
+
+/// Wall-clock milliseconds since the clock was made.
+pub struct InstantClock(pub Instant);
+
+impl InstantClock {
+    /// A clock starting now.
+    pub fn start() -> Self {
+        Self(Instant::now())
+    }
+}
+
+impl Clock for InstantClock {
+    fn now_ms(&self) -> f64 {
+        self.0.elapsed().as_secs_f64() * 1000.0
+    }
+}
+
+/// The bytes of a bundle file.
+pub fn read_bundle(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading bundle {}", path.display()))
+}
+
+/// Opens a bundle; attaches the model (from `--model`, else the default folder) unless only
+/// keyword search is needed.
+pub fn open(path: &Path, model_arg: Option<&Path>, need_model: bool) -> Result<Engine> {
+    let bytes = read_bundle(path)?;
+    let mut engine = Engine::from_bytes(&bytes).with_context(|| format!("opening {}", path.display()))?;
+    if need_model {
+        let dir = model::model_dir(model_arg)?;
+        let (model_bytes, tokenizer_bytes) = model::read_model_files(&dir)?;
+        engine
+            .load_model(model_bytes, &tokenizer_bytes, Weights::F32)
+            .with_context(|| format!("the model in {} cannot query {}", dir.display(), path.display()))?;
+    }
+    Ok(engine)
+}

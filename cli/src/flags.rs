@@ -1,0 +1,75 @@
+//! The query flags `search` and `frame` share: the core's [`SearchOptions`], each field a flag of
+//! the same name in kebab case (`per_document` → `--per-document`). Defaults come from the core;
+//! a test checks that every option has its flag.
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use sextant::bm25::Bm25Params;
+use sextant::options::{Mode, SearchOptions, VectorSearch, DEFAULT_K};
+
+/// `--mode`, parsed by the core's own names.
+pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
+    PossibleValuesParser::new(Mode::NAMES).try_map(|s| s.parse::<Mode>())
+}
+
+fn vector_search_parser() -> impl TypedValueParser<Value = VectorSearch> {
+    PossibleValuesParser::new(VectorSearch::NAMES).try_map(|s| s.parse::<VectorSearch>())
+}
+
+/// The search options as flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SearchFlags {
+    /// Results wanted (1–1000).
+    #[arg(short, default_value_t = DEFAULT_K)]
+    pub k: usize,
+    /// Retrievers to use: dense and keyword fused with reciprocal rank fusion, vectors only, or
+    /// BM25 only (which needs no model).
+    #[arg(long, default_value = "hybrid", value_parser = mode_parser())]
+    pub mode: Mode,
+    /// Candidates taken from each retriever before fusion (default 2·k).
+    #[arg(long)]
+    pub depth: Option<usize>,
+    /// Drop results scoring below this (RRF score in hybrid, cosine in dense, BM25 in keyword).
+    #[arg(long)]
+    pub score_threshold: Option<f32>,
+    /// Drop dense candidates whose cosine similarity is below this, before fusion.
+    #[arg(long)]
+    pub min_similarity: Option<f32>,
+    /// Keep only the best chunk of each document.
+    #[arg(long)]
+    pub per_document: bool,
+    /// BM25 k1 for this query (default: the bundle's).
+    #[arg(long)]
+    pub bm25_k1: Option<f32>,
+    /// BM25 b for this query (default: the bundle's).
+    #[arg(long)]
+    pub bm25_b: Option<f32>,
+    /// How the dense retriever searches.
+    #[arg(long, default_value = "auto", value_parser = vector_search_parser())]
+    pub vector_search: VectorSearch,
+    /// Folder with model.onnx and tokenizer.json (default: $SEXTANT_MODEL_DIR, else the cache
+    /// filled by `make model`).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+}
+
+impl SearchFlags {
+    /// The options; a BM25 parameter not given is the bundle's (`bundle_bm25`).
+    pub fn options(&self, bundle_bm25: Bm25Params) -> SearchOptions {
+        let bm25 = (self.bm25_k1.is_some() || self.bm25_b.is_some()).then(|| Bm25Params {
+            k1: self.bm25_k1.unwrap_or(bundle_bm25.k1),
+            b: self.bm25_b.unwrap_or(bundle_bm25.b),
+        });
+        SearchOptions {
+            k: self.k,
+            mode: self.mode,
+            depth: self.depth,
+            score_threshold: self.score_threshold,
+            min_similarity: self.min_similarity,
+            per_document: self.per_document,
+            bm25,
+            vector_search: self.vector_search,
+        }
+    }
+}

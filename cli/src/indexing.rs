@@ -1,0 +1,132 @@
+//! The steps `sextant build` and `sextant build --site` share: loading documents with progress,
+//! chunking and embedding them on all cores, assembling the bundle, and writing files atomically.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use sextant::chunk::Document;
+use sextant::config::{BuildConfig, InputConfig};
+use sextant::embed::{Embedder, TextKind};
+use sextant::indexer::{assemble, collect, split, validate};
+use sextant::loader::{load_file, LoadError};
+
+use crate::inputs::{InputFile, Skipped};
+use crate::model;
+
+/// A progress bar on stderr with a label, a count and the rate.
+pub fn bar(len: u64, message: &'static str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} ({per_sec}, {eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
+}
+
+/// A file over `input.max_file_bytes`, as a skip with its reason (checked before reading it).
+pub fn oversized(path: &Path, input: &InputConfig) -> Result<Option<String>> {
+    let bytes = std::fs::metadata(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
+    Ok((bytes > input.max_file_bytes).then(|| {
+        format!(
+            "{bytes} bytes, over input.max_file_bytes ({}); raise it in sextant.toml [input] to index it",
+            input.max_file_bytes
+        )
+    }))
+}
+
+/// Loads every input file into documents. Files over a limit of `input` are skipped with the
+/// reason; any other failure stops the build, naming the file.
+pub fn load_documents(files: &[InputFile], input: &InputConfig) -> Result<(Vec<Document>, Vec<Skipped>)> {
+    let progress = bar(files.len() as u64, "loading");
+    let mut documents = Vec::new();
+    let mut skipped = Vec::new();
+    for file in files {
+        progress.inc(1);
+        let skip = |reason: String| Skipped {
+            path: file.path.display().to_string(),
+            reason,
+        };
+        if let Some(reason) = oversized(&file.path, input)? {
+            skipped.push(skip(reason));
+            continue;
+        }
+        let bytes = std::fs::read(&file.path).with_context(|| format!("reading {}", file.path.display()))?;
+        match load_file(&file.rel, &bytes, input) {
+            Ok(docs) => documents.extend(docs),
+            Err(e @ (LoadError::TooLarge { .. } | LoadError::TooDeep { .. })) => skipped.push(skip(e.to_string())),
+            Err(e) => return Err(e).with_context(|| format!("loading {}", file.path.display())),
+        }
+    }
+    progress.finish_and_clear();
+    Ok((documents, skipped))
+}
+
+/// Chunks, embeds (on all cores) and assembles a bundle in memory.
+pub fn build_bundle(documents: &[Document], config: &BuildConfig, model_arg: Option<&Path>) -> Result<Vec<u8>> {
+    let dir = model::model_dir(model_arg)?;
+    let embedder = model::load(&dir, &config.model)?;
+    validate(documents, config, embedder.tokenizer())?;
+    let progress = bar(documents.len() as u64, "chunking");
+    let splits = documents
+        .par_iter()
+        .map(|document| {
+            let texts = split(document, config, embedder.tokenizer());
+            progress.inc(1);
+            texts
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    progress.finish_and_clear();
+    let corpus = collect(documents, splits)?;
+    let progress = bar(corpus.chunks.len() as u64, "embedding");
+    let vectors: Vec<Vec<f32>> = corpus
+        .chunks
+        .par_iter()
+        .map(|chunk| {
+            let v = embedder.embed(&chunk.text, TextKind::Passage);
+            progress.inc(1);
+            v
+        })
+        .collect::<Result<_, _>>()
+        .context("embedding chunks")?;
+    progress.finish_and_clear();
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_message("building the BM25 index and HNSW graph");
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    // instant-distance inserts from rayon's pool: one thread makes the graph reproducible.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let bytes = pool.install(|| assemble(documents, &corpus, vectors, embedder.spec(), config))?;
+    spinner.finish_and_clear();
+    Ok(bytes)
+}
+
+/// Writes to a temporary file beside `path` and renames it over `path`, so a failed or
+/// interrupted build never leaves a half-written file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        bail!("output directory {} does not exist; create it first", dir.display());
+    }
+    let name = path.file_name().context("the output path has no file name")?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| -> Result<()> {
+        let mut f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path).with_context(|| format!("moving the file to {}", path.display()))?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

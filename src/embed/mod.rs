@@ -1,0 +1,206 @@
+//! Sentence embeddings: the [`Embedder`] trait and its one implementation, [`TractEmbedder`],
+//! which runs a BERT-family ONNX model with `tract` and tokenises with the Hugging Face
+//! `tokenizers` crate.
+//!
+//! One job per file: this module holds the public types and the trait; [`tokenizer`] the model
+//! tokenizer ([`ModelTokenizer`]); [`runner`] the tract runner ([`TractEmbedder`]); and
+//! `rewrite` the ONNX graph surgery done at load (int8 weights and embedding tables).
+//!
+//! The CLI embeds documents with it and the wasm engine embeds queries with it: the same code on
+//! both sides, so the vectors agree.
+//!
+//! Pipeline for one text: optional prefix (query or passage) → tokenise (no padding, truncation at
+//! the model window) → run the model on one sequence (`input_ids`, `attention_mask` of ones,
+//! `token_type_ids` of zeros) → pool (`mean` over the attention mask, or `cls`) → optional L2
+//! normalisation. Texts are run one at a time, never padded into a batch, so a text's vector
+//! never depends on what it was batched with (the CLI gets its parallelism from threads).
+
+mod rewrite;
+pub mod runner;
+pub mod tokenizer;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error_code::ErrorCode;
+pub use runner::TractEmbedder;
+pub use tokenizer::ModelTokenizer;
+
+/// How token vectors become one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pooling {
+    /// Mean of the last hidden state over the attention mask (sentence-transformers' default).
+    Mean,
+    /// The hidden state of the first token (`[CLS]`).
+    Cls,
+}
+
+/// Whether a text is a search query or a document passage (models such as E5 want different
+/// prefixes for each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// A user's query.
+    Query,
+    /// A chunk of a document.
+    Passage,
+}
+
+/// Everything about the embedding model that a bundle must agree on with the query side.
+/// Recorded in the bundle's manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Lower-case hex SHA-256 of `model.onnx`.
+    pub sha256: String,
+    /// Lower-case hex SHA-256 of `tokenizer.json`.
+    pub tokenizer_sha256: String,
+    /// Output dimensions (384 for all-MiniLM-L6-v2). Read from the model at load.
+    pub dims: usize,
+    /// The model window in tokens, special tokens included (256 for all-MiniLM-L6-v2).
+    pub max_tokens: usize,
+    /// Pooling of token vectors.
+    pub pooling: Pooling,
+    /// L2-normalise sentence vectors (then dot product = cosine similarity).
+    pub normalize: bool,
+    /// Prepended to queries before tokenising (e.g. `"query: "` for E5). Empty by default.
+    pub query_prefix: String,
+    /// Prepended to passages before tokenising (e.g. `"passage: "` for E5). Empty by default.
+    pub passage_prefix: String,
+}
+
+impl ModelSpec {
+    /// The options that load this model the way the bundle was built with it.
+    pub fn options(&self) -> ModelOptions {
+        ModelOptions {
+            max_tokens: self.max_tokens,
+            pooling: self.pooling,
+            normalize: self.normalize,
+            query_prefix: self.query_prefix.clone(),
+            passage_prefix: self.passage_prefix.clone(),
+        }
+    }
+}
+
+/// How a model is to be run: everything in [`ModelSpec`] except what is read from the files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelOptions {
+    /// The model window in tokens, special tokens included. Default 256.
+    pub max_tokens: usize,
+    /// Pooling of token vectors. Default `mean`.
+    pub pooling: Pooling,
+    /// L2-normalise sentence vectors. Default `true`.
+    pub normalize: bool,
+    /// Prefix for queries. Default empty.
+    pub query_prefix: String,
+    /// Prefix for passages. Default empty.
+    pub passage_prefix: String,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        Self {
+            max_tokens: 256,
+            pooling: Pooling::Mean,
+            normalize: true,
+            query_prefix: String::new(),
+            passage_prefix: String::new(),
+        }
+    }
+}
+
+/// How the model's int8 weights are held once loaded: a load-time choice between speed and
+/// memory that does not change the vectors (beyond float rounding) or the bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", try_from = "String")]
+pub enum Weights {
+    /// Dequantised to f32 once, at load: the fastest queries, about 32 MB more memory for
+    /// all-MiniLM-L6-v2. The default.
+    #[default]
+    F32,
+    /// Kept int8 and dequantised inside every call: about 32 MB less memory, slower queries.
+    /// For memory-tight hosts such as a Worker isolate (128 MB in all).
+    Int8,
+}
+
+impl std::str::FromStr for Weights {
+    type Err = EmbedError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "f32" => Ok(Self::F32),
+            "int8" => Ok(Self::Int8),
+            other => Err(EmbedError::BadOption {
+                option: "weights",
+                reason: format!("{other:?} is not a weights mode; use f32 or int8"),
+            }),
+        }
+    }
+}
+
+impl TryFrom<String> for Weights {
+    type Error = EmbedError;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+/// Errors from loading or running an embedding model.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// `tokenizer.json` could not be parsed.
+    #[error("tokenizer.json could not be read ({reason}); pass the tokenizer.json that belongs to the model")]
+    BadTokenizer {
+        /// What the tokenizers crate said.
+        reason: String,
+    },
+    /// The ONNX model could not be loaded or optimised.
+    #[error("the ONNX model could not be loaded ({reason}); pass a BERT-family sentence model exported to ONNX with inputs input_ids, attention_mask (and optionally token_type_ids)")]
+    BadModel {
+        /// What tract said.
+        reason: String,
+    },
+    /// Tokenising a text failed.
+    #[error("tokenising failed: {reason}")]
+    Tokenize {
+        /// What the tokenizers crate said.
+        reason: String,
+    },
+    /// Running the model failed.
+    #[error("running the model failed: {reason}")]
+    Run {
+        /// What tract said.
+        reason: String,
+    },
+    /// An option is out of range.
+    #[error("invalid model option {option}: {reason}")]
+    BadOption {
+        /// The option's name.
+        option: &'static str,
+        /// Why it is invalid.
+        reason: String,
+    },
+}
+
+impl EmbedError {
+    /// A stable, machine-readable code: `BAD_MODEL` for files that cannot be loaded,
+    /// `BAD_ARGUMENT` for options, `EMBED_FAILED` for a failure while embedding.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            EmbedError::BadTokenizer { .. } | EmbedError::BadModel { .. } => ErrorCode::BadModel,
+            EmbedError::BadOption { .. } => ErrorCode::BadArgument,
+            EmbedError::Tokenize { .. } | EmbedError::Run { .. } => ErrorCode::EmbedFailed,
+        }
+    }
+}
+
+/// Turns texts into fixed-size vectors. `Sync` so the CLI can embed from many threads at once.
+pub trait Embedder: Send + Sync {
+    /// The model's description as recorded in a bundle manifest.
+    fn spec(&self) -> &ModelSpec;
+    /// Embeds one text. The result has `spec().dims` values.
+    fn embed(&self, text: &str, kind: TextKind) -> Result<Vec<f32>, EmbedError>;
+    /// The tokenizer used by the model, for counting tokens.
+    fn tokenizer(&self) -> &ModelTokenizer;
+}

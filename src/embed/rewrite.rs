@@ -1,0 +1,637 @@
+//! ONNX graph surgery done at load, before tract parses the model, so an int8-quantised model
+//! (all-MiniLM-L6-v2 int8 dequantises its weights inside the graph: `Mul(Cast(int8 q), scale)`)
+//! costs as little memory as it can:
+//!
+//! - embedding tables stay int8: the rows a text uses are gathered, then dequantised
+//!   ([`dequantize_gathered_rows`]);
+//! - with [`Weights::F32`] every other dequantisation is folded once into an f32 tensor and taken
+//!   out of the protobuf ([`extract_folded_weights`], then [`inject_constants`] after parsing);
+//! - with [`Weights::Int8`] the int8 tensors become extra graph inputs, so nothing folds them
+//!   ([`int8_weights_as_inputs`]).
+//!
+//! All of it is tested here on tiny hand-built graphs, run by tract against the unrewritten graph.
+
+use std::collections::{HashMap, HashSet};
+
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+
+use super::Weights;
+
+/// What [`prepare_graph`] took out of the graph.
+#[derive(Debug, Default)]
+pub(super) struct Prepared {
+    /// [`Weights::F32`]: folded f32 weights, by the name of the graph input that replaced them.
+    pub folded: Vec<(String, Tensor)>,
+    /// [`Weights::Int8`]: the int8 weights, appended as graph inputs in this order.
+    pub runtime_weights: Vec<(String, Tensor)>,
+}
+
+/// Rewrites a parsed `model.onnx` for `weights`: embedding tables gathered as int8, the other
+/// int8 weights folded ([`Weights::F32`]) or turned into inputs ([`Weights::Int8`]), and the
+/// initializers no node reads any more dropped.
+pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> TractResult<Prepared> {
+    dequantize_gathered_rows(graph);
+    let mut prepared = Prepared::default();
+    match weights {
+        Weights::F32 => prepared.folded = extract_folded_weights(graph)?,
+        Weights::Int8 => prepared.runtime_weights = int8_weights_as_inputs(graph)?,
+    }
+    drop_unread_initializers(graph);
+    Ok(prepared)
+}
+
+/// A weight dequantised inside the graph: `output = Mul(Cast(q), scale)` with `q` and `scale`
+/// initializers.
+struct Dequant {
+    cast_at: usize,
+    mul_at: usize,
+    q: String,
+    scale: String,
+    output: String,
+}
+
+fn dequant_pairs(graph: &pb::GraphProto) -> Vec<Dequant> {
+    let initializers: HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    let mut consumers: HashMap<&str, usize> = HashMap::new();
+    for node in &graph.node {
+        for input in &node.input {
+            *consumers.entry(input.as_str()).or_default() += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for (cast_at, cast) in graph.node.iter().enumerate() {
+        if cast.op_type != "Cast" || cast.input.len() != 1 || cast.output.len() != 1 {
+            continue;
+        }
+        if !initializers.contains(cast.input[0].as_str()) {
+            continue;
+        }
+        let cast_out = &cast.output[0];
+        if consumers.get(cast_out.as_str()) != Some(&1) {
+            continue;
+        }
+        let Some((mul_at, mul)) = graph
+            .node
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.op_type == "Mul" && n.input.iter().any(|i| i == cast_out))
+        else {
+            continue;
+        };
+        if mul.input.len() != 2 || mul.output.len() != 1 {
+            continue;
+        }
+        let scale = if &mul.input[0] == cast_out {
+            &mul.input[1]
+        } else {
+            &mul.input[0]
+        };
+        if !initializers.contains(scale.as_str()) {
+            continue;
+        }
+        out.push(Dequant {
+            cast_at,
+            mul_at,
+            q: cast.input[0].clone(),
+            scale: scale.clone(),
+            output: mul.output[0].clone(),
+        });
+    }
+    out
+}
+
+fn remove_nodes(graph: &mut pb::GraphProto, drop: &HashSet<usize>) {
+    let mut index = 0;
+    graph.node.retain(|_| {
+        let keep = !drop.contains(&index);
+        index += 1;
+        keep
+    });
+}
+
+fn node(op: &str, inputs: &[&str], output: &str, attribute: Vec<pb::AttributeProto>) -> pb::NodeProto {
+    pb::NodeProto {
+        op_type: op.to_string(),
+        name: output.to_string(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.to_string()],
+        attribute,
+        ..Default::default()
+    }
+}
+
+/// Embedding tables (`Gather(Mul(Cast(q), per-row scale), ids)`) stay int8: the rows a text
+/// uses are gathered first and dequantised after (`Mul(Cast(Gather(q, ids)), Gather(scale,
+/// ids))`), the same values. all-MiniLM's word table is 30522 × 384: 11.7 MB as int8, 47 MB as f32.
+fn dequantize_gathered_rows(graph: &mut pb::GraphProto) {
+    let mut drop_nodes = HashSet::new();
+    let mut replacements: Vec<(usize, Vec<pb::NodeProto>)> = Vec::new();
+    for d in dequant_pairs(graph) {
+        let users: Vec<(usize, &pb::NodeProto)> = graph
+            .node
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.input.contains(&d.output))
+            .collect();
+        let [(gather_at, gather)] = users.as_slice() else {
+            continue;
+        };
+        if gather.op_type != "Gather"
+            || gather.input.len() != 2
+            || gather.input[0] != d.output
+            || gather.output.len() != 1
+        {
+            continue;
+        }
+        let axis = gather.attribute.iter().find(|a| a.name == "axis").map_or(0, |a| a.i);
+        let Some(scale) = graph.initializer.iter().find(|t| t.name == d.scale) else {
+            continue;
+        };
+        let Some(q) = graph.initializer.iter().find(|t| t.name == d.q) else {
+            continue;
+        };
+        // Per-row scales ([rows, 1]) are gathered with the rows; a single scale is used as is.
+        let scale_elements: i64 = scale.dims.iter().product();
+        let per_row =
+            axis == 0 && q.dims.len() == 2 && scale.dims.len() == 2 && scale.dims[0] == q.dims[0] && scale.dims[1] == 1;
+        if !(per_row || scale_elements == 1) {
+            continue;
+        }
+        let ids = gather.input[1].as_str();
+        let out = gather.output[0].as_str();
+        let rows_q = format!("{out}__rows_q");
+        let rows_f = format!("{out}__rows_f");
+        let rows_s = format!("{out}__rows_scale");
+        let mut nodes = vec![
+            node("Gather", &[&d.q, ids], &rows_q, gather.attribute.clone()),
+            node(
+                "Cast",
+                &[&rows_q],
+                &rows_f,
+                vec![pb::AttributeProto {
+                    name: "to".into(),
+                    r#type: pb::attribute_proto::AttributeType::Int as i32,
+                    i: pb::tensor_proto::DataType::Float as i64,
+                    ..Default::default()
+                }],
+            ),
+        ];
+        if per_row {
+            nodes.push(node("Gather", &[&d.scale, ids], &rows_s, gather.attribute.clone()));
+            nodes.push(node("Mul", &[&rows_f, &rows_s], out, vec![]));
+        } else {
+            nodes.push(node("Mul", &[&rows_f, &d.scale], out, vec![]));
+        }
+        drop_nodes.extend([d.cast_at, d.mul_at, *gather_at]);
+        replacements.push((*gather_at, nodes));
+    }
+    if replacements.is_empty() {
+        return;
+    }
+    // Insert each replacement where its Gather was (the ids are computed before it), then drop
+    // the old nodes.
+    let mut rebuilt = Vec::with_capacity(graph.node.len() + replacements.len() * 3);
+    for (at, n) in std::mem::take(&mut graph.node).into_iter().enumerate() {
+        if let Some((_, nodes)) = replacements.iter().find(|(g, _)| *g == at) {
+            rebuilt.extend(nodes.iter().cloned());
+        }
+        if !drop_nodes.contains(&at) {
+            rebuilt.push(n);
+        }
+    }
+    graph.node = rebuilt;
+}
+
+/// Folds every in-graph dequantisation `Mul(Cast(int8 q), f32 scale)` into one f32 tensor at
+/// load, so it does not run on every call, and takes it out of the protobuf: the `Mul`'s output
+/// becomes a graph input, which [`inject_constants`] turns into a constant after parsing. So the
+/// f32 weights exist once (never in the protobuf *and* in tract, and never as analysis values
+/// next to the int8 originals), and each int8 tensor is freed as soon as it is folded: the peak
+/// memory of a load stays close to its end state, which matters because WebAssembly memory
+/// never shrinks.
+fn extract_folded_weights(graph: &mut pb::GraphProto) -> TractResult<Vec<(String, Tensor)>> {
+    use pb::tensor_proto::DataType;
+    let mut out = Vec::new();
+    let mut drop_nodes = HashSet::new();
+    for d in dequant_pairs(graph) {
+        let (Some(q), Some(scale)) = (
+            graph.initializer.iter().find(|t| t.name == d.q),
+            graph.initializer.iter().find(|t| t.name == d.scale),
+        ) else {
+            continue;
+        };
+        let (Some(q), Some(scale)) = (proto_tensor(q)?, proto_tensor(scale)?) else {
+            continue;
+        };
+        let Some(weights) = dequantize(&q, &scale)? else {
+            continue;
+        };
+        drop(q);
+        graph
+            .input
+            .push(tensor_input(&d.output, DataType::Float as i32, weights.shape()));
+        if let Some(q) = graph.initializer.iter_mut().find(|t| t.name == d.q) {
+            q.raw_data = Vec::new();
+            q.int32_data = Vec::new();
+        }
+        drop_nodes.insert(d.cast_at);
+        drop_nodes.insert(d.mul_at);
+        out.push((d.output, weights));
+    }
+    remove_nodes(graph, &drop_nodes);
+    Ok(out)
+}
+
+/// Declares a graph input of the given ONNX element type and fixed shape.
+fn tensor_input(name: &str, elem_type: i32, shape: &[usize]) -> pb::ValueInfoProto {
+    let dim = shape
+        .iter()
+        .map(|&n| pb::tensor_shape_proto::Dimension {
+            value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(n as i64)),
+            ..Default::default()
+        })
+        .collect();
+    pb::ValueInfoProto {
+        name: name.to_string(),
+        r#type: Some(pb::TypeProto {
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                elem_type,
+                shape: Some(pb::TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// [`Weights::Int8`]: turns the int8 initializer of every in-graph dequantisation into a graph
+/// input (appended after the model's own inputs, in the returned order), so the optimiser sees no
+/// constant to fold and the `Cast → Mul` runs on every call, on the int8 tensor.
+fn int8_weights_as_inputs(graph: &mut pb::GraphProto) -> TractResult<Vec<(String, Tensor)>> {
+    let mut out: Vec<(String, Tensor)> = Vec::new();
+    for d in dequant_pairs(graph) {
+        if out.iter().any(|(name, _)| *name == d.q) {
+            continue;
+        }
+        let Some(at) = graph.initializer.iter().position(|t| t.name == d.q) else {
+            continue;
+        };
+        let Some(q) = proto_tensor(&graph.initializer[at])? else {
+            continue;
+        };
+        if !matches!(q.datum_type(), DatumType::I8 | DatumType::U8) {
+            continue;
+        }
+        let proto = graph.initializer.swap_remove(at);
+        // Old IR versions also list initializers as inputs: keep the weights after the real ones.
+        graph.input.retain(|i| i.name != d.q);
+        graph.input.push(tensor_input(&d.q, proto.data_type, q.shape()));
+        out.push((d.q, q));
+    }
+    Ok(out)
+}
+
+/// Turns the graph inputs [`extract_folded_weights`] declared into constants holding the
+/// folded tensors (moved, not copied); the model's real inputs stay inputs.
+pub(super) fn inject_constants(model: &mut InferenceModel, constants: Vec<(String, Tensor)>) -> TractResult<()> {
+    if constants.is_empty() {
+        return Ok(());
+    }
+    let mut constants: HashMap<String, Tensor> = constants.into_iter().collect();
+    let mut inputs = Vec::new();
+    for outlet in model.input_outlets()?.to_vec() {
+        let name = model.node(outlet.node).name.clone();
+        match constants.remove(&name) {
+            Some(tensor) => {
+                model.node_mut(outlet.node).op =
+                    Box::new(tract_onnx::tract_hir::ops::konst::Const::new(tensor.into_arc_tensor())?);
+                model.set_outlet_fact(outlet, InferenceFact::default())?;
+            }
+            None => inputs.push(outlet),
+        }
+    }
+    model.set_input_outlets(&inputs)
+}
+
+/// An int8, uint8 or f32 initializer as a tract tensor (`None` for other types).
+fn proto_tensor(t: &pb::TensorProto) -> TractResult<Option<Tensor>> {
+    use pb::tensor_proto::DataType;
+    let shape: Vec<usize> = t.dims.iter().map(|&d| usize::try_from(d)).collect::<Result<_, _>>()?;
+    let tensor = if t.data_type == DataType::Int8 as i32 {
+        let v: Vec<i8> = if t.raw_data.is_empty() {
+            t.int32_data.iter().map(|&x| x as i8).collect()
+        } else {
+            t.raw_data.iter().map(|&b| b as i8).collect()
+        };
+        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
+    } else if t.data_type == DataType::Uint8 as i32 {
+        let v: Vec<u8> = if t.raw_data.is_empty() {
+            t.int32_data.iter().map(|&x| x as u8).collect()
+        } else {
+            t.raw_data.clone()
+        };
+        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
+    } else if t.data_type == DataType::Float as i32 {
+        let v: Vec<f32> = if t.raw_data.is_empty() {
+            t.float_data.clone()
+        } else {
+            if !t.raw_data.len().is_multiple_of(4) {
+                return Ok(None);
+            }
+            t.raw_data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(tensor))
+}
+
+/// `q * scale` (numpy broadcasting of `scale` to `q`'s shape) as f32, or `None` unless `q` is
+/// int8/uint8, `scale` is f32 and the shapes broadcast to `q`'s.
+fn dequantize(q: &Tensor, scale: &Tensor) -> TractResult<Option<Tensor>> {
+    if !matches!(q.datum_type(), DatumType::I8 | DatumType::U8) || scale.datum_type() != DatumType::F32 {
+        return Ok(None);
+    }
+    let q = q.cast_to::<f32>()?;
+    let q = q.to_plain_array_view::<f32>()?;
+    let scale = scale.to_plain_array_view::<f32>()?;
+    let Some(scale) = scale.broadcast(q.shape()) else {
+        return Ok(None);
+    };
+    Ok(Some((&q * &scale).into_tensor()))
+}
+
+/// Drops initializers that no node reads any more (quantised tensors and scales folded away).
+fn drop_unread_initializers(graph: &mut pb::GraphProto) {
+    let read: HashSet<String> = graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
+    let outputs: HashSet<String> = graph.output.iter().map(|o| o.name.clone()).collect();
+    graph
+        .initializer
+        .retain(|t| read.contains(&t.name) || outputs.contains(&t.name));
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use pb::tensor_proto::DataType;
+
+    fn tensor(name: &str, data_type: DataType, dims: &[i64], raw_data: Vec<u8>) -> pb::TensorProto {
+        pb::TensorProto {
+            name: name.into(),
+            data_type: data_type as i32,
+            dims: dims.to_vec(),
+            raw_data,
+            ..Default::default()
+        }
+    }
+
+    fn int8(name: &str, dims: &[i64], values: &[i8]) -> pb::TensorProto {
+        tensor(name, DataType::Int8, dims, values.iter().map(|&v| v as u8).collect())
+    }
+
+    fn float(name: &str, dims: &[i64], values: &[f32]) -> pb::TensorProto {
+        tensor(
+            name,
+            DataType::Float,
+            dims,
+            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        )
+    }
+
+    fn cast_to_float(input: &str, output: &str) -> pb::NodeProto {
+        node(
+            "Cast",
+            &[input],
+            output,
+            vec![pb::AttributeProto {
+                name: "to".into(),
+                r#type: pb::attribute_proto::AttributeType::Int as i32,
+                i: DataType::Float as i64,
+                ..Default::default()
+            }],
+        )
+    }
+
+    pub(in crate::embed) fn value_info(name: &str, elem_type: DataType, dims: &[Option<i64>]) -> pb::ValueInfoProto {
+        let dim = dims
+            .iter()
+            .map(|d| pb::tensor_shape_proto::Dimension {
+                value: Some(match d {
+                    Some(n) => pb::tensor_shape_proto::dimension::Value::DimValue(*n),
+                    None => pb::tensor_shape_proto::dimension::Value::DimParam("S".into()),
+                }),
+                ..Default::default()
+            })
+            .collect();
+        pb::ValueInfoProto {
+            name: name.into(),
+            r#type: Some(pb::TypeProto {
+                value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                    elem_type: elem_type as i32,
+                    shape: Some(pb::TensorShapeProto { dim }),
+                })),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A two-layer model in the shape of an int8 BERT export: an int8 embedding table with
+    /// per-row scales, gathered by `input_ids`, then an int8 matrix with per-column scales.
+    /// Input `input_ids` `[1, S]`; output `last_hidden_state` `[1, S, 3]`.
+    pub(in crate::embed) fn tiny_int8_model() -> pb::ModelProto {
+        let graph = pb::GraphProto {
+            name: "tiny".into(),
+            node: vec![
+                cast_to_float("emb_q", "emb_f"),
+                node("Mul", &["emb_f", "emb_s"], "emb", vec![]),
+                node("Gather", &["emb", "input_ids"], "hidden", vec![]),
+                cast_to_float("w_q", "w_f"),
+                node("Mul", &["w_f", "w_s"], "w", vec![]),
+                node("MatMul", &["hidden", "w"], "last_hidden_state", vec![]),
+            ],
+            initializer: vec![
+                int8("emb_q", &[5, 2], &[1, 2, -3, 4, 5, -6, 7, 8, 127, -128]),
+                float("emb_s", &[5, 1], &[0.5, 0.25, 2.0, 1.0, 0.125]),
+                int8("w_q", &[2, 3], &[1, -1, 2, 3, 0, -2]),
+                float("w_s", &[1, 3], &[0.1, 0.2, 0.3]),
+            ],
+            input: vec![value_info("input_ids", DataType::Int64, &[Some(1), None])],
+            output: vec![value_info(
+                "last_hidden_state",
+                DataType::Float,
+                &[Some(1), None, Some(3)],
+            )],
+            ..Default::default()
+        };
+        pb::ModelProto {
+            ir_version: 7,
+            opset_import: vec![pb::OperatorSetIdProto {
+                domain: String::new(),
+                version: 13,
+            }],
+            graph: Some(graph),
+            ..Default::default()
+        }
+    }
+
+    /// Runs a graph on `ids` the way the runner does, with extra inputs appended.
+    fn run(proto: &pb::ModelProto, folded: Vec<(String, Tensor)>, extra: &[(String, Tensor)], ids: &[i64]) -> Vec<f32> {
+        let mut model = tract_onnx::onnx().model_for_proto_model(proto).unwrap();
+        inject_constants(&mut model, folded).unwrap();
+        let s = model.sym("S");
+        model = model
+            .with_input_fact(
+                0,
+                InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), s.to_dim())),
+            )
+            .unwrap();
+        for (i, (_, t)) in extra.iter().enumerate() {
+            model = model
+                .with_input_fact(1 + i, InferenceFact::dt_shape(t.datum_type(), t.shape()))
+                .unwrap();
+        }
+        let plan = model.into_optimized().unwrap().into_runnable().unwrap();
+        let input: Tensor = tract_ndarray::Array2::from_shape_vec((1, ids.len()), ids.to_vec())
+            .unwrap()
+            .into();
+        let mut inputs: TVec<TValue> = tvec!(input.into());
+        inputs.extend(extra.iter().map(|(_, t)| t.clone().into()));
+        let out = plan.run(inputs).unwrap();
+        out[0].to_plain_array_view::<f32>().unwrap().iter().copied().collect()
+    }
+
+    fn names(graph: &pb::GraphProto) -> Vec<String> {
+        graph
+            .node
+            .iter()
+            .map(|n| format!("{}:{}", n.op_type, n.input.join(",")))
+            .collect()
+    }
+
+    const IDS: [i64; 4] = [4, 0, 2, 4];
+
+    #[test]
+    fn finds_each_in_graph_dequantisation() {
+        let proto = tiny_int8_model();
+        let pairs = dequant_pairs(proto.graph.as_ref().unwrap());
+        let found: Vec<(&str, &str, &str)> = pairs
+            .iter()
+            .map(|d| (d.q.as_str(), d.scale.as_str(), d.output.as_str()))
+            .collect();
+        assert_eq!(found, [("emb_q", "emb_s", "emb"), ("w_q", "w_s", "w")]);
+    }
+
+    #[test]
+    fn embedding_rows_are_gathered_as_int8_then_dequantised() {
+        let mut proto = tiny_int8_model();
+        let graph = proto.graph.as_mut().unwrap();
+        dequantize_gathered_rows(graph);
+        assert_eq!(
+            names(graph),
+            [
+                "Gather:emb_q,input_ids",
+                "Cast:hidden__rows_q",
+                "Gather:emb_s,input_ids",
+                "Mul:hidden__rows_f,hidden__rows_scale",
+                "Cast:w_q",
+                "Mul:w_f,w_s",
+                "MatMul:hidden,w",
+            ]
+        );
+        assert_eq!(graph.node[3].output, ["hidden"]);
+        let reference = run(&tiny_int8_model(), vec![], &[], &IDS);
+        assert_eq!(run(&proto, vec![], &[], &IDS), reference);
+    }
+
+    #[test]
+    fn f32_weights_are_folded_out_of_the_graph_with_the_same_results() {
+        let reference = run(&tiny_int8_model(), vec![], &[], &IDS);
+        let mut proto = tiny_int8_model();
+        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::F32).unwrap();
+        let graph = proto.graph.as_ref().unwrap();
+        assert!(prepared.runtime_weights.is_empty());
+        assert_eq!(
+            prepared.folded.len(),
+            1,
+            "only the matrix is folded; the table stays int8"
+        );
+        let (name, w) = &prepared.folded[0];
+        assert_eq!(name, "w");
+        let values: Vec<f32> = w.to_plain_array_view::<f32>().unwrap().iter().copied().collect();
+        assert_eq!(values, [0.1, -0.2, 0.6, 0.3, 0.0, -0.6].map(|v: f32| v));
+        assert!(
+            graph.input.iter().any(|i| i.name == "w"),
+            "the folded weight is a graph input until injected"
+        );
+        let initializers: Vec<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(initializers, ["emb_q", "emb_s"], "unread initializers are dropped");
+        assert!(!names(graph).iter().any(|n| n.starts_with("Cast:w_q")));
+        let got = run(&proto, prepared.folded, &[], &IDS);
+        for (g, r) in got.iter().zip(&reference) {
+            assert!((g - r).abs() <= 1e-6, "{got:?} vs {reference:?}");
+        }
+    }
+
+    #[test]
+    fn int8_weights_become_inputs_with_the_same_results() {
+        let reference = run(&tiny_int8_model(), vec![], &[], &IDS);
+        let mut proto = tiny_int8_model();
+        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8).unwrap();
+        let graph = proto.graph.as_ref().unwrap();
+        assert!(prepared.folded.is_empty());
+        let inputs: Vec<&str> = prepared.runtime_weights.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(inputs, ["w_q"]);
+        assert_eq!(prepared.runtime_weights[0].1.datum_type(), DatumType::I8);
+        let declared = graph.input.iter().find(|i| i.name == "w_q").unwrap();
+        match &declared.r#type.as_ref().unwrap().value {
+            Some(pb::type_proto::Value::TensorType(t)) => assert_eq!(t.elem_type, DataType::Int8 as i32),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(run(&proto, vec![], &prepared.runtime_weights, &IDS), reference);
+    }
+
+    #[test]
+    fn initializers_decode_from_raw_or_typed_fields() {
+        let raw = int8("q", &[3], &[1, -2, 3]);
+        let t = proto_tensor(&raw).unwrap().unwrap();
+        assert_eq!(t.to_plain_array_view::<i8>().unwrap().as_slice().unwrap(), &[1, -2, 3]);
+        let typed = pb::TensorProto {
+            name: "q".into(),
+            data_type: DataType::Int8 as i32,
+            dims: vec![2],
+            int32_data: vec![-5, 7],
+            ..Default::default()
+        };
+        let t = proto_tensor(&typed).unwrap().unwrap();
+        assert_eq!(t.to_plain_array_view::<i8>().unwrap().as_slice().unwrap(), &[-5, 7]);
+        let ragged = tensor("f", DataType::Float, &[1], vec![0, 0, 128]);
+        assert!(proto_tensor(&ragged).unwrap().is_none(), "3 bytes are not an f32");
+        let wrong_count = int8("q", &[4], &[1, 2]);
+        assert!(proto_tensor(&wrong_count).is_err(), "2 values cannot fill 4 elements");
+        let other = tensor("d", DataType::Double, &[1], vec![0; 8]);
+        assert!(proto_tensor(&other).unwrap().is_none());
+    }
+
+    #[test]
+    fn dequantize_broadcasts_per_row_and_per_column() {
+        let q = Tensor::from(tract_ndarray::arr2(&[[1i8, -2, 3], [4, 5, -6]]));
+        let per_row = Tensor::from(tract_ndarray::arr2(&[[0.5f32], [2.0]]));
+        let flat = |scale: &Tensor| -> Vec<f32> {
+            let out = dequantize(&q, scale).unwrap().unwrap();
+            out.to_plain_array_view::<f32>().unwrap().iter().copied().collect()
+        };
+        assert_eq!(flat(&per_row), vec![0.5, -1.0, 1.5, 8.0, 10.0, -12.0]);
+        let per_col = Tensor::from(tract_ndarray::arr2(&[[1.0f32, 0.5, 2.0]]));
+        assert_eq!(flat(&per_col), vec![1.0, -1.0, 6.0, 4.0, 2.5, -12.0]);
+        let wrong = Tensor::from(tract_ndarray::arr1(&[1.0f32, 2.0, 3.0, 4.0]));
+        assert!(dequantize(&q, &wrong).unwrap().is_none());
+        let not_int8 = Tensor::from(tract_ndarray::arr1(&[1.0f32]));
+        assert!(dequantize(&not_int8, &per_col).unwrap().is_none());
+    }
+}

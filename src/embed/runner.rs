@@ -1,0 +1,431 @@
+//! The tract runner: [`TractEmbedder`] loads an ONNX sentence model once (parse → rewrite the
+//! int8 weights, see `rewrite` → optimise → make runnable) and embeds many texts, from many
+//! threads.
+//!
+//! Pipeline for one text: optional prefix (query or passage) → tokenise (no padding, truncation at
+//! the model window) → run the model on one sequence (`input_ids`, `attention_mask` of ones,
+//! `token_type_ids` of zeros) → pool (`mean` over the attention mask, or `cls`) → optional L2
+//! normalisation. Texts are run one at a time, never padded into a batch, so a text's vector
+//! never depends on what it was batched with (the CLI gets its parallelism from threads).
+
+use std::sync::Arc;
+
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+
+use super::rewrite::{inject_constants, prepare_graph};
+use super::{EmbedError, Embedder, ModelOptions, ModelSpec, ModelTokenizer, Pooling, TextKind, Weights};
+use crate::digest::sha256_hex;
+use crate::vecmath::l2_normalize;
+
+/// The tract implementation of [`Embedder`]. Load once, embed many times, from many threads.
+pub struct TractEmbedder {
+    plan: Arc<TypedRunnableModel>,
+    tokenizer: ModelTokenizer,
+    spec: ModelSpec,
+    takes_token_type_ids: bool,
+    /// With [`Weights::Int8`]: the int8 weights, passed to the plan as inputs on every call
+    /// (shared, never copied), so the optimiser cannot fold them to f32.
+    weight_inputs: Vec<TValue>,
+}
+
+impl std::fmt::Debug for TractEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TractEmbedder")
+            .field("spec", &self.spec)
+            .field("int8_weights", &!self.weight_inputs.is_empty())
+            .finish()
+    }
+}
+
+impl TractEmbedder {
+    /// Loads a model from the bytes of `model.onnx` and `tokenizer.json`: parse, keep embedding
+    /// tables int8, optionally fold the other int8 weights, optimise, make runnable. Reads the
+    /// output dimensions by running one probe.
+    pub fn from_bytes(model: &[u8], tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
+        let sha = sha256_hex(model);
+        let proto = decode_model(model)?;
+        Self::from_proto(proto, sha, tokenizer, options, Weights::F32)
+    }
+
+    /// Like [`TractEmbedder::from_bytes`], but frees the model bytes as soon as they are parsed,
+    /// which lowers the peak memory of a load (WebAssembly memory never shrinks).
+    pub fn from_vec(model: Vec<u8>, tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
+        Self::from_vec_with(model, tokenizer, options, Weights::F32)
+    }
+
+    /// Like [`TractEmbedder::from_vec`], holding the weights as `weights` says.
+    pub fn from_vec_with(
+        model: Vec<u8>,
+        tokenizer: &[u8],
+        options: &ModelOptions,
+        weights: Weights,
+    ) -> Result<Self, EmbedError> {
+        let sha = sha256_hex(&model);
+        let proto = decode_model(&model)?;
+        drop(model);
+        Self::from_proto(proto, sha, tokenizer, options, weights)
+    }
+
+    fn from_proto(
+        mut proto: pb::ModelProto,
+        model_sha256: String,
+        tokenizer: &[u8],
+        options: &ModelOptions,
+        weights: Weights,
+    ) -> Result<Self, EmbedError> {
+        let bad = |e: TractError| EmbedError::BadModel {
+            reason: format!("{e:#}"),
+        };
+        let onnx = tract_onnx::onnx()
+            .with_ignore_value_info(true)
+            .with_ignore_output_shapes(true);
+        let prepared = match proto.graph.as_mut() {
+            Some(graph) => prepare_graph(graph, weights).map_err(bad)?,
+            None => Default::default(),
+        };
+        let (folded, runtime_weights) = (prepared.folded, prepared.runtime_weights);
+        let mut inference = onnx.model_for_proto_model(&proto).map_err(bad)?;
+        drop(proto);
+        inject_constants(&mut inference, folded).map_err(bad)?;
+        // After the protobuf is freed, so the tokenizer reuses that memory.
+        let tokenizer_impl = ModelTokenizer::from_bytes(tokenizer, options.max_tokens)?;
+        // The model's own inputs come first; the int8 weights were appended after them.
+        let input_count = inference.inputs.len().saturating_sub(runtime_weights.len());
+        if !(2..=3).contains(&input_count) {
+            return Err(EmbedError::BadModel {
+                reason: format!(
+                    "the model has {input_count} inputs; expected input_ids, attention_mask and optionally token_type_ids"
+                ),
+            });
+        }
+        let sequence = inference.sym("S");
+        for i in 0..input_count {
+            inference = inference
+                .with_input_fact(
+                    i,
+                    InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), sequence.to_dim())),
+                )
+                .map_err(bad)?;
+        }
+        for (i, (_, tensor)) in runtime_weights.iter().enumerate() {
+            inference = inference
+                .with_input_fact(
+                    input_count + i,
+                    InferenceFact::dt_shape(tensor.datum_type(), tensor.shape()),
+                )
+                .map_err(bad)?;
+        }
+        let typed = inference.into_optimized().map_err(bad)?;
+        let plan = match weights {
+            Weights::F32 => typed.into_runnable().map_err(bad)?,
+            Weights::Int8 => int8_plan(typed, runtime_weights.len()).map_err(bad)?,
+        };
+        let mut embedder = Self {
+            plan,
+            tokenizer: tokenizer_impl,
+            spec: ModelSpec {
+                sha256: model_sha256,
+                tokenizer_sha256: sha256_hex(tokenizer),
+                dims: 0,
+                max_tokens: options.max_tokens,
+                pooling: options.pooling,
+                normalize: options.normalize,
+                query_prefix: options.query_prefix.clone(),
+                passage_prefix: options.passage_prefix.clone(),
+            },
+            takes_token_type_ids: input_count == 3,
+            weight_inputs: runtime_weights
+                .into_iter()
+                .map(|(_, t)| TValue::from_const(t.into_arc_tensor()))
+                .collect(),
+        };
+        let probe = embedder.embed("probe", TextKind::Query)?;
+        if probe.is_empty() {
+            return Err(EmbedError::BadModel {
+                reason: "the model's output has no hidden dimensions".into(),
+            });
+        }
+        embedder.spec.dims = probe.len();
+        Ok(embedder)
+    }
+
+    /// Runs the model on token ids and pools, without prefixing or tokenising.
+    pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>, EmbedError> {
+        let run = |e: TractError| EmbedError::Run {
+            reason: format!("{e:#}"),
+        };
+        let len = ids.len();
+        if len == 0 {
+            return Err(EmbedError::Run {
+                reason: "no tokens to embed".into(),
+            });
+        }
+        let input_ids: Tensor = tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| ids[j] as i64).into();
+        let mask: Tensor = tract_ndarray::Array2::<i64>::ones((1, len)).into();
+        let mut inputs: TVec<TValue> = tvec!(input_ids.into(), mask.into());
+        if self.takes_token_type_ids {
+            let types: Tensor = tract_ndarray::Array2::<i64>::zeros((1, len)).into();
+            inputs.push(types.into());
+        }
+        if !self.weight_inputs.is_empty() {
+            inputs.extend(self.weight_inputs.iter().cloned());
+        }
+        let outputs = self.plan.run(inputs).map_err(run)?;
+        let hidden = outputs
+            .first()
+            .ok_or_else(|| EmbedError::Run {
+                reason: "the model produced no output".into(),
+            })?
+            .to_plain_array_view::<f32>()
+            .map_err(run)?;
+        let shape = hidden.shape().to_vec();
+        if shape.len() != 3 || shape[0] != 1 || shape[1] != len {
+            return Err(EmbedError::BadModel {
+                reason: format!("expected last_hidden_state of shape [1, {len}, dims], got {shape:?}"),
+            });
+        }
+        let dims = shape[2];
+        let hidden = hidden
+            .into_shape_with_order((len, dims))
+            .map_err(|e| EmbedError::Run { reason: e.to_string() })?;
+        let mut vector = pool(hidden, self.spec.pooling);
+        if self.spec.normalize {
+            l2_normalize(&mut vector);
+        }
+        Ok(vector)
+    }
+}
+
+/// Pools token vectors (`[tokens, dims]`, at least one token) into one sentence vector.
+fn pool(hidden: tract_ndarray::ArrayView2<f32>, pooling: Pooling) -> Vec<f32> {
+    match pooling {
+        Pooling::Cls => hidden.row(0).to_vec(),
+        Pooling::Mean => {
+            let mut sum = vec![0f32; hidden.ncols()];
+            for row in hidden.rows() {
+                for (s, v) in sum.iter_mut().zip(row.iter()) {
+                    *s += *v;
+                }
+            }
+            let n = hidden.nrows().max(1) as f32;
+            sum.iter_mut().for_each(|s| *s /= n);
+            sum
+        }
+    }
+}
+
+impl Embedder for TractEmbedder {
+    fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    fn embed(&self, text: &str, kind: TextKind) -> Result<Vec<f32>, EmbedError> {
+        let prefix = match kind {
+            TextKind::Query => &self.spec.query_prefix,
+            TextKind::Passage => &self.spec.passage_prefix,
+        };
+        let ids = if prefix.is_empty() {
+            self.tokenizer.encode(text)?
+        } else {
+            self.tokenizer.encode(&format!("{prefix}{text}"))?
+        };
+        self.embed_ids(&ids)
+    }
+
+    fn tokenizer(&self) -> &ModelTokenizer {
+        &self.tokenizer
+    }
+}
+
+/// The plan for [`Weights::Int8`]. Left to itself, tract would dequantise every weight before
+/// the first layer runs (nothing orders a weight's `Cast → Mul` after the activations it
+/// multiplies), so all the f32 copies would be alive at once: as much memory as folding. This
+/// adds, for each weight, a dependency of its first node on the other inputs of the node that
+/// consumes the dequantised weight, so each is dequantised just before use and freed after.
+#[inline(never)]
+fn int8_plan(model: TypedModel, weight_inputs: usize) -> TractResult<Arc<TypedRunnableModel>> {
+    use tract_onnx::tract_core::ops::konst::Const;
+    let inputs = model.input_outlets()?.to_vec();
+    let live_inputs = |node: usize| -> Vec<usize> {
+        model
+            .node(node)
+            .inputs
+            .iter()
+            .map(|i| i.node)
+            .filter(|&n| !model.node(n).op_is::<Const>())
+            .collect()
+    };
+    let mut deps = Vec::new();
+    for source in &inputs[inputs.len().saturating_sub(weight_inputs)..] {
+        let mut chain = vec![source.node];
+        loop {
+            let last = *chain.last().unwrap_or(&source.node);
+            let successors = &model
+                .node(last)
+                .outputs
+                .first()
+                .map(|o| o.successors.clone())
+                .unwrap_or_default();
+            let [next] = successors.as_slice() else { break };
+            let others: Vec<usize> = live_inputs(next.node).into_iter().filter(|&n| n != last).collect();
+            if others.is_empty() {
+                chain.push(next.node);
+                continue;
+            }
+            if let Some(&first) = chain.get(1) {
+                deps.extend(others.into_iter().map(|other| (first, other)));
+            }
+            break;
+        }
+    }
+    let outputs = model.outputs.clone();
+    let options = tract_onnx::tract_core::runtime::RunOptions {
+        skip_order_opt_ram: true,
+        ..Default::default()
+    };
+    // tract 0.23.9 offers ordering dependencies only through this deprecated constructor (no
+    // replacement yet); it stays confined to this one function.
+    #[allow(deprecated)]
+    let plan = TypedRunnableModel::build_with_outputs_and_deps(model, &outputs, &deps, &options)?;
+    Ok(Arc::new(plan))
+}
+
+/// Parses `model.onnx` straight from the bytes (no intermediate copy).
+fn decode_model(model: &[u8]) -> Result<pb::ModelProto, EmbedError> {
+    use prost::Message;
+    pb::ModelProto::decode(model).map_err(|e| EmbedError::BadModel {
+        reason: format!("not an ONNX model ({e})"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::rewrite::tests::{tiny_int8_model, value_info};
+    use crate::vecmath::dot;
+
+    /// A word-level tokenizer over the tiny model's five ids: `[CLS]` 0, `[SEP]` 1, `[UNK]` 2,
+    /// `lamp` 3, `fog` 4; lower case, split on whitespace, `[CLS] … [SEP]` around every text.
+    const TOKENIZER: &str = r#"{
+      "version": "1.0", "truncation": null, "padding": null,
+      "added_tokens": [
+        {"id": 0, "content": "[CLS]", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+        {"id": 1, "content": "[SEP]", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+        {"id": 2, "content": "[UNK]", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}
+      ],
+      "normalizer": {"type": "Lowercase"},
+      "pre_tokenizer": {"type": "Whitespace"},
+      "post_processor": {"type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+        "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [0], "tokens": ["[CLS]"]}, "[SEP]": {"id": "[SEP]", "ids": [1], "tokens": ["[SEP]"]}}},
+      "decoder": null,
+      "model": {"type": "WordLevel", "vocab": {"[CLS]": 0, "[SEP]": 1, "[UNK]": 2, "lamp": 3, "fog": 4}, "unk_token": "[UNK]"}
+    }"#;
+
+    /// The tiny model with the `attention_mask` input every sentence model takes.
+    fn model_bytes() -> Vec<u8> {
+        use prost::Message;
+        let mut proto = tiny_int8_model();
+        if let Some(graph) = proto.graph.as_mut() {
+            graph.input.push(value_info(
+                "attention_mask",
+                pb::tensor_proto::DataType::Int64,
+                &[Some(1), None],
+            ));
+        }
+        proto.encode_to_vec()
+    }
+
+    /// Row `id` of the tiny model's output, by hand: `emb_q[id] · emb_s[id]` times `w_q · w_s`.
+    fn row(id: usize) -> [f32; 3] {
+        let emb_q = [[1.0, 2.0], [-3.0, 4.0], [5.0, -6.0], [7.0, 8.0], [127.0, -128.0]];
+        let emb_s = [0.5, 0.25, 2.0, 1.0, 0.125];
+        let w = [[0.1, -0.2, 0.6], [0.3, 0.0, -0.6]];
+        let h = [emb_q[id][0] * emb_s[id], emb_q[id][1] * emb_s[id]];
+        [0, 1, 2].map(|j| h[0] * w[0][j] + h[1] * w[1][j])
+    }
+
+    fn options(pooling: Pooling, normalize: bool) -> ModelOptions {
+        ModelOptions {
+            max_tokens: 4,
+            pooling,
+            normalize,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn embeds_a_tiny_model_with_mean_pooling_and_normalisation() {
+        let embedder =
+            TractEmbedder::from_bytes(&model_bytes(), TOKENIZER.as_bytes(), &options(Pooling::Mean, true)).unwrap();
+        assert_eq!(embedder.spec().dims, 3);
+        assert_eq!(embedder.tokenizer().encode("Fog lamp").unwrap(), [0, 4, 3, 1]);
+        let mut want = [0f32; 3];
+        for id in [0, 4, 3, 1] {
+            for (w, r) in want.iter_mut().zip(row(id)) {
+                *w += r / 4.0;
+            }
+        }
+        l2_normalize(&mut want);
+        let got = embedder.embed("Fog lamp", TextKind::Query).unwrap();
+        assert!(dot(&got, &want) > 0.99999, "{got:?} vs {want:?}");
+        // The window is 4 tokens: a longer text is cut to [CLS] fog lamp [SEP].
+        assert_eq!(embedder.embed("fog lamp lamp fog", TextKind::Query).unwrap(), got);
+    }
+
+    #[test]
+    fn cls_pooling_without_normalisation_is_the_first_row() {
+        let embedder =
+            TractEmbedder::from_bytes(&model_bytes(), TOKENIZER.as_bytes(), &options(Pooling::Cls, false)).unwrap();
+        let got = embedder.embed("lamp", TextKind::Passage).unwrap();
+        let want = row(0);
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{got:?} vs {want:?}");
+        }
+    }
+
+    #[test]
+    fn int8_weights_give_the_f32_vectors() {
+        let f32s =
+            TractEmbedder::from_bytes(&model_bytes(), TOKENIZER.as_bytes(), &options(Pooling::Mean, true)).unwrap();
+        let int8 = TractEmbedder::from_vec_with(
+            model_bytes(),
+            TOKENIZER.as_bytes(),
+            &options(Pooling::Mean, true),
+            Weights::Int8,
+        )
+        .unwrap();
+        for text in ["fog", "lamp fog", "unknown words"] {
+            let (a, b) = (
+                f32s.embed(text, TextKind::Query).unwrap(),
+                int8.embed(text, TextKind::Query).unwrap(),
+            );
+            assert!(dot(&a, &b) > 0.99999, "{text}: {a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn bad_files_are_typed_errors() {
+        let not_onnx =
+            TractEmbedder::from_bytes(b"\xff\xff not a model", TOKENIZER.as_bytes(), &ModelOptions::default());
+        assert!(matches!(not_onnx, Err(EmbedError::BadModel { .. })), "{not_onnx:?}");
+        let bad_tokenizer = TractEmbedder::from_bytes(&model_bytes(), b"{}", &ModelOptions::default());
+        assert!(matches!(bad_tokenizer, Err(EmbedError::BadTokenizer { .. })));
+        let one_input = {
+            use prost::Message;
+            tiny_int8_model().encode_to_vec()
+        };
+        let err = TractEmbedder::from_bytes(&one_input, TOKENIZER.as_bytes(), &ModelOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("1 inputs"), "{err}");
+        assert_eq!(err.code(), crate::error_code::ErrorCode::BadModel);
+    }
+
+    #[test]
+    fn pooling_by_hand() {
+        let hidden = tract_ndarray::arr2(&[[1.0f32, 2.0], [3.0, 6.0]]);
+        assert_eq!(pool(hidden.view(), Pooling::Mean), [2.0, 4.0]);
+        assert_eq!(pool(hidden.view(), Pooling::Cls), [1.0, 2.0]);
+    }
+}

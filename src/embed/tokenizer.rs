@@ -1,0 +1,86 @@
+//! The model's tokenizer, configured the way the embedder uses it: no padding, truncation at the
+//! model window. It also counts tokens for chunking and for framing budgets.
+
+use tokenizers::{Tokenizer, TruncationDirection};
+
+use super::EmbedError;
+
+/// A model tokenizer configured the way the embedder uses it: no padding, truncation at the
+/// model window. Also counts tokens for chunking and for framing budgets.
+#[derive(Clone)]
+pub struct ModelTokenizer {
+    /// No padding, no truncation (see `encode`).
+    inner: Tokenizer,
+    max_tokens: usize,
+    special_tokens: usize,
+}
+
+impl std::fmt::Debug for ModelTokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelTokenizer")
+            .field("max_tokens", &self.max_tokens)
+            .field("special_tokens", &self.special_tokens)
+            .finish()
+    }
+}
+
+impl ModelTokenizer {
+    /// Parses `tokenizer.json` bytes. `max_tokens` is the model window, special tokens included.
+    pub fn from_bytes(bytes: &[u8], max_tokens: usize) -> Result<Self, EmbedError> {
+        if max_tokens < 3 {
+            return Err(EmbedError::BadOption {
+                option: "max_tokens",
+                reason: format!("{max_tokens} is too small; the window must hold special tokens and text"),
+            });
+        }
+        let mut inner = Tokenizer::from_bytes(bytes).map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
+        inner.with_padding(None);
+        // No truncation inside the tokenizer: `encode` truncates itself (exactly as HF does for
+        // one sequence), so the same instance also counts long texts in full.
+        inner
+            .with_truncation(None)
+            .map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
+        let special_tokens = inner
+            .get_post_processor()
+            .map(|p| tokenizers::PostProcessor::added_tokens(p, false))
+            .unwrap_or(0);
+        Ok(Self {
+            inner,
+            max_tokens,
+            special_tokens,
+        })
+    }
+
+    /// The model window in tokens, special tokens included.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// How many special tokens (`[CLS]`, `[SEP]`) the model adds to every sequence.
+    pub fn special_tokens(&self) -> usize {
+        self.special_tokens
+    }
+
+    /// Token ids as the model sees them: special tokens added, truncated at the window.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let failed = |e: tokenizers::Error| EmbedError::Tokenize { reason: e.to_string() };
+        let mut encoding = self.inner.encode_fast(text, false).map_err(failed)?;
+        // What HF's truncation does for one sequence: cut the text to the window minus the
+        // special tokens, then add them.
+        let limit = self.max_tokens.saturating_sub(self.special_tokens);
+        if encoding.len() > limit {
+            encoding.truncate(limit, 0, TruncationDirection::Right);
+        }
+        let encoding = self.inner.post_process(encoding, None, true).map_err(failed)?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Number of tokens in `text` without special tokens and without truncation.
+    pub fn count(&self, text: &str) -> Result<usize, EmbedError> {
+        let encoding = self
+            .inner
+            .encode_fast(text, false)
+            .map_err(|e| EmbedError::Tokenize { reason: e.to_string() })?;
+        Ok(encoding.len())
+    }
+}

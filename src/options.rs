@@ -1,0 +1,619 @@
+//! The query vocabulary: every option, default and limit of searching, framing and asking,
+//! defined once.
+//!
+//! One JSON shape serves everywhere: the field names below, in `snake_case`, are the keys of the
+//! CLI's `--json` output, of the options and results of the JS package, and of the Worker's HTTP
+//! API. Serde does every conversion; the wasm layer exports [`defaults()`] so the package, the
+//! drop-in UI and the Worker take defaults and limits from here, never from literals of their
+//! own. The CLI's flags are the same names in kebab case (`per_document` → `--per-document`).
+//!
+//! Unknown keys are errors (`BAD_ARGUMENT`), so a misspelt option never silently falls back to a
+//! default.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::bm25::Bm25Params;
+use crate::embed::Weights;
+use crate::error_code::{error_table, ErrorCodeInfo};
+
+/// Longest query accepted, in bytes (UTF-8).
+pub const MAX_QUERY_BYTES: usize = 4096;
+/// Most results one query may ask for.
+pub const MAX_K: usize = 1000;
+/// Most candidates taken from one retriever.
+pub const MAX_DEPTH: usize = 10_000;
+/// Largest token budget for framed context.
+pub const MAX_TOKEN_BUDGET: usize = 100_000;
+/// Results of a search unless asked otherwise.
+pub const DEFAULT_K: usize = 10;
+/// Model tokens of framed context unless asked otherwise.
+pub const DEFAULT_TOKEN_BUDGET: usize = 1500;
+/// Chunks retrieved for an answer unless asked otherwise.
+pub const ASK_K: usize = 6;
+/// The cosine under which a dense candidate is no evidence for an answer, unless asked
+/// otherwise.
+pub const ASK_MIN_SIMILARITY: f32 = 0.3;
+/// Largest request body a service accepts unless configured otherwise (the Worker's
+/// `SEXTANT_MAX_REQUEST_BYTES`), in bytes.
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
+/// An option that is missing, misspelt, of the wrong type or out of range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid {name}: {reason}")]
+pub struct BadOption {
+    /// The option (or `"query"`, or `"options"` for an object that does not parse).
+    pub name: &'static str,
+    /// What is wrong and what is allowed.
+    pub reason: String,
+}
+
+fn bad(name: &'static str, reason: impl Into<String>) -> BadOption {
+    BadOption {
+        name,
+        reason: reason.into(),
+    }
+}
+
+/// Which retrievers a query uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Dense and keyword, fused with RRF. The default.
+    #[default]
+    Hybrid,
+    /// Vectors only; scores are cosine similarities.
+    Dense,
+    /// BM25 only; scores are BM25 scores.
+    Keyword,
+}
+
+impl Mode {
+    /// All modes, in the order `eval --all-modes` reports them.
+    pub const ALL: [Mode; 3] = [Mode::Hybrid, Mode::Dense, Mode::Keyword];
+    /// Their names, in the same order.
+    pub const NAMES: [&'static str; 3] = ["hybrid", "dense", "keyword"];
+
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Hybrid => Self::NAMES[0],
+            Mode::Dense => Self::NAMES[1],
+            Mode::Keyword => Self::NAMES[2],
+        }
+    }
+
+    /// Whether the mode embeds the query (and so needs the model).
+    pub fn needs_model(self) -> bool {
+        self != Mode::Keyword
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = BadOption;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| bad("mode", format!("{s:?} is not a mode; use hybrid, dense or keyword")))
+    }
+}
+
+/// How the dense retriever searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorSearch {
+    /// Exact below the bundle's `hnsw.exact_below` vectors or when `depth` exceeds
+    /// `hnsw.ef_search`; the graph otherwise. The default.
+    #[default]
+    Auto,
+    /// Always scan every vector.
+    Exact,
+    /// Always walk the graph (at most `ef_search` candidates).
+    Hnsw,
+}
+
+impl VectorSearch {
+    /// Their names.
+    pub const NAMES: [&'static str; 3] = ["auto", "exact", "hnsw"];
+}
+
+impl std::str::FromStr for VectorSearch {
+    type Err = BadOption;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "exact" => Ok(Self::Exact),
+            "hnsw" => Ok(Self::Hnsw),
+            _ => Err(bad("vector_search", format!("{s:?} is not auto, exact or hnsw"))),
+        }
+    }
+}
+
+/// Query options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchOptions {
+    /// Results wanted, 1–[`MAX_K`]. Default [`DEFAULT_K`] (10).
+    pub k: usize,
+    /// Retrievers to use. Default hybrid.
+    pub mode: Mode,
+    /// Candidates taken from each retriever before fusion, `k`–[`MAX_DEPTH`] (a smaller value
+    /// counts as `k`). Default `2·k`.
+    pub depth: Option<usize>,
+    /// Drop results whose score (fused RRF score in hybrid, cosine in dense, BM25 in keyword)
+    /// is below this. Default none.
+    pub score_threshold: Option<f32>,
+    /// Drop dense candidates whose cosine similarity is below this, before fusion (−1.0–1.0).
+    /// With it, a query unrelated to every chunk can come back empty. Default none.
+    pub min_similarity: Option<f32>,
+    /// Keep only the best chunk of each document (a document's results may then number
+    /// fewer than `k`). Default false.
+    pub per_document: bool,
+    /// Override the bundle's BM25 parameters for this query. Default: the bundle's.
+    pub bm25: Option<Bm25Params>,
+    /// Dense search method. Default auto.
+    pub vector_search: VectorSearch,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        Self {
+            k: DEFAULT_K,
+            mode: Mode::Hybrid,
+            depth: None,
+            score_threshold: None,
+            min_similarity: None,
+            per_document: false,
+            bm25: None,
+            vector_search: VectorSearch::Auto,
+        }
+    }
+}
+
+impl SearchOptions {
+    /// Candidates per retriever: `depth`, at least `k`; `2·k` by default.
+    pub fn depth(&self) -> usize {
+        self.depth.unwrap_or(self.k.saturating_mul(2)).max(self.k)
+    }
+
+    /// Checks every option against its documented range.
+    pub fn validate(&self) -> Result<(), BadOption> {
+        if !(1..=MAX_K).contains(&self.k) {
+            return Err(bad("k", format!("{} is out of range; use 1 to {MAX_K}", self.k)));
+        }
+        if self.depth.is_some_and(|d| d > MAX_DEPTH) {
+            return Err(bad(
+                "depth",
+                format!("use at most {MAX_DEPTH} candidates per retriever"),
+            ));
+        }
+        if let Some(p) = &self.bm25 {
+            p.validate().map_err(|e| bad("bm25", e.to_string()))?;
+        }
+        for (name, value) in [
+            ("score_threshold", self.score_threshold),
+            ("min_similarity", self.min_similarity),
+        ] {
+            if value.is_some_and(|v| !v.is_finite()) {
+                return Err(bad(name, "it must be a finite number"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks a query: not blank, at most [`MAX_QUERY_BYTES`] bytes.
+pub fn validate_query(query: &str) -> Result<(), BadOption> {
+    if query.trim().is_empty() {
+        return Err(bad("query", "it is empty; type some words to search for"));
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(bad(
+            "query",
+            format!("it is {} bytes long; the limit is {MAX_QUERY_BYTES}", query.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Options of loading an engine with its model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoadOptions {
+    /// How the model's int8 weights are held: `f32` (default: dequantised once at load, the
+    /// fastest queries) or `int8` (dequantised on every query: about 32 MB less memory for
+    /// all-MiniLM-L6-v2, slower queries).
+    pub weights: Weights,
+}
+
+/// Options of framing search results as LLM context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FrameOptions {
+    /// Model tokens the framed blocks may take, 1–[`MAX_TOKEN_BUDGET`]. Default
+    /// [`DEFAULT_TOKEN_BUDGET`] (1500).
+    pub token_budget: usize,
+}
+
+impl Default for FrameOptions {
+    fn default() -> Self {
+        Self {
+            token_budget: DEFAULT_TOKEN_BUDGET,
+        }
+    }
+}
+
+impl FrameOptions {
+    /// Checks the budget's range.
+    pub fn validate(&self) -> Result<(), BadOption> {
+        if !(1..=MAX_TOKEN_BUDGET).contains(&self.token_budget) {
+            return Err(bad(
+                "token_budget",
+                format!("{} is out of range; use 1 to {MAX_TOKEN_BUDGET}", self.token_budget),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Search, then frame: the search options and the token budget in one flat object.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct ContextOptions {
+    /// How to search.
+    #[serde(flatten)]
+    pub search: SearchOptions,
+    /// How to frame.
+    #[serde(flatten)]
+    pub frame: FrameOptions,
+}
+
+impl ContextOptions {
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), BadOption> {
+        self.search.validate()?;
+        self.frame.validate()
+    }
+}
+
+/// Answering a question: retrieve and frame (with an answer's defaults: [`ASK_K`] results,
+/// dense candidates under [`ASK_MIN_SIMILARITY`] dropped), then the LLM call's own settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AskOptions {
+    /// Retrieval and framing.
+    #[serde(flatten)]
+    pub context: ContextOptions,
+    /// The LLM call.
+    #[serde(flatten)]
+    pub llm: LlmSettings,
+}
+
+/// How the LLM is called (by the JS package: the core only holds the defaults and ranges).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSettings {
+    /// Milliseconds the whole LLM request may take, retries included; 0 for no limit, at most
+    /// 600000. Default 60000.
+    pub timeout_ms: u64,
+    /// Tries for answers 429 and 5xx, 1–10. Default 3.
+    pub max_tries: u32,
+    /// Sampling temperature sent to the LLM, 0–2. Default 0.
+    pub temperature: f32,
+    /// Longest answer accepted, in bytes of UTF-8; a longer one ends with `LLM_INCOMPLETE`.
+    /// Default 262144 (256 KiB), at least 1.
+    pub max_answer_bytes: usize,
+    /// Longest line of the LLM's event stream, in bytes; a longer one ends with
+    /// `LLM_BAD_RESPONSE`. Default 1048576 (1 MiB), at least 1024.
+    pub max_sse_line_bytes: usize,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 60_000,
+            max_tries: 3,
+            temperature: 0.0,
+            max_answer_bytes: 256 * 1024,
+            max_sse_line_bytes: 1024 * 1024,
+        }
+    }
+}
+
+impl LlmSettings {
+    /// Checks every setting.
+    pub fn validate(&self) -> Result<(), BadOption> {
+        if self.timeout_ms > 600_000 {
+            return Err(bad("timeout_ms", "use at most 600000 (10 minutes), or 0 for no limit"));
+        }
+        if !(1..=10).contains(&self.max_tries) {
+            return Err(bad(
+                "max_tries",
+                format!("{} is out of range; use 1 to 10", self.max_tries),
+            ));
+        }
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return Err(bad(
+                "temperature",
+                format!("{} is out of range; use 0 to 2", self.temperature),
+            ));
+        }
+        if self.max_answer_bytes == 0 {
+            return Err(bad("max_answer_bytes", "use at least 1"));
+        }
+        if self.max_sse_line_bytes < 1024 {
+            return Err(bad("max_sse_line_bytes", "use at least 1024"));
+        }
+        Ok(())
+    }
+}
+
+impl Default for AskOptions {
+    fn default() -> Self {
+        Self {
+            context: ContextOptions {
+                search: SearchOptions {
+                    k: ASK_K,
+                    min_similarity: Some(ASK_MIN_SIMILARITY),
+                    ..SearchOptions::default()
+                },
+                frame: FrameOptions::default(),
+            },
+            llm: LlmSettings::default(),
+        }
+    }
+}
+
+impl AskOptions {
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), BadOption> {
+        self.context.validate()?;
+        self.llm.validate()
+    }
+}
+
+/// Parses options given as a JSON object over `defaults` (keys not given keep the default), with
+/// unknown keys refused, then validates them. `null` or an absent object means all defaults.
+pub fn parse_over<T: Serialize + DeserializeOwned>(
+    defaults: &T,
+    given: Option<serde_json::Value>,
+    what: &'static str,
+) -> Result<T, BadOption> {
+    let given = match given {
+        None | Some(serde_json::Value::Null) => return to_round_trip(defaults, what),
+        Some(serde_json::Value::Object(map)) => map,
+        Some(other) => return Err(bad(what, format!("expected an object of options, got {other}"))),
+    };
+    let mut merged = match serde_json::to_value(defaults) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => return Err(bad(what, "the defaults are not an object")),
+    };
+    // Unknown keys: the merged object holds every known key, so anything else is a typo.
+    if let Some(unknown) = given.keys().find(|k| !merged.contains_key(*k)) {
+        let mut known: Vec<&String> = merged.keys().collect();
+        known.sort();
+        let known: Vec<&str> = known.into_iter().map(String::as_str).collect();
+        return Err(bad(
+            what,
+            format!("unknown option {unknown:?}; the options are {}", known.join(", ")),
+        ));
+    }
+    merged.extend(given);
+    serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| bad(what, e.to_string()))
+}
+
+fn to_round_trip<T: Serialize + DeserializeOwned>(value: &T, what: &'static str) -> Result<T, BadOption> {
+    serde_json::to_value(value)
+        .and_then(serde_json::from_value)
+        .map_err(|e| bad(what, e.to_string()))
+}
+
+/// Deserialises `A` and `B` from one flat object: the keys `B` has (those of its serialised
+/// default) go to `B`, the rest to `A`, which refuses unknown ones. (`#[serde(flatten)]` cannot
+/// refuse unknown keys, so the flat option objects are split here, each half by its own type.)
+fn split_flat<'de, D, A, B>(deserializer: D) -> Result<(A, B), D::Error>
+where
+    D: Deserializer<'de>,
+    A: DeserializeOwned,
+    B: DeserializeOwned + Serialize + Default,
+{
+    use serde::de::Error;
+    let mut rest = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+    let mut own = serde_json::Map::new();
+    if let Ok(serde_json::Value::Object(known)) = serde_json::to_value(B::default()) {
+        for key in known.keys() {
+            if let Some(value) = rest.remove(key) {
+                own.insert(key.clone(), value);
+            }
+        }
+    }
+    let a = A::deserialize(serde_json::Value::Object(rest)).map_err(D::Error::custom)?;
+    let b = B::deserialize(serde_json::Value::Object(own)).map_err(D::Error::custom)?;
+    Ok((a, b))
+}
+
+impl<'de> Deserialize<'de> for ContextOptions {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (search, frame) = split_flat(deserializer)?;
+        Ok(Self { search, frame })
+    }
+}
+
+impl<'de> Deserialize<'de> for AskOptions {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (context, llm) = split_flat(deserializer)?;
+        Ok(Self { context, llm })
+    }
+}
+
+/// The limits of the query vocabulary, for callers that check early (the UI, the Worker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// [`MAX_QUERY_BYTES`].
+    pub max_query_bytes: usize,
+    /// [`MAX_K`].
+    pub max_k: usize,
+    /// [`MAX_DEPTH`].
+    pub max_depth: usize,
+    /// [`MAX_TOKEN_BUDGET`].
+    pub max_token_budget: usize,
+    /// [`MAX_REQUEST_BYTES`].
+    pub max_request_bytes: usize,
+}
+
+/// Everything a JS caller needs to know without restating it: defaults, limits, the error codes
+/// and the prompt texts. The package exports it as `defaults()`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Defaults {
+    /// `load()`.
+    pub load: LoadOptions,
+    /// `search()`.
+    pub search: SearchOptions,
+    /// `frame()`.
+    pub frame: FrameOptions,
+    /// `context()`.
+    pub context: ContextOptions,
+    /// `ask()`.
+    pub ask: AskOptions,
+    /// The limits.
+    pub limits: Limits,
+    /// Every error code with its HTTP status.
+    pub error_codes: Vec<ErrorCodeInfo>,
+    /// The system prompt sent with framed context.
+    pub system_prompt: &'static str,
+    /// The answer given without calling the LLM when nothing relevant was retrieved.
+    pub refusal: &'static str,
+}
+
+/// The defaults, limits, error codes and prompts.
+pub fn defaults() -> Defaults {
+    Defaults {
+        load: LoadOptions::default(),
+        search: SearchOptions::default(),
+        frame: FrameOptions::default(),
+        context: ContextOptions::default(),
+        ask: AskOptions::default(),
+        limits: Limits {
+            max_query_bytes: MAX_QUERY_BYTES,
+            max_k: MAX_K,
+            max_depth: MAX_DEPTH,
+            max_token_budget: MAX_TOKEN_BUDGET,
+            max_request_bytes: MAX_REQUEST_BYTES,
+        },
+        error_codes: error_table(),
+        system_prompt: crate::prompt::SYSTEM_PROMPT,
+        refusal: crate::prompt::REFUSAL,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mode_names_are_the_serde_names() {
+        for (mode, name) in Mode::ALL.into_iter().zip(Mode::NAMES) {
+            assert_eq!(serde_json::to_value(mode).unwrap(), json!(name));
+            assert_eq!(name.parse::<Mode>().unwrap(), mode);
+        }
+        assert_eq!("fuzzy".parse::<Mode>().unwrap_err().name, "mode");
+        for name in VectorSearch::NAMES {
+            let parsed: VectorSearch = name.parse().unwrap();
+            assert_eq!(serde_json::to_value(parsed).unwrap(), json!(name));
+        }
+    }
+
+    #[test]
+    fn options_parse_over_defaults_and_refuse_unknown_keys() {
+        let o: SearchOptions = parse_over(
+            &SearchOptions::default(),
+            Some(json!({"k": 3, "per_document": true})),
+            "search options",
+        )
+        .unwrap();
+        assert_eq!((o.k, o.per_document, o.mode), (3, true, Mode::Hybrid));
+        let e = parse_over(&SearchOptions::default(), Some(json!({"kk": 3})), "search options").unwrap_err();
+        assert!(
+            e.reason.contains("unknown option \"kk\"") && e.reason.contains("per_document"),
+            "{e}"
+        );
+        let e = parse_over(&SearchOptions::default(), Some(json!({"k": "ten"})), "search options").unwrap_err();
+        assert!(e.reason.contains("invalid type"), "{e}");
+        let e = parse_over(&SearchOptions::default(), Some(json!([1])), "search options").unwrap_err();
+        assert!(e.reason.contains("expected an object"), "{e}");
+        let none: SearchOptions = parse_over(&SearchOptions::default(), None, "search options").unwrap();
+        assert_eq!(none, SearchOptions::default());
+    }
+
+    #[test]
+    fn context_and_ask_options_are_flat_with_their_own_defaults() {
+        let c: ContextOptions = parse_over(
+            &ContextOptions::default(),
+            Some(json!({"token_budget": 400, "k": 4})),
+            "context options",
+        )
+        .unwrap();
+        assert_eq!((c.frame.token_budget, c.search.k), (400, 4));
+        let e = parse_over(
+            &ContextOptions::default(),
+            Some(json!({"timeout_ms": 5})),
+            "context options",
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("unknown option"), "{e}");
+        let a: AskOptions = parse_over(
+            &AskOptions::default(),
+            Some(json!({"timeout_ms": 5, "mode": "keyword"})),
+            "ask options",
+        )
+        .unwrap();
+        assert_eq!(a.llm.timeout_ms, 5);
+        assert_eq!(
+            a.context.search.k, ASK_K,
+            "ask keeps its own defaults for what is not given"
+        );
+        assert_eq!(a.context.search.min_similarity, Some(ASK_MIN_SIMILARITY));
+        assert_eq!(a.context.search.mode, Mode::Keyword);
+        let flat = serde_json::to_value(AskOptions::default()).unwrap();
+        for key in ["k", "token_budget", "timeout_ms", "max_answer_bytes"] {
+            assert!(flat.get(key).is_some(), "{key} missing from {flat}");
+        }
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        let o = |v: serde_json::Value| {
+            parse_over(&SearchOptions::default(), Some(v), "search options")
+                .unwrap()
+                .validate()
+        };
+        assert_eq!(o(json!({"k": 0})).unwrap_err().name, "k");
+        assert_eq!(o(json!({"k": 1001})).unwrap_err().name, "k");
+        assert_eq!(o(json!({"depth": 10001})).unwrap_err().name, "depth");
+        assert_eq!(o(json!({"bm25": {"k1": 11.0, "b": 0.5}})).unwrap_err().name, "bm25");
+        assert!(o(json!({"k": 1000, "depth": 10000})).is_ok());
+        assert_eq!(
+            FrameOptions { token_budget: 0 }.validate().unwrap_err().name,
+            "token_budget"
+        );
+        let mut ask = AskOptions::default();
+        ask.llm.max_tries = 0;
+        assert_eq!(ask.validate().unwrap_err().name, "max_tries");
+        assert!(validate_query("  ").is_err());
+        assert!(validate_query(&"a".repeat(MAX_QUERY_BYTES)).is_ok());
+        assert!(validate_query(&"a".repeat(MAX_QUERY_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn depth_defaults_to_twice_k_and_never_below_k() {
+        let mut o = SearchOptions {
+            k: 7,
+            ..SearchOptions::default()
+        };
+        assert_eq!(o.depth(), 14);
+        o.depth = Some(3);
+        assert_eq!(o.depth(), 7);
+        o.depth = Some(50);
+        assert_eq!(o.depth(), 50);
+    }
+}

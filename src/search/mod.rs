@@ -1,0 +1,451 @@
+//! Queries over a loaded bundle: keyword (BM25), dense (vectors) or hybrid (both, fused with
+//! reciprocal rank fusion), and framing their results as LLM context.
+//!
+//! A query runs the steps of [`pipeline`]: each retriever takes its top `depth` chunks (`depth`
+//! defaults to `2·k`), hybrid fuses them with RRF (k = 60), then results under `score_threshold`
+//! are dropped, with `per_document` only the best chunk of each document is kept, and the first
+//! `k` are assembled. The options are [`crate::options::SearchOptions`].
+
+pub mod pipeline;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyzer::Analyzer;
+use crate::bundle::{check_model, Bundle, BundleError, Manifest};
+use crate::digest::sha256_hex;
+use crate::embed::{EmbedError, Embedder, TextKind, TractEmbedder, Weights};
+use crate::error_code::ErrorCode;
+use crate::frame::{frame, FrameChunk, Framed};
+use crate::options::{validate_query, AskOptions, BadOption, ContextOptions, FrameOptions, Mode, SearchOptions};
+use crate::prompt::{chat_messages, ChatMessage, REFUSAL, SYSTEM_PROMPT};
+use crate::vector::VectorMethod;
+use pipeline::{assemble, dense_candidates, filter, fuse, keyword_candidates, vector_method, Ranked};
+
+/// Why a query failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// An argument is out of range.
+    #[error("invalid {name}: {reason}")]
+    BadArgument {
+        /// The argument.
+        name: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// Dense or hybrid search without a model.
+    #[error(
+        "{mode} needs the embedding model; load the engine with model.onnx and tokenizer.json, or use mode keyword"
+    )]
+    NoModel {
+        /// What was asked for (`hybrid search`, `dense search`, `framing`).
+        mode: &'static str,
+    },
+    /// Embedding the query failed.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+impl From<BadOption> for SearchError {
+    fn from(e: BadOption) -> Self {
+        SearchError::BadArgument {
+            name: e.name,
+            reason: e.reason,
+        }
+    }
+}
+
+impl SearchError {
+    /// A stable, machine-readable code: `BAD_ARGUMENT`, `NO_MODEL`, or the embedder's code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            SearchError::BadArgument { .. } => ErrorCode::BadArgument,
+            SearchError::NoModel { .. } => ErrorCode::NoModel,
+            SearchError::Embed(e) => e.code(),
+        }
+    }
+}
+
+/// Why a model could not be attached to an engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The model is not the bundle's, or the bundle is unreadable.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The model files cannot be loaded.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+impl EngineError {
+    /// The code of the underlying error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            EngineError::Bundle(e) => e.code(),
+            EngineError::Embed(e) => e.code(),
+        }
+    }
+}
+
+/// A chunk's place in one retriever's list.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RetrieverHit {
+    /// 1-based rank in that retriever's candidates.
+    pub rank: u32,
+    /// That retriever's score (cosine or BM25).
+    pub score: f32,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// 1-based position in the results.
+    pub rank: u32,
+    /// Chunk id, `{document id}#{index}`.
+    pub chunk_id: String,
+    /// Document id.
+    pub doc_id: String,
+    /// Document title.
+    pub title: String,
+    /// Document source path.
+    pub source: String,
+    /// URL or source with the heading's `#anchor`.
+    pub url: String,
+    /// Breadcrumb of headings.
+    pub heading_path: Vec<String>,
+    /// Chunk text.
+    pub text: String,
+    /// The mode's score: fused RRF score (hybrid), cosine (dense) or BM25 (keyword).
+    pub score: f32,
+    /// Rank and cosine in the dense candidates, if the chunk was among them.
+    pub dense: Option<RetrieverHit>,
+    /// Rank and BM25 score in the keyword candidates, if the chunk was among them.
+    pub keyword: Option<RetrieverHit>,
+}
+
+/// Milliseconds spent in each stage of a query (all zero without a clock).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct StageTimings {
+    /// Tokenising and embedding the query.
+    pub embed_ms: f64,
+    /// BM25.
+    pub keyword_ms: f64,
+    /// Vector search.
+    pub vector_ms: f64,
+    /// Fusion, filtering and assembling results.
+    pub fusion_ms: f64,
+    /// Everything.
+    pub total_ms: f64,
+}
+
+/// Results and how they were found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResponse {
+    /// Results, best first.
+    pub results: Vec<SearchResult>,
+    /// Time per stage.
+    pub timings: StageTimings,
+    /// Dense method used, if the dense retriever ran.
+    pub vector_method: Option<VectorMethod>,
+}
+
+/// Framed context for a question: the results, the blocks that fit the budget, and the exact chat
+/// messages to send to an LLM. What `sextant frame --json` prints and `context()` returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextResponse {
+    /// The search results, best first (some may not fit the budget: see `omitted`).
+    pub results: Vec<SearchResult>,
+    /// The `<retrieved_context>` blocks, joined by newlines.
+    pub context: String,
+    /// Chunk ids framed, in order.
+    pub included: Vec<String>,
+    /// Chunk ids left out because they did not fit the budget.
+    pub omitted: Vec<String>,
+    /// Model tokens used.
+    pub tokens: usize,
+    /// The budget.
+    pub budget: usize,
+    /// The system prompt (the first message starts with it).
+    pub system_prompt: String,
+    /// The chat messages to send: the system prompt with the context, then the question.
+    pub messages: Vec<ChatMessage>,
+    /// Nothing was framed, so there is no evidence: an answer should be `refusal`, without
+    /// calling the LLM.
+    pub refused: bool,
+    /// The answer to give when `refused`.
+    pub refusal: String,
+    /// Time per stage of the search.
+    pub timings: StageTimings,
+}
+
+/// A monotonic clock in milliseconds. The core reads no clock itself: the CLI passes
+/// `Instant`-based time, wasm passes `performance.now()`.
+pub trait Clock {
+    /// Milliseconds since an arbitrary origin.
+    fn now_ms(&self) -> f64;
+}
+
+/// A clock that always says 0 (timings come out zero).
+pub struct NoClock;
+
+impl Clock for NoClock {
+    fn now_ms(&self) -> f64 {
+        0.0
+    }
+}
+
+/// A loaded bundle, ready to search; with a model attached it also does dense and hybrid search.
+pub struct Engine {
+    bundle: Bundle,
+    analyzer: Analyzer,
+    embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("chunks", &self.bundle.chunks.len())
+            .field("model", &self.embedder.is_some())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// An engine over a bundle, without a model (keyword search only until one is attached).
+    pub fn new(bundle: Bundle) -> Self {
+        Self {
+            bundle,
+            analyzer: Analyzer::english(),
+            embedder: None,
+        }
+    }
+
+    /// Reads a bundle from bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, BundleError> {
+        Ok(Self::new(Bundle::from_bytes(bytes)?))
+    }
+
+    /// Loads the bundle's model from the bytes of `model.onnx` and `tokenizer.json` and attaches
+    /// it: the digests are checked first (a wrong model fails fast, before the slow load), then
+    /// the model is run the way the bundle says (pooling, window, prefixes), its weights held as
+    /// `weights` says. The model bytes are freed as soon as they are parsed.
+    pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], weights: Weights) -> Result<(), EngineError> {
+        self.bundle.check_model(&sha256_hex(&model), &sha256_hex(tokenizer))?;
+        let options = self.bundle.manifest.model.options();
+        let embedder = TractEmbedder::from_vec_with(model, tokenizer, &options, weights)?;
+        self.attach_model(Arc::new(embedder))?;
+        Ok(())
+    }
+
+    /// Attaches an embedding model after checking it is the one the bundle was built with
+    /// (file digests, and the same pooling, normalisation, window and prefixes).
+    pub fn attach_model(&mut self, embedder: Arc<dyn Embedder>) -> Result<(), BundleError> {
+        let spec = embedder.spec();
+        let manifest = &self.bundle.manifest;
+        check_model(manifest, &spec.sha256, &spec.tokenizer_sha256)?;
+        let mut expected = manifest.model.clone();
+        expected.sha256.clone_from(&spec.sha256);
+        expected.tokenizer_sha256.clone_from(&spec.tokenizer_sha256);
+        if &expected != spec {
+            return Err(BundleError::ModelMismatch {
+                what: "model options",
+                expected: format!("{:?}", manifest.model),
+                actual: format!("{spec:?}"),
+            });
+        }
+        self.embedder = Some(embedder);
+        Ok(())
+    }
+
+    /// The embedder, if attached.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// The bundle.
+    pub fn bundle(&self) -> &Bundle {
+        &self.bundle
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.bundle.manifest
+    }
+
+    fn embedder_for(&self, what: &'static str) -> Result<&Arc<dyn Embedder>, SearchError> {
+        self.embedder.as_ref().ok_or(SearchError::NoModel { mode: what })
+    }
+
+    /// Searches with the embedder attached. See the module docs for the pipeline.
+    pub fn search(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+        clock: &dyn Clock,
+    ) -> Result<SearchResponse, SearchError> {
+        let start = clock.now_ms();
+        validate_query(query)?;
+        options.validate()?;
+        let query_vector = if options.mode.needs_model() {
+            let embedder = self.embedder_for(needs_model_for(options.mode))?;
+            Some(embedder.embed(query, TextKind::Query)?)
+        } else {
+            None
+        };
+        let embedded = clock.now_ms();
+        let mut response = self.run(query, query_vector.as_deref(), options, clock)?;
+        response.timings.embed_ms = embedded - start;
+        response.timings.total_ms = clock.now_ms() - start;
+        Ok(response)
+    }
+
+    /// Searches with a query vector computed elsewhere (`None` is allowed in keyword mode).
+    pub fn search_with_vector(
+        &self,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        options: &SearchOptions,
+        clock: &dyn Clock,
+    ) -> Result<SearchResponse, SearchError> {
+        validate_query(query)?;
+        options.validate()?;
+        self.run(query, query_vector, options, clock)
+    }
+
+    /// The pipeline on validated input.
+    fn run(
+        &self,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        options: &SearchOptions,
+        clock: &dyn Clock,
+    ) -> Result<SearchResponse, SearchError> {
+        let start = clock.now_ms();
+        let depth = options.depth();
+        let mut timings = StageTimings::default();
+
+        let keyword: Ranked = if options.mode == Mode::Dense {
+            Vec::new()
+        } else {
+            let t = clock.now_ms();
+            let terms = self.analyzer.terms(query);
+            let params = options.bm25.unwrap_or(self.bundle.manifest.bm25);
+            let hits = keyword_candidates(&self.bundle.bm25, &terms, params, depth);
+            timings.keyword_ms = clock.now_ms() - t;
+            hits
+        };
+
+        let mut method_used = None;
+        let dense: Ranked = if options.mode == Mode::Keyword {
+            Vec::new()
+        } else {
+            let vector = query_vector.ok_or(SearchError::NoModel {
+                mode: needs_model_for(options.mode),
+            })?;
+            let dims = self.bundle.vectors.dims();
+            if vector.len() != dims {
+                return Err(SearchError::BadArgument {
+                    name: "query vector",
+                    reason: format!(
+                        "it has {} dimensions but the bundle's vectors have {dims}",
+                        vector.len()
+                    ),
+                });
+            }
+            let t = clock.now_ms();
+            let method = vector_method(
+                options.vector_search,
+                self.bundle.vectors.len(),
+                depth,
+                &self.bundle.manifest.hnsw,
+            );
+            let hits = dense_candidates(&self.bundle.vectors, vector, depth, method, options.min_similarity);
+            method_used = Some(method);
+            timings.vector_ms = clock.now_ms() - t;
+            hits
+        };
+
+        let t = clock.now_ms();
+        let chunks = &self.bundle.chunks;
+        let kept = filter(
+            fuse(options.mode, &dense, &keyword),
+            options.k,
+            options.score_threshold,
+            options.per_document,
+            |chunk| chunks.get(chunk as usize).map(|c| c.doc),
+        );
+        let results = assemble(&self.bundle, &kept, &dense, &keyword);
+        timings.fusion_ms = clock.now_ms() - t;
+        timings.total_ms = clock.now_ms() - start;
+        Ok(SearchResponse {
+            results,
+            timings,
+            vector_method: method_used,
+        })
+    }
+
+    /// Frames results as LLM context (needs the model's tokenizer to count tokens).
+    pub fn frame(&self, results: &[SearchResult], options: &FrameOptions) -> Result<Framed, SearchError> {
+        let chunks: Vec<FrameChunk> = results
+            .iter()
+            .map(|r| FrameChunk {
+                chunk_id: r.chunk_id.clone(),
+                source: r.url.clone(),
+                text: r.text.clone(),
+            })
+            .collect();
+        self.frame_chunks(&chunks, options)
+    }
+
+    /// Frames chunks as LLM context within the options' token budget.
+    pub fn frame_chunks(&self, chunks: &[FrameChunk], options: &FrameOptions) -> Result<Framed, SearchError> {
+        options.validate()?;
+        let tokenizer = self.embedder_for("framing")?.tokenizer();
+        Ok(frame(chunks, options.token_budget, &|s: &str| tokenizer.count(s))?)
+    }
+
+    /// Searches for a question and frames the results: what an LLM needs to answer it.
+    pub fn context(
+        &self,
+        question: &str,
+        options: &ContextOptions,
+        clock: &dyn Clock,
+    ) -> Result<ContextResponse, SearchError> {
+        options.frame.validate()?;
+        let response = self.search(question, &options.search, clock)?;
+        let framed = self.frame(&response.results, &options.frame)?;
+        Ok(ContextResponse {
+            messages: chat_messages(question, &framed.context),
+            refused: framed.included.is_empty(),
+            refusal: REFUSAL.to_string(),
+            system_prompt: SYSTEM_PROMPT.to_string(),
+            results: response.results,
+            context: framed.context,
+            included: framed.included,
+            omitted: framed.omitted,
+            tokens: framed.tokens,
+            budget: framed.budget,
+            timings: response.timings,
+        })
+    }
+
+    /// [`Engine::context`] with an answer's options (validated whole, LLM settings included).
+    pub fn ask_context(
+        &self,
+        question: &str,
+        options: &AskOptions,
+        clock: &dyn Clock,
+    ) -> Result<ContextResponse, SearchError> {
+        options.validate()?;
+        self.context(question, &options.context, clock)
+    }
+}
+
+fn needs_model_for(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Hybrid => "hybrid search",
+        Mode::Dense => "dense search",
+        Mode::Keyword => "keyword search",
+    }
+}

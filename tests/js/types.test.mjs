@@ -1,0 +1,117 @@
+// index.d.ts checked against the code: it compiles a typed use of every call (tsc --noEmit
+// --strict), and what it declares — exports, methods, option and result fields, error codes —
+// is exactly what the built package has at run time and what the core's defaults() lists.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { consumerProject, importPackage, fixtures, modelDir, root } from './harness.mjs';
+import { startLlmServer } from './llm-server.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const ts = createRequire(import.meta.url)('typescript');
+let api;
+let declared;
+
+/** The declarations of index.d.ts: exported names, class members, interface fields, unions. */
+function declarations(file) {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const out = { values: new Set(), classes: {}, interfaces: {}, aliases: {} };
+  const name = (n) => n.name?.getText(source);
+  for (const node of source.statements) {
+    if (ts.isFunctionDeclaration(node)) out.values.add(name(node));
+    if (ts.isClassDeclaration(node)) {
+      out.values.add(name(node));
+      out.classes[name(node)] = node.members.filter((m) => m.name && !ts.isConstructorDeclaration(m) && !(m.modifiers ?? []).some((x) => x.kind === ts.SyntaxKind.PrivateKeyword)).map(name);
+    }
+    if (ts.isInterfaceDeclaration(node)) {
+      const parents = (node.heritageClauses ?? []).flatMap((h) => h.types.map((t) => t.expression.getText(source)));
+      out.interfaces[name(node)] = { fields: node.members.map(name), parents };
+    }
+    if (ts.isTypeAliasDeclaration(node)) out.aliases[name(node)] = node.type;
+  }
+  const fields = (interfaceName) => {
+    const i = out.interfaces[interfaceName];
+    return [...(i?.parents ?? []).flatMap(fields), ...(i?.fields ?? [])];
+  };
+  const unionLiterals = (aliasName) => out.aliases[aliasName].types.map((t) => t.literal.text);
+  const intersection = (aliasName) => out.aliases[aliasName].types.flatMap((t) => fields(t.typeName.getText(source)));
+  return { ...out, fields, unionLiterals, intersection };
+}
+
+before(async () => {
+  api = await importPackage();
+  await api.ready();
+  declared = declarations(path.join(consumerProject(), 'node_modules/sextant-search/index.d.ts'));
+});
+
+test('a typed use of every call compiles with tsc --strict', () => {
+  const project = consumerProject();
+  copyFileSync(path.join(here, 'types/usage.ts'), path.join(project, 'usage.ts'));
+  const tsc = path.join(here, 'node_modules/typescript/bin/tsc');
+  try {
+    execFileSync(process.execPath, [tsc, '--noEmit', '--strict', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', '', 'usage.ts'], { cwd: project, stdio: 'pipe' });
+  } catch (e) {
+    assert.fail(`tsc found errors:\n${e.stdout}${e.stderr}`);
+  }
+});
+
+test('the declared exports and Sextant methods are the package\'s', async () => {
+  const runtime = Object.keys(api).filter((k) => k !== 'default').sort();
+  assert.deepEqual([...declared.values].sort(), runtime);
+  const methods = Object.getOwnPropertyNames(api.Sextant.prototype).filter((m) => m !== 'constructor');
+  assert.deepEqual(declared.classes.Sextant.sort(), ['load', ...methods].sort());
+});
+
+test('declared option fields are the core\'s, and the error codes its table', () => {
+  const d = api.defaults();
+  const keys = (o) => Object.keys(o).sort();
+  assert.deepEqual(declared.fields('SearchOptions').sort(), keys(d.search));
+  assert.deepEqual(declared.fields('FrameOptions').sort(), keys(d.frame));
+  assert.deepEqual(declared.intersection('ContextOptions').sort(), keys(d.context));
+  const jsOnly = ['llm', 'signal', 'on_context', 'on_token', 'on_retry', 'fetch', 'random'];
+  assert.deepEqual(declared.fields('AskOptions').filter((f) => !jsOnly.includes(f)).sort(), keys(d.ask));
+  assert.deepEqual(declared.fields('LoadOptions').filter((f) => !['bundle', 'model', 'tokenizer', 'on_progress', 'fetch'].includes(f)).sort(), keys(d.load));
+  assert.deepEqual(declared.unionLiterals('ErrorCode').sort(), d.error_codes.map((c) => c.code).sort());
+  assert.deepEqual(declared.fields('Defaults').sort(), keys(d));
+});
+
+test('declared result fields are what the package returns', async () => {
+  const bundle = await readFile(path.join(fixtures, 'golden-v1.sxt'));
+  const sextant = await api.Sextant.load({
+    bundle,
+    model: await readFile(path.join(modelDir, 'model.onnx')),
+    tokenizer: await readFile(path.join(modelDir, 'tokenizer.json')),
+  });
+  const llm = await startLlmServer();
+  try {
+    const keys = (o) => Object.keys(o).sort();
+    const response = sextant.search('fog horn', { k: 2 });
+    assert.deepEqual(declared.fields('SearchResponse').sort(), keys(response));
+    assert.deepEqual(declared.fields('SearchResult').sort(), keys(response.results[0]));
+    assert.deepEqual(declared.fields('StageTimings').sort(), keys(response.timings));
+    assert.deepEqual(declared.fields('Framed').sort(), keys(sextant.frame(response.results)));
+    assert.deepEqual(declared.fields('ContextResponse').sort(), keys(sextant.context('fog horn')));
+    const answer = await sextant.ask('what does the fog horn do', { llm: { base_url: llm.baseUrl, model: 'm' } });
+    assert.deepEqual(declared.fields('Answer').sort(), keys(answer));
+    assert.deepEqual(declared.fields('CitationReport').sort(), keys(api.verifyCitations('x [a#1]', ['a#1'])));
+  } finally {
+    sextant.free();
+    await llm.close();
+  }
+});
+
+test('the package README says what the code does: no option name it does not know', () => {
+  const d = api.defaults();
+  const known = new Set([...Object.keys(d.ask), ...Object.keys(d.load), 'llm', 'signal', 'on_context', 'on_token', 'on_retry', 'on_progress', 'fetch', 'random', 'bundle', 'model', 'tokenizer', 'base_url', 'api_key', 'headers']);
+  for (const readme of ['pkg-template/README.md', 'www/content/js-api.md']) {
+    const text = readFileSync(path.join(root, readme), 'utf8');
+    for (const [, option] of text.matchAll(/\b(on[A-Z]\w+|[a-z]+[A-Z]\w*)\s*:/g)) {
+      assert.fail(`${readme} names the option ${option}, which is camelCase; the options are ${[...known].join(', ')}`);
+    }
+  }
+});
