@@ -111,6 +111,40 @@ fn split_ids(inside: &str) -> Vec<&str> {
     parts
 }
 
+/// Most separators one sent id may hold (`a;b,c.md#0` holds two) when it is cited among others.
+const MAX_SEPARATORS_IN_ID: usize = 7;
+
+/// The ids cited inside one bracket: the longest runs of parts that are sent ids first (an id
+/// may hold `,` or `;`), then parts shaped like chunk ids.
+fn ids_in(inside: &str, known: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    if let Some(id) = known(&clean(inside)) {
+        return vec![id];
+    }
+    let parts = split_ids(inside);
+    let offset = |part: &str| part.as_ptr() as usize - inside.as_ptr() as usize;
+    let mut ids = Vec::new();
+    let mut i = 0;
+    while let Some(first) = parts.get(i) {
+        let start = offset(first);
+        let last = (i + MAX_SEPARATORS_IN_ID).min(parts.len() - 1);
+        let joined = (i + 1..=last).rev().find_map(|j| {
+            let end = offset(parts[j]) + parts[j].len();
+            known(&clean(&inside[start..end])).map(|id| (id, j))
+        });
+        if let Some((id, j)) = joined {
+            ids.push(id);
+            i = j + 1;
+            continue;
+        }
+        let part = clean(first);
+        if let Some(id) = known(&part).or_else(|| looks_like_chunk_id(&part).then_some(part)) {
+            ids.push(id);
+        }
+        i += 1;
+    }
+    ids
+}
+
 /// A cited token without a `chunk_id:` prefix, quotes and entities.
 fn clean(part: &str) -> String {
     let part = part.trim();
@@ -144,17 +178,7 @@ fn spans_with(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Vec<Citat
         if answer[end..].starts_with('(') {
             continue; // a Markdown link
         }
-        let whole = clean(inside);
-        let chunk_ids: Vec<String> = match known(&whole) {
-            Some(id) => vec![id],
-            None => split_ids(inside)
-                .into_iter()
-                .filter_map(|part| {
-                    let part = clean(part);
-                    known(&part).or_else(|| looks_like_chunk_id(&part).then_some(part))
-                })
-                .collect(),
-        };
+        let chunk_ids = ids_in(inside, known);
         if !chunk_ids.is_empty() {
             out.push(CitationSpan {
                 start: open,
@@ -295,6 +319,9 @@ mod tests {
         }
         let both = verify_citations("[Q&amp;A.md#0; my notes.md#2]", &ids);
         assert_eq!(both.valid, ["Q&A.md#0", "my notes.md#2"]);
+        let grouped = verify_citations("[a;b.md#1; Q&A.md#0, x#3]", &ids);
+        assert_eq!(grouped.valid, ["a;b.md#1", "Q&A.md#0"]);
+        assert_eq!(grouped.unknown, ["x#3"]);
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub const DEFAULT_TOKEN_BUDGET: usize = 1500;
 pub const ASK_K: usize = 6;
 /// The cosine under which a dense candidate is no evidence for an answer, unless asked
 /// otherwise.
-pub const ASK_MIN_SIMILARITY: f32 = 0.3;
+pub const ASK_MIN_SIMILARITY: f64 = 0.3;
 /// Largest request body a service accepts unless configured otherwise (the Worker's
 /// `SEXTANT_MAX_REQUEST_BYTES`), in bytes.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
@@ -143,10 +143,10 @@ pub struct SearchOptions {
     pub depth: Option<usize>,
     /// Drop results whose score (fused RRF score in hybrid, cosine in dense, BM25 in keyword)
     /// is below this. Default none.
-    pub score_threshold: Option<f32>,
+    pub score_threshold: Option<f64>,
     /// Drop dense candidates whose cosine similarity is below this, before fusion (−1.0–1.0).
     /// With it, a query unrelated to every chunk can come back empty. Default none.
-    pub min_similarity: Option<f32>,
+    pub min_similarity: Option<f64>,
     /// Keep only the best chunk of each document (a document's results may then number
     /// fewer than `k`). Default false.
     pub per_document: bool,
@@ -298,7 +298,7 @@ pub struct LlmSettings {
     /// Tries for answers 429 and 5xx, 1–10. Default 3.
     pub max_tries: u32,
     /// Sampling temperature sent to the LLM, 0–2. Default 0.
-    pub temperature: f32,
+    pub temperature: f64,
     /// Longest answer accepted, in bytes of UTF-8; a longer one ends with `LLM_INCOMPLETE`.
     /// Default 262144 (256 KiB), at least 1.
     pub max_answer_bytes: usize,

@@ -32,10 +32,10 @@ pub struct SearchFlags {
     pub depth: Option<usize>,
     /// Drop results scoring below this (RRF score in hybrid, cosine in dense, BM25 in keyword).
     #[arg(long)]
-    pub score_threshold: Option<f32>,
+    pub score_threshold: Option<f64>,
     /// Drop dense candidates whose cosine similarity is below this, before fusion.
     #[arg(long)]
-    pub min_similarity: Option<f32>,
+    pub min_similarity: Option<f64>,
     /// Keep only the best chunk of each document.
     #[arg(long)]
     pub per_document: bool,

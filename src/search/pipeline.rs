@@ -45,14 +45,14 @@ pub fn dense_candidates(
     query: &[f32],
     depth: usize,
     method: VectorMethod,
-    min_similarity: Option<f32>,
+    min_similarity: Option<f64>,
 ) -> Ranked {
     let hits = match method {
         VectorMethod::Exact => index.search_exact(query, depth),
         VectorMethod::Hnsw => index.search_hnsw(query, depth, &mut instant_distance::Search::default()),
     };
     hits.into_iter()
-        .filter(|h| min_similarity.is_none_or(|m| h.score >= m))
+        .filter(|h| min_similarity.is_none_or(|m| f64::from(h.score) >= m))
         .map(|h| (h.chunk, h.score))
         .collect()
 }
@@ -108,7 +108,7 @@ pub fn fuse(mode: Mode, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Vec<Can
 pub fn filter(
     candidates: Vec<Candidate>,
     k: usize,
-    score_threshold: Option<f32>,
+    score_threshold: Option<f64>,
     per_document: bool,
     document_of: impl Fn(u32) -> Option<u32>,
 ) -> Vec<Candidate> {
@@ -118,7 +118,7 @@ pub fn filter(
         if kept.len() >= k {
             break;
         }
-        if score_threshold.is_some_and(|t| candidate.score < t) {
+        if score_threshold.is_some_and(|t| f64::from(candidate.score) < t) {
             continue;
         }
         let Some(document) = document_of(candidate.chunk) else {

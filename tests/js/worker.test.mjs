@@ -205,7 +205,7 @@ test('a bad SEXTANT_WEIGHTS is a configuration error that says what to set', asy
     assert.equal(response.status, 500);
     const body = await response.json();
     assert.equal(body.error.code, 'BAD_CONFIG');
-    assert.match(body.error.message, /SEXTANT_WEIGHTS is "int4".*"int8" or "f32"/);
+    assert.match(body.error.message, /SEXTANT_WEIGHTS is "int4".*f32 or int8/);
   } finally {
     misconfigured.stop();
   }
