@@ -209,30 +209,62 @@ export async function readChatStream(body, on_delta, { max_line_bytes = Infinity
   while (!sawDone && !overflow) {
     const { value, done: ended } = await reader.read();
     if (ended) break;
-    const lastNewline = value.lastIndexOf(10);
-    lineBytes = lastNewline < 0 ? lineBytes + value.length : value.length - lastNewline - 1;
-    if (lineBytes > max_line_bytes) {
+    // Every line's length in bytes, including those that start and end in this chunk.
+    let longest = 0;
+    let from = 0;
+    for (let nl = value.indexOf(10); nl >= 0; nl = value.indexOf(10, from)) {
+      longest = Math.max(longest, lineBytes + nl - from);
+      lineBytes = 0;
+      from = nl + 1;
+    }
+    lineBytes += value.length - from;
+    if (Math.max(longest, lineBytes) > max_line_bytes) {
       await reader.cancel().catch(() => {});
       throw new SextantError('LLM_BAD_RESPONSE', `the LLM sent an event line over ${max_line_bytes} bytes; raise max_sse_line_bytes if that is expected`);
     }
     // Only the new text is searched for newlines, so a long line costs linear time.
     const text = decoder.decode(value, { stream: true });
-    let from = 0;
+    let at = 0;
     let newline;
-    while (!sawDone && !overflow && (newline = text.indexOf('\n', from)) >= 0) {
-      endLine(text.slice(from, newline));
-      from = newline + 1;
+    while (!sawDone && !overflow && (newline = text.indexOf('\n', at)) >= 0) {
+      endLine(text.slice(at, newline));
+      at = newline + 1;
     }
-    if (from < text.length) pending.push(text.slice(from));
+    if (at < text.length) pending.push(text.slice(at));
   }
   if (!sawDone && !overflow && pending.length) endLine('');
   if (sawDone || overflow) await reader.cancel().catch(() => {});
   return { usage, finish_reason: finishReason, malformed, complete: sawDone || finishReason !== null, overflow };
 }
 
+/** A response body as text, at most `limit` bytes of it (the rest is not read). */
+async function cappedText(response, limit) {
+  if (!response.body) return { text: '', cut: false };
+  const reader = response.body.getReader();
+  const parts = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parts.push(value.subarray(0, Math.max(0, limit - size)));
+    size += value.length;
+    if (size >= limit) {
+      await reader.cancel().catch(() => {});
+      break;
+    }
+  }
+  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return { text: new TextDecoder().decode(bytes), cut: size > limit };
+}
+
 async function errorDetail(response, secrets) {
   try {
-    const text = await response.text();
+    const { text } = await cappedText(response, 4096);
     let message = text;
     try {
       message = JSON.parse(text)?.error?.message ?? text;
@@ -281,9 +313,14 @@ async function postWithRetries(url, init, { max_tries, signal, fetchImpl, random
 
 /** The answer of a response that is a whole (not streamed) chat completion. */
 async function readJsonCompletion(response, on_delta, max_answer_bytes) {
+  // The JSON around the answer is small: an answer's limit plus 64 KB is enough.
+  const { text, cut } = await cappedText(response, max_answer_bytes + 65536);
+  if (cut) {
+    throw new SextantError('LLM_INCOMPLETE', `the answer is over max_answer_bytes (${max_answer_bytes})`, { partial_answer: '' });
+  }
   let parsed;
   try {
-    parsed = JSON.parse(await response.text());
+    parsed = JSON.parse(text);
   } catch {
     throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered with JSON that does not parse; check that llm.base_url is an OpenAI-compatible API');
   }
@@ -410,7 +447,7 @@ export function makeApi(wasm, initialise) {
         return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [] };
       }
       const settings = prepared.options;
-      const secrets = [llm.api_key].filter(Boolean);
+      const secrets = [llm.api_key, ...Object.values(llm.headers ?? {})].filter((v) => typeof v === 'string' && v);
       const headers = { 'content-type': 'application/json', accept: 'text/event-stream', ...(llm.headers ?? {}) };
       if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
       const body = JSON.stringify({

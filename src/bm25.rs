@@ -37,6 +37,31 @@ impl Default for Bm25Params {
     }
 }
 
+/// BM25 parameters for one query; a parameter left out is the bundle's.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bm25Override {
+    /// `k1` for this query (0.0–10.0), else the bundle's.
+    pub k1: Option<f32>,
+    /// `b` for this query (0.0–1.0), else the bundle's.
+    pub b: Option<f32>,
+}
+
+impl Bm25Override {
+    /// The parameters to use: these over `base` (the bundle's).
+    pub fn over(&self, base: Bm25Params) -> Bm25Params {
+        Bm25Params {
+            k1: self.k1.unwrap_or(base.k1),
+            b: self.b.unwrap_or(base.b),
+        }
+    }
+
+    /// Checks the values given against the documented ranges.
+    pub fn validate(&self) -> Result<(), Bm25Error> {
+        self.over(Bm25Params::default()).validate()
+    }
+}
+
 /// Errors for BM25 parameters.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Bm25Error {

@@ -307,13 +307,17 @@ impl<E> Splitter<'_, E> {
         let size = self.params.chunk_size;
         let max_bytes = self.params.max_chunk_bytes;
         let overlap = self.params.chunk_overlap;
+        // The tail carried into the next chunk is bounded in bytes too, in proportion, so that
+        // pieces of no tokens (runs of spaces, zero-width characters) cannot be carried and
+        // emitted again and again.
+        let overlap_bytes = max_bytes.saturating_mul(overlap) / size.max(1);
         let mut current: VecDeque<(&str, usize)> = VecDeque::new();
         let (mut total, mut bytes) = (0usize, 0usize);
         for &(piece, n) in pieces.iter() {
             let over = |total: usize, bytes: usize| total + n > size || bytes + piece.len() > max_bytes;
             if over(total, bytes) && !current.is_empty() {
                 out.push(current.iter().map(|(p, _)| *p).collect());
-                while total > overlap || (over(total, bytes) && total > 0) {
+                while total > overlap || bytes > overlap_bytes || over(total, bytes) {
                     let Some((dropped, tokens)) = current.pop_front() else {
                         break;
                     };
@@ -513,6 +517,31 @@ mod tests {
         );
         let words: usize = chunks.iter().map(|c| c.split_whitespace().count()).sum();
         assert!(words >= line.split_whitespace().count(), "words were lost");
+    }
+
+    #[test]
+    fn pieces_without_tokens_are_never_carried_over_and_over() {
+        // Runs of spaces, and zero-width spaces the model drops: pieces of 0 tokens.
+        let tokens = |s: &str| {
+            s.split_whitespace()
+                .filter(|w| !w.trim_matches('\u{200B}').is_empty())
+                .count()
+        };
+        for text in [
+            format!("a{}b", " ".repeat(80_000)),
+            "\u{200B} ".repeat(20_000),
+            format!("x {}", "\u{200B} y ".repeat(10_000)),
+        ] {
+            let (chunks, counted) = split_counting(&text, params(200, 32), &tokens);
+            let emitted: usize = chunks.iter().map(String::len).sum();
+            assert!(
+                emitted <= 2 * text.len(),
+                "{emitted} bytes of chunks from {} bytes",
+                text.len()
+            );
+            assert!(counted <= 40 * text.len(), "counted {counted} bytes for {}", text.len());
+            assert!(chunks.iter().all(|c| c.len() <= DEFAULT_MAX_CHUNK_BYTES));
+        }
     }
 
     #[test]

@@ -159,12 +159,31 @@ fn clean(part: &str) -> String {
 /// Every bracketed citation group in `answer`. `known` maps a cited token (entities decoded) to
 /// the id of a chunk that was sent, if it is one; tokens it does not know count only if they look
 /// like chunk ids.
-fn spans_with(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Vec<CitationSpan> {
+fn spans_with(
+    answer: &str,
+    known: &dyn Fn(&str) -> Option<String>,
+    bracketed: &[(String, String)],
+) -> Vec<CitationSpan> {
     let mut out = Vec::new();
     let mut offset = 0;
     while let Some(open) = answer[offset..].find('[') {
         let open = offset + open;
         let after = &answer[open + 1..];
+        // An id that holds brackets itself (`blog/[slug].mdx#0`), as it was sent.
+        if let Some((form, id)) = bracketed.iter().find(|(form, _)| {
+            after
+                .strip_prefix(form.as_str())
+                .is_some_and(|rest| rest.starts_with(']'))
+        }) {
+            let end = open + 1 + form.len() + 1;
+            out.push(CitationSpan {
+                start: open,
+                end,
+                chunk_ids: vec![id.clone()],
+            });
+            offset = end;
+            continue;
+        }
         let Some(close) = after.find([']', '[', '\n']) else {
             break;
         };
@@ -192,7 +211,7 @@ fn spans_with(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Vec<Citat
 
 /// The chunk ids cited in `answer`, in order, repeats included.
 pub fn extract_citations(answer: &str) -> Vec<String> {
-    spans_with(answer, &|_| None)
+    spans_with(answer, &|_| None, &[])
         .into_iter()
         .flat_map(|s| s.chunk_ids)
         .collect()
@@ -211,21 +230,37 @@ fn as_framed(id: &str) -> String {
 /// Checks every citation in `answer` against the chunk ids that were sent.
 pub fn verify_citations(answer: &str, sent: &[String]) -> CitationReport {
     let mut by_form: HashMap<String, &String> = HashMap::with_capacity(sent.len() * 2);
+    let mut bracketed: Vec<(String, String)> = Vec::new();
     for id in sent {
         by_form.insert(as_framed(id), id);
         by_form.insert(canonical(id), id);
+        if id.contains(['[', ']']) {
+            for form in [sanitize_attribute(id), unescape(&sanitize_attribute(id)), id.clone()] {
+                bracketed.push((form, id.clone()));
+            }
+        }
     }
-    let spans = spans_with(answer, &|token| by_form.get(&canonical(token)).map(|id| (*id).clone()));
+    // Longest first, so `a[1]#0` is not taken for `a[1` where both were sent.
+    bracketed.sort_by_key(|(form, _)| std::cmp::Reverse(form.len()));
+    let spans = spans_with(
+        answer,
+        &|token| by_form.get(&canonical(token)).map(|id| (*id).clone()),
+        &bracketed,
+    );
+    let sent_set: std::collections::HashSet<&String> = sent.iter().collect();
     let mut citations: Vec<Citation> = Vec::new();
+    let mut at: HashMap<&String, usize> = HashMap::new();
     for id in spans.iter().flat_map(|s| &s.chunk_ids) {
-        if let Some(c) = citations.iter_mut().find(|c| &c.chunk_id == id) {
-            c.count += 1;
-        } else {
-            citations.push(Citation {
-                valid: sent.contains(id),
-                chunk_id: id.clone(),
-                count: 1,
-            });
+        match at.get(id) {
+            Some(&i) => citations[i].count += 1,
+            None => {
+                at.insert(id, citations.len());
+                citations.push(Citation {
+                    valid: sent_set.contains(id),
+                    chunk_id: id.clone(),
+                    count: 1,
+                });
+            }
         }
     }
     let valid: Vec<String> = citations
@@ -319,6 +354,9 @@ mod tests {
         }
         let both = verify_citations("[Q&amp;A.md#0; my notes.md#2]", &ids);
         assert_eq!(both.valid, ["Q&A.md#0", "my notes.md#2"]);
+        let routes = sent(&["blog/[slug].mdx#0", "a#1"]);
+        let report = verify_citations("See [blog/[slug].mdx#0] and [a#1].", &routes);
+        assert_eq!(report.valid, ["blog/[slug].mdx#0", "a#1"]);
         let grouped = verify_citations("[a;b.md#1; Q&A.md#0, x#3]", &ids);
         assert_eq!(grouped.valid, ["a;b.md#1", "Q&A.md#0"]);
         assert_eq!(grouped.unknown, ["x#3"]);

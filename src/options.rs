@@ -13,7 +13,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::bm25::Bm25Params;
+use crate::bm25::Bm25Override;
 use crate::embed::Weights;
 use crate::error_code::{error_table, ErrorCodeInfo};
 
@@ -68,6 +68,12 @@ pub enum Mode {
     Keyword,
 }
 
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Mode {
     /// All modes, in the order `eval --all-modes` reports them.
     pub const ALL: [Mode; 3] = [Mode::Hybrid, Mode::Dense, Mode::Keyword];
@@ -116,6 +122,21 @@ pub enum VectorSearch {
 impl VectorSearch {
     /// Their names.
     pub const NAMES: [&'static str; 3] = ["auto", "exact", "hnsw"];
+
+    /// The method's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            VectorSearch::Auto => Self::NAMES[0],
+            VectorSearch::Exact => Self::NAMES[1],
+            VectorSearch::Hnsw => Self::NAMES[2],
+        }
+    }
+}
+
+impl std::fmt::Display for VectorSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl std::str::FromStr for VectorSearch {
@@ -150,8 +171,8 @@ pub struct SearchOptions {
     /// Keep only the best chunk of each document (a document's results may then number
     /// fewer than `k`). Default false.
     pub per_document: bool,
-    /// Override the bundle's BM25 parameters for this query. Default: the bundle's.
-    pub bm25: Option<Bm25Params>,
+    /// BM25 parameters for this query (`{k1, b}`, either may be left out); default the bundle's.
+    pub bm25: Option<Bm25Override>,
     /// Dense search method. Default auto.
     pub vector_search: VectorSearch,
 }

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use sextant::bm25::Bm25Params;
-use sextant::options::{Mode, SearchOptions, VectorSearch, DEFAULT_K};
+use sextant::bm25::Bm25Override;
+use sextant::options::{Mode, SearchOptions, VectorSearch};
 
 /// `--mode`, parsed by the core's own names.
 pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
@@ -21,11 +21,11 @@ fn vector_search_parser() -> impl TypedValueParser<Value = VectorSearch> {
 #[derive(clap::Args, Debug, Clone)]
 pub struct SearchFlags {
     /// Results wanted (1–1000).
-    #[arg(short, default_value_t = DEFAULT_K)]
+    #[arg(short, default_value_t = SearchOptions::default().k)]
     pub k: usize,
     /// Retrievers to use: dense and keyword fused with reciprocal rank fusion, vectors only, or
     /// BM25 only (which needs no model).
-    #[arg(long, default_value = "hybrid", value_parser = mode_parser())]
+    #[arg(long, default_value_t = SearchOptions::default().mode, value_parser = mode_parser())]
     pub mode: Mode,
     /// Candidates taken from each retriever before fusion (default 2·k).
     #[arg(long)]
@@ -46,7 +46,7 @@ pub struct SearchFlags {
     #[arg(long)]
     pub bm25_b: Option<f32>,
     /// How the dense retriever searches.
-    #[arg(long, default_value = "auto", value_parser = vector_search_parser())]
+    #[arg(long, default_value_t = SearchOptions::default().vector_search, value_parser = vector_search_parser())]
     pub vector_search: VectorSearch,
     /// Folder with model.onnx and tokenizer.json (default: $SEXTANT_MODEL_DIR, else the cache
     /// filled by `make model`).
@@ -55,11 +55,11 @@ pub struct SearchFlags {
 }
 
 impl SearchFlags {
-    /// The options; a BM25 parameter not given is the bundle's (`bundle_bm25`).
-    pub fn options(&self, bundle_bm25: Bm25Params) -> SearchOptions {
-        let bm25 = (self.bm25_k1.is_some() || self.bm25_b.is_some()).then(|| Bm25Params {
-            k1: self.bm25_k1.unwrap_or(bundle_bm25.k1),
-            b: self.bm25_b.unwrap_or(bundle_bm25.b),
+    /// The options (a BM25 parameter not given is the bundle's).
+    pub fn options(&self) -> SearchOptions {
+        let bm25 = (self.bm25_k1.is_some() || self.bm25_b.is_some()).then_some(Bm25Override {
+            k1: self.bm25_k1,
+            b: self.bm25_b,
         });
         SearchOptions {
             k: self.k,

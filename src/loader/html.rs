@@ -272,6 +272,11 @@ impl SiteSkip {
 /// Loads a page of a built site: the URL comes from its path ([`site_url`]), and pages that
 /// should not be searched are reported with the reason.
 pub fn load_site_page(path: &str, text: &str, input: &InputConfig) -> Result<Document, SiteSkip> {
+    if tag_depth_over(text, input.max_nesting_depth).is_some() {
+        return Err(SiteSkip::TooDeep {
+            limit: input.max_nesting_depth,
+        });
+    }
     let html = Html::parse_document(text);
     if select_first(&html, "html[data-sextant-ignore], body[data-sextant-ignore]").is_some() {
         return Err(SiteSkip::Ignored);
@@ -299,11 +304,100 @@ pub fn load_site_page(path: &str, text: &str, input: &InputConfig) -> Result<Doc
 
 /// Loads an HTML page. `url` is left empty; `sextant build --site` sets it from [`site_url`].
 pub fn load_html(path: &str, text: &str, input: &InputConfig) -> Result<Document, LoadError> {
-    document_from(path, &Html::parse_document(text), input.max_nesting_depth).map_err(|depth| LoadError::TooDeep {
+    let too_deep = |depth| LoadError::TooDeep {
         path: path.to_string(),
         depth,
         limit: input.max_nesting_depth,
-    })
+    };
+    if let Some(depth) = tag_depth_over(text, input.max_nesting_depth) {
+        return Err(too_deep(depth));
+    }
+    document_from(path, &Html::parse_document(text), input.max_nesting_depth).map_err(too_deep)
+}
+
+/// Elements whose end tag may be left out or that have none: they do not count for depth.
+const UNCOUNTED: [&str; 30] = [
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr", "p", "li",
+    "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup", "caption", "html",
+    "head", "body",
+];
+
+/// A linear scan of the tags of `text`, before parsing: the nesting depth of elements that must
+/// be closed, if it goes over `limit`. (The HTML parser's tree building costs time in proportion
+/// to the depth for every tag, so a page nested 40,000 deep would take seconds to parse before
+/// the walker could refuse it.)
+fn tag_depth_over(text: &str, limit: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    // Inside <svg> or <math>, `<x/>` closes itself; in HTML the slash is ignored.
+    let mut foreign = 0usize;
+    let mut at = 0;
+    while let Some(found) = bytes.get(at..).and_then(|rest| rest.iter().position(|&b| b == b'<')) {
+        at += found + 1;
+        if bytes.get(at..at + 3) == Some(b"!--") {
+            // A comment: nothing in it is markup.
+            match text.get(at + 3..).and_then(|rest| rest.find("-->")) {
+                Some(end) => {
+                    at += 3 + end + 3;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        let closing = bytes.get(at) == Some(&b'/');
+        let name_start = at + usize::from(closing);
+        let name_len = bytes
+            .get(name_start..)
+            .map_or(0, |rest| rest.iter().take_while(|b| b.is_ascii_alphanumeric()).count());
+        if name_len == 0 || !bytes.get(name_start).is_some_and(u8::is_ascii_alphabetic) {
+            continue; // text, a comment or a declaration
+        }
+        let name = text
+            .get(name_start..name_start + name_len)
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let Some(end) = bytes
+            .get(name_start..)
+            .and_then(|rest| rest.iter().position(|&b| b == b'>'))
+        else {
+            break;
+        };
+        let end = name_start + end;
+        let self_closing = end > 0 && bytes.get(end - 1) == Some(&b'/');
+        at = end + 1;
+        let is_foreign_root = matches!(name.as_str(), "svg" | "math");
+        if UNCOUNTED.contains(&name.as_str()) || (self_closing && (foreign > 0 || is_foreign_root)) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+            if is_foreign_root {
+                foreign = foreign.saturating_sub(1);
+            }
+            continue;
+        }
+        if is_foreign_root {
+            foreign += 1;
+        }
+        depth += 1;
+        if depth > limit {
+            return Some(depth);
+        }
+        // Raw text: what a script or style holds is not markup.
+        if matches!(name.as_str(), "script" | "style" | "textarea" | "title") {
+            let close = format!("</{name}");
+            match text.get(at..).and_then(|rest| {
+                rest.char_indices().find(|(i, _)| {
+                    rest.get(*i..*i + close.len())
+                        .is_some_and(|s| s.eq_ignore_ascii_case(&close))
+                })
+            }) {
+                Some((i, _)) => at += i,
+                None => break,
+            }
+        }
+    }
+    None
 }
 
 /// The document of a parsed page, or the nesting depth that went over `max_depth`.
@@ -458,5 +552,27 @@ mod tests {
         assert_eq!(load_html("deep.html", &deep, &roomy).unwrap().sections[0].text, "text");
         let shallow = format!("<body>{}text{}</body>", "<div>".repeat(500), "</div>".repeat(500));
         assert_eq!(load_html("ok.html", &shallow, &input).unwrap().sections[0].text, "text");
+    }
+
+    #[test]
+    fn the_depth_scan_counts_only_elements_that_nest() {
+        // Unclosed paragraphs and list items, void elements, self-closing SVG, markup inside
+        // scripts and comments: none of them nest, however many there are.
+        let flat = format!(
+            "<!doctype html><body>{}{}{}<script>{}</script><!-- {} --></body>",
+            "<p>para".repeat(2000),
+            "<li>item<br><img src=x>".repeat(2000),
+            "<svg><path d='M0'/><circle r='1'/></svg>".repeat(2000),
+            "if (a<b) { x = '<div>'; }".repeat(2000),
+            "<div>".repeat(2000)
+        );
+        assert_eq!(tag_depth_over(&flat, 512), None);
+        assert!(load_html("flat.html", &flat, &InputConfig::default()).is_ok());
+        let deep = format!("<div>{}", "<section><span>".repeat(300));
+        assert_eq!(tag_depth_over(&deep, 512), Some(513));
+        // In HTML the slash of `<span/>` is ignored: they nest, as a browser nests them.
+        assert!(tag_depth_over(&"<span/>".repeat(600), 512).is_some());
+        let closed = "<div><span>x</span></div>".repeat(10_000);
+        assert_eq!(tag_depth_over(&closed, 2), None);
     }
 }

@@ -330,7 +330,8 @@ impl Engine {
         } else {
             let t = clock.now_ms();
             let terms = self.analyzer.terms(query);
-            let params = options.bm25.unwrap_or(self.bundle.manifest.bm25);
+            let bundle_params = self.bundle.manifest.bm25;
+            let params = options.bm25.map_or(bundle_params, |o| o.over(bundle_params));
             let hits = keyword_candidates(&self.bundle.bm25, &terms, params, depth);
             timings.keyword_ms = clock.now_ms() - t;
             hits

@@ -503,3 +503,39 @@ test('highlights are whole words with the analyzer stems, as JS string offsets',
   assert.deepEqual(marks, ['art', 'rotating', 'ROTATION']);
   assert.deepEqual(api.highlights(text, 'the of'), []);
 });
+
+test('the event-line limit holds for lines that start and end inside one network chunk', async () => {
+  const stream = (text, size) => {
+    const bytes = new TextEncoder().encode(text);
+    return new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < bytes.length; i += size) controller.enqueue(bytes.subarray(i, i + size));
+        controller.close();
+      },
+    });
+  };
+  const long = `data: ${JSON.stringify({ choices: [{ delta: { content: 'y'.repeat(5000) } }] })}\n\ndata: [DONE]\n\n`;
+  for (const size of [1 << 20, 3000, 1000]) {
+    await expectCode(api.readChatStream(stream(long, size), () => {}, { max_line_bytes: 3000 }), 'LLM_BAD_RESPONSE');
+  }
+  const ok = await api.readChatStream(stream(long, 1000), () => {}, { max_line_bytes: 6000 });
+  assert.equal(ok.complete, true);
+});
+
+test('custom header values are secrets too, and a partial BM25 override keeps the bundle\'s other parameter', async () => {
+  const echo = await startLlmServer((req) => ({ status: 403, body: JSON.stringify({ error: { message: `denied for ${req.headers['x-api-key']}` } }) }));
+  try {
+    const e = await expectCode(
+      sextant.ask('who writes the logbook', { llm: { base_url: echo.baseUrl, model: 'm', headers: { 'x-api-key': 'azure-secret-value-42' } } }),
+      'LLM_AUTH',
+    );
+    assert.ok(!`${e.message} ${e.detail}`.includes('azure-secret-value-42'), e.detail);
+  } finally {
+    await echo.close();
+  }
+  const cli = JSON.parse(
+    execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v1.sxt'), 'lamp lens clean', '--mode', 'keyword', '-k', '5', '--bm25-k1', '0.5', '--json']),
+  );
+  const js = sextant.search('lamp lens clean', { mode: 'keyword', k: 5, bm25: { k1: 0.5 } });
+  assert.deepEqual(js.results.map((r) => [r.chunk_id, r.score]), cli.results.map((r) => [r.chunk_id, r.score]));
+});

@@ -264,12 +264,40 @@ test('without a token: chunk ids with CR/LF, body caps, static files as a web ho
     assert.match(await home.text(), /home page/);
     const folder = await fetch(`${odd.base}/guide`, { redirect: 'manual' });
     assert.equal(folder.status, 308);
-    assert.equal(new URL(folder.headers.get('location')).pathname, '/guide/');
+    assert.equal(new URL(folder.headers.get('location'), odd.base).href, `${odd.base}/guide/`);
+    // A path that looks like another host never redirects there.
+    for (const sneaky of ['//evil.example/guide', '/%5Cevil.example/guide']) {
+      const away = await fetch(`${odd.base}${sneaky}`, { redirect: 'manual' });
+      const location = away.headers.get('location');
+      assert.ok(location === null || new URL(location, odd.base).origin === new URL(odd.base).origin, `${sneaky} → ${location}`);
+    }
+    // Query parameters cannot reach Object.prototype; a bad one is a 400.
+    for (const hostile of ['__proto__.status=1', 'constructor.prototype=1', 'bm25=1&bm25.k1=2']) {
+      const r = await fetch(`${odd.base}/search?q=wick&${hostile}`);
+      assert.equal(r.status, 400, hostile);
+    }
+    assert.equal((await fetch(`${odd.base}/context?q=wick`)).status, 200);
     assert.match(await (await fetch(`${odd.base}/guide/`)).text(), /guide page/);
     assert.match((await fetch(`${odd.base}/app.js`)).headers.get('content-type'), /^text\/javascript/);
     assert.match((await fetch(`${odd.base}/site.css`)).headers.get('content-type'), /^text\/css/);
     const listing = await fetch(`${odd.base}/sextant/`);
     assert.equal(listing.status, 404);
+    // A client that hangs up before the first token stops the LLM call too.
+    const hanging = await startLlmServer(() => ({ hang: true }));
+    const quiet = await startWorkerd({ assetsDir: oddSite(), name: 'quiet', env: { LLM_BASE_URL: hanging.baseUrl, LLM_MODEL: 'hang' } });
+    try {
+      const early = new AbortController();
+      const pending = fetch(`${quiet.base}/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"question": "when is the wick trimmed"}', signal: early.signal }).catch(() => null);
+      for (let i = 0; i < 100 && hanging.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(hanging.requests.length, 1, 'the LLM was never called');
+      early.abort();
+      await pending;
+      for (let i = 0; i < 100 && !hanging.requests[0].aborted; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(hanging.requests[0].aborted, true, 'the LLM call outlived the client');
+    } finally {
+      quiet.stop();
+      await hanging.close();
+    }
     // A client that hangs up stops the LLM's generation.
     const controller = new AbortController();
     const response = await fetch(`${odd.base}/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"question": "when is the wick trimmed"}', signal: controller.signal });

@@ -30,6 +30,8 @@ const sextant :Workerd.Worker = (
     (name = ${JSON.stringify(wasm)}, wasm = embed ${JSON.stringify(wasm)}),
   ],
   compatibilityDate = "2026-04-01",
+  # request.signal aborts when the client disconnects, so /ask can cancel the LLM call.
+  compatibilityFlags = ["enable_request_signal"],
   bindings = [
     (name = "ASSETS", service = "assets"),
 ${env.map((v) => `    (name = "${v}", fromEnvironment = "${v}"),`).join('\n')}

@@ -25,7 +25,7 @@ pub struct EvalArgs {
     #[arg(long)]
     qrels: PathBuf,
     /// Mode to evaluate.
-    #[arg(long, default_value = "hybrid", value_parser = mode_parser(), conflicts_with = "all_modes")]
+    #[arg(long, default_value_t = SearchOptions::default().mode, value_parser = mode_parser(), conflicts_with = "all_modes")]
     mode: Mode,
     /// Evaluate hybrid, dense and keyword.
     #[arg(long)]

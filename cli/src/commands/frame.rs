@@ -31,7 +31,7 @@ pub fn run(args: FrameArgs) -> Result<()> {
     // Framing counts tokens with the model's tokenizer, so the model is always loaded.
     let engine = open(&args.bundle, args.flags.model.as_deref(), true)?;
     let options = ContextOptions {
-        search: args.flags.options(engine.manifest().bm25),
+        search: args.flags.options(),
         frame: FrameOptions {
             token_budget: args.token_budget,
         },

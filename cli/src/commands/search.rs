@@ -69,7 +69,7 @@ fn print_results(response: &SearchResponse) -> Result<()> {
 
 pub fn run(args: SearchArgs) -> Result<()> {
     let engine = open(&args.bundle, args.flags.model.as_deref(), args.flags.mode.needs_model())?;
-    let options = args.flags.options(engine.manifest().bm25);
+    let options = args.flags.options();
     let clock = InstantClock::start();
     if let Some(path) = &args.queries {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;

@@ -113,14 +113,25 @@ function typed(value) {
   return value;
 }
 
-/** Query parameters other than `q` as options (`bm25.k1=1.2` nests); the core validates them. */
+/**
+ * Query parameters other than `q` as options (`bm25.k1=1.2` nests); the core validates them.
+ * Objects without a prototype and own-key checks, so no parameter can reach Object.prototype.
+ */
 function optionsOf(url) {
-  const options = {};
+  const options = Object.create(null);
+  const bad = (key) => new HttpError('BAD_ARGUMENT', `invalid query parameter ${JSON.stringify(key)}`);
   for (const [key, value] of url.searchParams) {
     if (key === 'q') continue;
-    const [head, sub] = key.split('.', 2);
-    if (sub !== undefined) (options[head] ??= {})[sub] = typed(value);
-    else options[key] = typed(value);
+    const [head, sub, more] = key.split('.');
+    if (more !== undefined || ['__proto__', 'constructor', 'prototype'].includes(head) || ['__proto__', 'constructor', 'prototype'].includes(sub)) throw bad(key);
+    if (sub === undefined) {
+      if (Object.hasOwn(options, head)) throw bad(key);
+      options[head] = typed(value);
+      continue;
+    }
+    options[head] ??= Object.create(null);
+    if (typeof options[head] !== 'object') throw bad(key);
+    options[head][sub] = typed(value);
   }
   return options;
 }
@@ -219,7 +230,7 @@ async function ask(request, env, ctx) {
   if (typeof question !== 'string') throw new HttpError('BAD_ARGUMENT', 'question must be a string');
   // A client may set what the core's context() takes, not the LLM settings of this service.
   const allowed = defaults().context;
-  const unknown = Object.keys(options).find((key) => !(key in allowed));
+  const unknown = Object.keys(options).find((key) => !Object.hasOwn(allowed, key));
   if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question and ${Object.keys(allowed).join(', ')}`);
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError('LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
   const sextant = await getEngine(env);
@@ -297,20 +308,22 @@ async function healthz(env) {
 }
 
 /** A static file, as a web host serves it: `/dir/` is `/dir/index.html`, `/dir` redirects to
- *  `/dir/`, and every file has its content type. */
+ *  `/dir/`, and every file has its content type. Paths stay on this origin. */
 async function staticAsset(request, env) {
   const url = new URL(request.url);
-  const fetchAsset = (pathname) => env.ASSETS.fetch(new Request(new URL(pathname, url), request));
-  const last = url.pathname.split('/').pop();
-  if (url.pathname.endsWith('/')) return typed200(await fetchAsset(`${url.pathname}index.html`), 'html');
+  // One leading slash, no backslashes: `//evil.example/x` must not become another host.
+  const pathname = `/${url.pathname.replace(/\\/g, '/').replace(/^\/+/, '')}`;
+  const fetchAsset = (path) => env.ASSETS.fetch(new Request(url.origin + path, request));
+  const last = pathname.split('/').pop();
+  if (pathname.endsWith('/')) return typed200(await fetchAsset(`${pathname}index.html`), 'html');
   if (!last.includes('.')) {
-    const index = await fetchAsset(`${url.pathname}/index.html`);
+    const index = await fetchAsset(`${pathname}/index.html`);
     if (index.ok) {
       await index.body?.cancel();
-      return Response.redirect(new URL(`${url.pathname}/${url.search}`, url).href, 308);
+      return new Response(null, { status: 308, headers: { location: `${pathname}/${url.search}` } });
     }
   }
-  return typed200(await fetchAsset(url.pathname), last.split('.').pop().toLowerCase());
+  return typed200(await fetchAsset(pathname), last.split('.').pop().toLowerCase());
 }
 
 function typed200(response, extension) {
