@@ -260,6 +260,12 @@ async function ask(request, env, ctx) {
     on_token: (token) => send('token', { text: token }),
   });
   await Promise.race([prepared, answering]);
+  // A comment line every second while the answer runs: a client that has gone shows up as a
+  // failed write even before the first token (workerd reports a disconnect only on a write).
+  const heartbeat = setInterval(() => {
+    if (upstream.signal.aborted) return;
+    writer.write(encoder.encode(': keep-alive\n\n')).catch(() => upstream.abort());
+  }, 1000);
   const run = (async () => {
     try {
       const answer = await answering;
@@ -280,6 +286,7 @@ async function ask(request, env, ctx) {
       const retryable = defaults().error_codes.find((c) => c.code === code)?.retryable ?? false;
       await send('error', { code, message: String(e?.message ?? e), retryable });
     } finally {
+      clearInterval(heartbeat);
       await writer.close().catch(() => {});
     }
   })();
