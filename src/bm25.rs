@@ -12,7 +12,10 @@
 //! terms in `d` and `avgdl` their mean. The IDF is computed when the bundle is built and stored,
 //! so a query does no transcendental math and native and wasm scores agree bit for bit.
 //!
-//! Section layout: see `docs/FORMAT.md` ("bm25").
+//! The index is a [`TermTable`] (sorted terms with their postings) and the chunk lengths. Format
+//! 1 stores both in one section ([`Bm25Index`]); format 2 splits the table into shards by term
+//! range ([`TermTable::split`]) and keeps the lengths in a norms file ([`Norms`]), so a query
+//! fetches only the shards of its terms. [`score`] serves both. Layouts: `docs/FORMAT.md`.
 
 use crate::codec::{put_string, put_varint, ByteReader, DecodeError};
 use serde::{Deserialize, Serialize};
@@ -102,13 +105,23 @@ struct TermEntry {
     end: usize,
 }
 
-/// An inverted index over chunks (documents of BM25 are chunks, numbered `0..doc_count`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bm25Index {
-    doc_lengths: Vec<u32>,
-    avg_doc_length: f32,
+/// Sorted terms, each with its document frequency, IDF and postings (chunk number deltas and term
+/// frequencies, varints).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TermTable {
     terms: Vec<TermEntry>,
     postings: Vec<u8>,
+}
+
+/// One term's postings as stored: what [`score`] reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Postings<'a> {
+    /// Chunks containing the term.
+    pub df: u32,
+    /// Its IDF.
+    pub idf: f32,
+    /// `df` pairs (chunk delta, term frequency), varints, validated when read.
+    pub bytes: &'a [u8],
 }
 
 /// One scored chunk.
@@ -127,13 +140,74 @@ pub fn idf(n: u32, df: u32) -> f32 {
     (((n - df + 0.5) / (df + 0.5)) + 1.0).ln() as f32
 }
 
-impl Bm25Index {
-    /// Builds the index from each chunk's analyzer terms.
-    pub fn build(docs: &[Vec<String>]) -> Self {
+/// The mean of chunk lengths (0 for none), as stored.
+fn average(lengths: &[u32]) -> f32 {
+    if lengths.is_empty() {
+        return 0.0;
+    }
+    let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+    (total as f64 / lengths.len() as f64) as f32
+}
+
+/// The `k` best chunks for the analyzer terms of a query, best first; ties broken by lower chunk
+/// number. Exact: every posting of every query term is scored. Chunks that match no term are
+/// never returned. `lookup` finds a term's postings (in whichever shard holds it); `lengths` are
+/// the chunk lengths and `avgdl` their mean.
+pub fn score<'a>(
+    query_terms: &[String],
+    lookup: &dyn Fn(&str) -> Option<Postings<'a>>,
+    lengths: &[u32],
+    avgdl: f32,
+    params: Bm25Params,
+    k: usize,
+) -> Vec<Bm25Hit> {
+    let mut scores = vec![0f32; lengths.len()];
+    let mut touched: Vec<u32> = Vec::new();
+    let (k1, b) = (params.k1, params.b);
+    let avgdl = if avgdl > 0.0 { avgdl } else { 1.0 };
+    for term in query_terms {
+        let Some(entry) = lookup(term) else { continue };
+        let mut reader = ByteReader::new(entry.bytes);
+        let mut doc = 0u32;
+        for i in 0..entry.df {
+            // Postings were validated when they were read, so these reads succeed.
+            let (Ok(delta), Ok(tf)) = (reader.varint_u32("delta"), reader.varint_u32("tf")) else {
+                break;
+            };
+            doc = if i == 0 { delta } else { doc.saturating_add(delta) };
+            let Some(&dl) = lengths.get(doc as usize) else {
+                break;
+            };
+            let tf = tf as f32;
+            let norm = k1 * (1.0 - b + b * (dl as f32) / avgdl);
+            let contribution = entry.idf * tf * (k1 + 1.0) / (tf + norm);
+            if let Some(s) = scores.get_mut(doc as usize) {
+                if *s == 0.0 {
+                    touched.push(doc);
+                }
+                *s += contribution;
+            }
+        }
+    }
+    let mut hits: Vec<Bm25Hit> = touched
+        .into_iter()
+        .filter_map(|doc| {
+            let score = *scores.get(doc as usize)?;
+            (score > 0.0).then_some(Bm25Hit { doc, score })
+        })
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+    hits.truncate(k);
+    hits
+}
+
+impl TermTable {
+    /// Builds the table from each chunk's analyzer terms; also returns the chunk lengths.
+    pub fn build(docs: &[Vec<String>]) -> (Self, Vec<u32>) {
         let mut by_term: std::collections::BTreeMap<&str, Vec<(u32, u32)>> = Default::default();
-        let mut doc_lengths = Vec::with_capacity(docs.len());
+        let mut lengths = Vec::with_capacity(docs.len());
         for (doc, terms) in docs.iter().enumerate() {
-            doc_lengths.push(terms.len() as u32);
+            lengths.push(terms.len() as u32);
             let mut counts: std::collections::BTreeMap<&str, u32> = Default::default();
             for t in terms {
                 *counts.entry(t.as_str()).or_default() += 1;
@@ -143,12 +217,6 @@ impl Bm25Index {
             }
         }
         let n = docs.len() as u32;
-        let total: u64 = doc_lengths.iter().map(|&l| u64::from(l)).sum();
-        let avg_doc_length = if n == 0 {
-            0.0
-        } else {
-            (total as f64 / f64::from(n)) as f32
-        };
         let mut postings = Vec::new();
         let mut terms = Vec::with_capacity(by_term.len());
         for (term, list) in by_term {
@@ -169,17 +237,7 @@ impl Bm25Index {
                 end: postings.len(),
             });
         }
-        Self {
-            doc_lengths,
-            avg_doc_length,
-            terms,
-            postings,
-        }
-    }
-
-    /// Number of chunks indexed.
-    pub fn doc_count(&self) -> usize {
-        self.doc_lengths.len()
+        (Self { terms, postings }, lengths)
     }
 
     /// Number of distinct terms.
@@ -187,101 +245,76 @@ impl Bm25Index {
         self.terms.len()
     }
 
-    /// Number of chunks containing `term` (an analyzer term), 0 if none.
-    pub fn df(&self, term: &str) -> u32 {
-        self.lookup(term).map_or(0, |e| e.df)
+    /// The first term, if any (where a shard's range starts).
+    pub fn first_term(&self) -> Option<&str> {
+        self.terms.first().map(|e| e.term.as_str())
     }
 
-    fn lookup(&self, term: &str) -> Option<&TermEntry> {
-        self.terms
+    /// The last term, if any.
+    pub fn last_term(&self) -> Option<&str> {
+        self.terms.last().map(|e| e.term.as_str())
+    }
+
+    /// The postings of `term`, if the table holds it.
+    pub fn lookup(&self, term: &str) -> Option<Postings<'_>> {
+        let entry = self
+            .terms
             .binary_search_by(|e| e.term.as_str().cmp(term))
             .ok()
-            .and_then(|i| self.terms.get(i))
+            .and_then(|i| self.terms.get(i))?;
+        Some(Postings {
+            df: entry.df,
+            idf: entry.idf,
+            bytes: self.postings.get(entry.start..entry.end)?,
+        })
     }
 
-    /// The `k` best chunks for the analyzer terms of a query, best first; ties broken by lower
-    /// chunk number. Exact: every posting of every query term is scored. Chunks that match no
-    /// term are never returned.
-    pub fn search(&self, query_terms: &[String], params: Bm25Params, k: usize) -> Vec<Bm25Hit> {
-        let mut scores = vec![0f32; self.doc_lengths.len()];
-        let mut touched: Vec<u32> = Vec::new();
-        let k1 = params.k1;
-        let b = params.b;
-        let avgdl = if self.avg_doc_length > 0.0 {
-            self.avg_doc_length
-        } else {
-            1.0
-        };
-        for term in query_terms {
-            let Some(entry) = self.lookup(term) else { continue };
-            let Some(bytes) = self.postings.get(entry.start..entry.end) else {
-                continue;
-            };
-            let mut reader = ByteReader::new(bytes);
-            let mut doc = 0u32;
-            for i in 0..entry.df {
-                // Postings were validated when the index was read, so these reads succeed.
-                let (Ok(delta), Ok(tf)) = (reader.varint_u32("delta"), reader.varint_u32("tf")) else {
-                    break;
-                };
-                doc = if i == 0 { delta } else { doc.saturating_add(delta) };
-                let Some(&dl) = self.doc_lengths.get(doc as usize) else {
-                    break;
-                };
-                let tf = tf as f32;
-                let norm = k1 * (1.0 - b + b * (dl as f32) / avgdl);
-                let contribution = entry.idf * tf * (k1 + 1.0) / (tf + norm);
-                if let Some(s) = scores.get_mut(doc as usize) {
-                    if *s == 0.0 {
-                        touched.push(doc);
-                    }
-                    *s += contribution;
-                }
-            }
-        }
-        let mut hits: Vec<Bm25Hit> = touched
-            .into_iter()
-            .filter_map(|doc| {
-                let score = *scores.get(doc as usize)?;
-                (score > 0.0).then_some(Bm25Hit { doc, score })
-            })
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
-        hits.truncate(k);
-        hits
-    }
-
-    /// Serialises the index (section "bm25" of a bundle).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// Cuts the table into consecutive term ranges of about `target_bytes` encoded bytes each (a
+    /// term whose postings alone are larger gets a table of its own).
+    pub fn split(&self, target_bytes: usize) -> Vec<TermTable> {
         let mut out = Vec::new();
-        put_varint(&mut out, self.doc_lengths.len() as u64);
-        for &l in &self.doc_lengths {
-            put_varint(&mut out, u64::from(l));
-        }
-        put_varint(&mut out, self.terms.len() as u64);
+        let mut current = TermTable::default();
         for e in &self.terms {
-            put_string(&mut out, &e.term);
-            put_varint(&mut out, u64::from(e.df));
-            out.extend_from_slice(&e.idf.to_le_bytes());
-            put_varint(&mut out, (e.end - e.start) as u64);
+            let size = e.term.len() + 12 + (e.end - e.start);
+            if !current.terms.is_empty() && current.encoded_len() + size > target_bytes {
+                out.push(std::mem::take(&mut current));
+            }
+            let start = current.postings.len();
+            current
+                .postings
+                .extend_from_slice(self.postings.get(e.start..e.end).unwrap_or(&[]));
+            current.terms.push(TermEntry {
+                start,
+                end: current.postings.len(),
+                ..e.clone()
+            });
         }
-        out.extend_from_slice(&self.postings);
+        if !current.terms.is_empty() {
+            out.push(current);
+        }
         out
     }
 
-    /// Reads and fully validates an index written by [`Bm25Index::to_bytes`]: terms strictly
-    /// sorted, every posting list decodes to exactly `df` strictly increasing chunk numbers below
-    /// the chunk count, with positive term frequencies, and no bytes left over.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = ByteReader::new(bytes);
-        let doc_count = r.count("bm25 chunk count", 1)?;
-        let mut doc_lengths = Vec::with_capacity(doc_count);
-        let mut total: u64 = 0;
-        for _ in 0..doc_count {
-            let l = r.varint_u32("bm25 chunk length")?;
-            total += u64::from(l);
-            doc_lengths.push(l);
+    fn encoded_len(&self) -> usize {
+        self.postings.len() + self.terms.iter().map(|e| e.term.len() + 12).sum::<usize>()
+    }
+
+    /// Appends the table: term count, entries (term, df, idf, postings length), postings.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        put_varint(out, self.terms.len() as u64);
+        for e in &self.terms {
+            put_string(out, &e.term);
+            put_varint(out, u64::from(e.df));
+            out.extend_from_slice(&e.idf.to_le_bytes());
+            put_varint(out, (e.end - e.start) as u64);
         }
+        out.extend_from_slice(&self.postings);
+    }
+
+    /// Reads and fully validates a table written by [`TermTable::write`] over `doc_count` chunks:
+    /// terms strictly sorted, each IDF the formula's, every posting list decodes to exactly `df`
+    /// strictly increasing chunk numbers below the chunk count, with positive term frequencies.
+    pub fn read(r: &mut ByteReader, doc_count: usize) -> Result<Self, DecodeError> {
         let term_count = r.count("bm25 term count", 7)?;
         let mut terms: Vec<TermEntry> = Vec::with_capacity(term_count);
         let mut start = 0usize;
@@ -328,7 +361,6 @@ impl Bm25Index {
         }
         let postings_offset = r.offset();
         let postings = r.take(start)?.to_vec();
-        r.finish("bm25 trailing bytes")?;
         for e in &terms {
             let slice = postings.get(e.start..e.end).ok_or(DecodeError::Invalid {
                 what: "bm25 postings range",
@@ -355,16 +387,98 @@ impl Bm25Index {
             }
             pr.finish("bm25 postings length")?;
         }
-        let avg_doc_length = if doc_count == 0 {
-            0.0
-        } else {
-            (total as f64 / doc_count as f64) as f32
-        };
-        Ok(Self {
+        Ok(Self { terms, postings })
+    }
+}
+
+/// An inverted index over chunks in one piece (documents of BM25 are chunks, numbered
+/// `0..doc_count`): format 1's "bm25" section, and what a build makes before splitting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Index {
+    doc_lengths: Vec<u32>,
+    avg_doc_length: f32,
+    table: TermTable,
+}
+
+impl Bm25Index {
+    /// Builds the index from each chunk's analyzer terms.
+    pub fn build(docs: &[Vec<String>]) -> Self {
+        let (table, doc_lengths) = TermTable::build(docs);
+        Self {
+            avg_doc_length: average(&doc_lengths),
             doc_lengths,
-            avg_doc_length,
-            terms,
-            postings,
+            table,
+        }
+    }
+
+    /// Number of chunks indexed.
+    pub fn doc_count(&self) -> usize {
+        self.doc_lengths.len()
+    }
+
+    /// Number of distinct terms.
+    pub fn term_count(&self) -> usize {
+        self.table.term_count()
+    }
+
+    /// Number of chunks containing `term` (an analyzer term), 0 if none.
+    pub fn df(&self, term: &str) -> u32 {
+        self.table.lookup(term).map_or(0, |p| p.df)
+    }
+
+    /// The chunk lengths (analyzer terms per chunk).
+    pub fn lengths(&self) -> &[u32] {
+        &self.doc_lengths
+    }
+
+    /// The mean chunk length.
+    pub fn avg_doc_length(&self) -> f32 {
+        self.avg_doc_length
+    }
+
+    /// The term table.
+    pub fn table(&self) -> &TermTable {
+        &self.table
+    }
+
+    /// The `k` best chunks for the analyzer terms of a query: see [`score`].
+    pub fn search(&self, query_terms: &[String], params: Bm25Params, k: usize) -> Vec<Bm25Hit> {
+        score(
+            query_terms,
+            &|t: &str| self.table.lookup(t),
+            &self.doc_lengths,
+            self.avg_doc_length,
+            params,
+            k,
+        )
+    }
+
+    /// Serialises the index (section "bm25" of a format-1 bundle).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(&mut out, self.doc_lengths.len() as u64);
+        for &l in &self.doc_lengths {
+            put_varint(&mut out, u64::from(l));
+        }
+        self.table.write(&mut out);
+        out
+    }
+
+    /// Reads and fully validates an index written by [`Bm25Index::to_bytes`] (no bytes left
+    /// over; the table as [`TermTable::read`] checks it).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = ByteReader::new(bytes);
+        let doc_count = r.count("bm25 chunk count", 1)?;
+        let mut doc_lengths = Vec::with_capacity(doc_count);
+        for _ in 0..doc_count {
+            doc_lengths.push(r.varint_u32("bm25 chunk length")?);
+        }
+        let table = TermTable::read(&mut r, doc_count)?;
+        r.finish("bm25 trailing bytes")?;
+        Ok(Self {
+            avg_doc_length: average(&doc_lengths),
+            doc_lengths,
+            table,
         })
     }
 }

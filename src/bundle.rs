@@ -17,22 +17,30 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+#[cfg(feature = "indexer")]
 use crate::bm25::{Bm25Index, Bm25Params};
+#[cfg(feature = "indexer")]
 use crate::chunk::{Chunk, ChunkParams};
 use crate::codec::{ByteReader, DecodeError};
-use crate::digest::{hex, sha256_hex};
+use crate::digest::hex;
+#[cfg(feature = "indexer")]
+use crate::digest::sha256_hex;
 use crate::embed::ModelSpec;
 use crate::error_code::ErrorCode;
+#[cfg(feature = "indexer")]
 use crate::vector::{HnswParams, VectorIndex};
 
 /// The 8 bytes every bundle starts with.
 pub const MAGIC: [u8; 8] = *b"SXTBNDL\0";
-/// The format major this code writes. A reader refuses other majors outside its range.
-pub const FORMAT_MAJOR: u16 = 1;
+/// The format major this code writes (the packed index of `crate::index`). A reader refuses
+/// majors outside its range.
+pub const FORMAT_MAJOR: u16 = 2;
 /// The format minor this code writes (minors only add sections or manifest fields).
 pub const FORMAT_MINOR: u16 = 0;
-/// The oldest major this code still reads.
+/// The oldest major this code still reads (format 1, only to convert it: `sextant upgrade`).
 pub const OLDEST_READABLE_MAJOR: u16 = 1;
+/// The major of the one-piece format-1 bundle ([`Bundle`], [`write_bundle`]).
+pub const V1_MAJOR: u16 = 1;
 
 const HEADER_LEN: usize = 8 + 2 + 2 + 4 + 8;
 const ENTRY_LEN: usize = 4 + 4 + 8 + 8 + 32;
@@ -52,16 +60,19 @@ pub enum SectionId {
     Bm25 = 4,
     /// Binary vectors and HNSW graph ([`VectorIndex::to_bytes`]).
     Vectors = 5,
+    /// Format 2: every file of the index (`crate::index::packed`).
+    Files = 6,
 }
 
 impl SectionId {
     /// All known sections, in file order.
-    pub const ALL: [SectionId; 5] = [
+    pub const ALL: [SectionId; 6] = [
         SectionId::Manifest,
         SectionId::Documents,
         SectionId::Chunks,
         SectionId::Bm25,
         SectionId::Vectors,
+        SectionId::Files,
     ];
 
     /// The section's name in messages and `sextant inspect`.
@@ -72,6 +83,7 @@ impl SectionId {
             SectionId::Chunks => "chunks",
             SectionId::Bm25 => "bm25",
             SectionId::Vectors => "vectors",
+            SectionId::Files => "files",
         }
     }
 
@@ -151,6 +163,28 @@ pub enum BundleError {
         /// What is wrong.
         reason: String,
     },
+    /// A format-1 bundle, which this sextant converts but no longer queries.
+    #[error("bundle format {major}.{minor} is no longer searched: convert it with `sextant upgrade OLD.sxt -o NEW.sxt` (no re-embedding), or build it again with this sextant")]
+    NeedsUpgrade {
+        /// Major found.
+        major: u16,
+        /// Minor found.
+        minor: u16,
+    },
+    /// A file of a split index is not what its name or the manifest says.
+    #[error("index file {file} is corrupt: {reason}; fetch or build the index again")]
+    BadFile {
+        /// The file's name.
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A file the manifest does not list (a manifest from another deploy?).
+    #[error("{file} is not a file of this index; the manifest and the files come from different builds, so reload the page or deploy both together")]
+    UnknownFile {
+        /// The file's name.
+        file: String,
+    },
     /// The model given does not match the one the bundle was built with.
     #[error("{what} does not match the bundle: it has SHA-256 {actual} but the bundle was built with {expected}; use the same model files as `sextant build`, or rebuild the bundle with this model")]
     ModelMismatch {
@@ -168,7 +202,7 @@ impl BundleError {
     /// `UNSUPPORTED_VERSION`, `MODEL_MISMATCH` or `CORRUPT_BUNDLE`.
     pub fn code(&self) -> ErrorCode {
         match self {
-            BundleError::UnsupportedVersion { .. } => ErrorCode::UnsupportedVersion,
+            BundleError::UnsupportedVersion { .. } | BundleError::NeedsUpgrade { .. } => ErrorCode::UnsupportedVersion,
             BundleError::ModelMismatch { .. } => ErrorCode::ModelMismatch,
             BundleError::BadMagic { .. }
             | BundleError::Truncated { .. }
@@ -176,7 +210,9 @@ impl BundleError {
             | BundleError::ChecksumMismatch { .. }
             | BundleError::Corrupt { .. }
             | BundleError::MissingSection { .. }
-            | BundleError::BadSection { .. } => ErrorCode::CorruptBundle,
+            | BundleError::BadSection { .. }
+            | BundleError::BadFile { .. }
+            | BundleError::UnknownFile { .. } => ErrorCode::CorruptBundle,
         }
     }
 }
@@ -202,6 +238,7 @@ pub struct Counts {
 }
 
 /// Everything needed to use a bundle correctly: how it was built and with what.
+#[cfg(feature = "indexer")]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// Format version written.
@@ -430,6 +467,7 @@ impl<'a> RawBundle<'a> {
             .ok_or(BundleError::MissingSection { section: id.name() })
     }
 
+    #[cfg(feature = "indexer")]
     fn json<T: serde::de::DeserializeOwned>(&self, id: SectionId) -> Result<T, BundleError> {
         serde_json::from_slice(self.section(id)?).map_err(|e| BundleError::BadSection {
             section: id.name(),
@@ -437,13 +475,15 @@ impl<'a> RawBundle<'a> {
         })
     }
 
-    /// The decoded manifest.
+    /// The decoded format-1 manifest.
+    #[cfg(feature = "indexer")]
     pub fn manifest(&self) -> Result<Manifest, BundleError> {
         self.json(SectionId::Manifest)
     }
 }
 
 /// A fully decoded and cross-checked bundle.
+#[cfg(feature = "indexer")]
 #[derive(Debug)]
 pub struct Bundle {
     /// The manifest.
@@ -460,11 +500,20 @@ pub struct Bundle {
     pub sections: Vec<SectionEntry>,
 }
 
+#[cfg(feature = "indexer")]
 impl Bundle {
     /// Reads and validates a bundle: container checks, then each section decoded, then the
     /// sections checked against each other (counts, dimensions, document numbers).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, BundleError> {
         let raw = RawBundle::parse(bytes)?;
+        if raw.major != V1_MAJOR {
+            return Err(BundleError::UnsupportedVersion {
+                major: raw.major,
+                minor: raw.minor,
+                oldest: V1_MAJOR,
+                newest: V1_MAJOR,
+            });
+        }
         let manifest = raw.manifest()?;
         if manifest.analyzer != crate::analyzer::Analyzer::NAME {
             return Err(BundleError::BadSection {
@@ -546,31 +595,37 @@ impl Bundle {
 
     /// Fails unless the model and tokenizer digests are those in the manifest.
     pub fn check_model(&self, model_sha256: &str, tokenizer_sha256: &str) -> Result<(), BundleError> {
-        check_model(&self.manifest, model_sha256, tokenizer_sha256)
+        check_model(&self.manifest.model, model_sha256, tokenizer_sha256)
     }
 }
 
-/// Fails unless the model and tokenizer digests are those in `manifest`.
-pub fn check_model(manifest: &Manifest, model_sha256: &str, tokenizer_sha256: &str) -> Result<(), BundleError> {
-    if manifest.model.sha256 != model_sha256 {
+/// Fails unless the model and tokenizer digests are those `model` records.
+pub fn check_model(model: &ModelSpec, model_sha256: &str, tokenizer_sha256: &str) -> Result<(), BundleError> {
+    if model.sha256 != model_sha256 {
         return Err(BundleError::ModelMismatch {
             what: "model.onnx",
-            expected: manifest.model.sha256.clone(),
+            expected: model.sha256.clone(),
             actual: model_sha256.to_string(),
         });
     }
-    if manifest.model.tokenizer_sha256 != tokenizer_sha256 {
+    if model.tokenizer_sha256 != tokenizer_sha256 {
         return Err(BundleError::ModelMismatch {
             what: "tokenizer.json",
-            expected: manifest.model.tokenizer_sha256.clone(),
+            expected: model.tokenizer_sha256.clone(),
             actual: tokenizer_sha256.to_string(),
         });
     }
     Ok(())
 }
 
-/// Writes the container around already-encoded sections (id, bytes), in the order given.
+/// Writes the container around already-encoded sections (id, bytes), in the order given, with
+/// the format version of this code.
 pub fn write_container(sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    write_container_version(FORMAT_MAJOR, FORMAT_MINOR, sections)
+}
+
+/// Writes the container with a given format version.
+pub fn write_container_version(major: u16, minor: u16, sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
     let table_end = HEADER_LEN + sections.len() * ENTRY_LEN;
     let mut offset = align8(table_end + 32);
     let mut entries = Vec::with_capacity(sections.len());
@@ -581,8 +636,8 @@ pub fn write_container(sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
     let file_length = entries.last().map_or(table_end + 32, |(_, o, l, _)| o + l);
     let mut out = Vec::with_capacity(file_length);
     out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());
-    out.extend_from_slice(&FORMAT_MINOR.to_le_bytes());
+    out.extend_from_slice(&major.to_le_bytes());
+    out.extend_from_slice(&minor.to_le_bytes());
     out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
     out.extend_from_slice(&(file_length as u64).to_le_bytes());
     for (id, offset, length, digest) in &entries {
@@ -606,6 +661,7 @@ fn align8(n: usize) -> usize {
 }
 
 /// Encodes a whole bundle.
+#[cfg(feature = "indexer")]
 pub fn write_bundle(
     manifest: &Manifest,
     documents: &[DocumentInfo],
@@ -621,15 +677,20 @@ pub fn write_bundle(
         section: "vectors",
         reason,
     })?;
-    Ok(write_container(&[
-        (SectionId::Manifest as u32, json("manifest", manifest)?),
-        (SectionId::Documents as u32, json("documents", &documents)?),
-        (SectionId::Chunks as u32, json("chunks", &chunks)?),
-        (SectionId::Bm25 as u32, bm25.to_bytes()),
-        (SectionId::Vectors as u32, vector_bytes),
-    ]))
+    Ok(write_container_version(
+        V1_MAJOR,
+        0,
+        &[
+            (SectionId::Manifest as u32, json("manifest", manifest)?),
+            (SectionId::Documents as u32, json("documents", &documents)?),
+            (SectionId::Chunks as u32, json("chunks", &chunks)?),
+            (SectionId::Bm25 as u32, bm25.to_bytes()),
+            (SectionId::Vectors as u32, vector_bytes),
+        ],
+    ))
 }
 
+#[cfg(feature = "indexer")]
 mod erased {
     /// Object-safe JSON encoding, so one closure serves several section types.
     pub trait Json {
@@ -691,7 +752,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let message = RawBundle::parse(&newer).unwrap_err().to_string();
-        assert!(message.contains("reads majors 1 to 1"), "{message}");
+        assert!(message.contains("reads majors 1 to 2"), "{message}");
 
         let mut body = good.clone();
         let last = body.len() - 1;

@@ -16,11 +16,12 @@
 //! k1 = 1.5
 //! b = 0.75
 //!
-//! [hnsw]       # see vector::HnswParams
-//! ef_construction = 100
-//! ef_search = 100
-//! seed = 42
-//! exact_below = 5000
+//! [layout]     # see index::Layout: how the index is cut into files
+//! keyword_shard_bytes = 8192
+//! fragment_chunks = 8
+//! code_file_chunks = 8192
+//! block_chunks = 8
+//! rescore = 100
 //!
 //! [input]      # see InputConfig
 //! include = []            # globs of paths to index (relative to each input); empty: all
@@ -36,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::bm25::Bm25Params;
 use crate::chunk::ChunkParams;
 use crate::embed::ModelOptions;
-use crate::vector::HnswParams;
+use crate::index::Layout;
 
 /// Everything that shapes a bundle.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -48,8 +49,8 @@ pub struct BuildConfig {
     pub chunking: ChunkParams,
     /// BM25 parameters.
     pub bm25: Bm25Params,
-    /// HNSW parameters.
-    pub hnsw: HnswParams,
+    /// How the index is cut into files, and the depth of int8 rescoring.
+    pub layout: Layout,
     /// Which files are read.
     pub input: InputConfig,
 }

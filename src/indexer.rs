@@ -4,19 +4,16 @@
 //! 1. [`chunk_corpus`]: validate the configuration against the model, chunk every document.
 //! 2. embed every chunk's text with [`crate::embed::Embedder::embed`] (`TextKind::Passage`),
 //!    in parallel if you like: a text's vector never depends on the others.
-//! 3. [`assemble`]: build the BM25 index and the HNSW graph and encode the bundle. Run it in a
-//!    one-thread rayon pool for byte-identical output.
+//! 3. [`assemble`]: build the index files (format 2: keyword shards, fragments, quantized
+//!    vectors) and the manifest; pack them into one file, or write them as a site's files.
 
-use crate::analyzer::Analyzer;
-use crate::bm25::{Bm25Error, Bm25Index};
-use crate::bundle::{
-    crate_versions, write_bundle, BundleError, Counts, DocumentInfo, FormatVersion, Manifest, FORMAT_MAJOR,
-    FORMAT_MINOR,
-};
+use crate::bm25::Bm25Error;
+use crate::bundle::{Bundle, BundleError, DocumentInfo};
 use crate::chunk::{collect_chunks, split_document, ChunkParamError, ChunkedCorpus, Document};
 use crate::config::BuildConfig;
 use crate::embed::{EmbedError, ModelSpec, ModelTokenizer};
-use crate::vector::{HnswParamError, VectorBuildError, VectorIndex};
+use crate::index::writer::{write_index, BuiltIndex, IndexInput};
+use crate::index::Layout;
 
 /// Why a bundle could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -30,15 +27,9 @@ pub enum IndexError {
     /// BM25 parameters are invalid.
     #[error(transparent)]
     Bm25(#[from] Bm25Error),
-    /// HNSW parameters are invalid.
-    #[error(transparent)]
-    Hnsw(#[from] HnswParamError),
     /// Tokenising failed.
     #[error(transparent)]
     Embed(#[from] EmbedError),
-    /// Vectors are unusable.
-    #[error(transparent)]
-    Vectors(#[from] VectorBuildError),
     /// Two documents share an id.
     #[error("two documents have the id {id:?} ({first} and {second}); ids come from paths relative to each input or from JSONL _id, so make them unique")]
     DuplicateId {
@@ -116,7 +107,7 @@ pub fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelT
         return Err(IndexError::EmptyCorpus);
     }
     config.bm25.validate()?;
-    config.hnsw.validate()?;
+    config.layout.validate().map_err(IndexError::Config)?;
     let limit = chunk_token_limit(config, tokenizer)?;
     config.chunking.validate(limit, tokenizer.max_tokens())?;
     let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
@@ -132,51 +123,21 @@ pub fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelT
     Ok(())
 }
 
-/// Builds the indexes and encodes the bundle. `vectors[i]` is the embedding of
-/// `corpus.chunks[i]`.
+/// Builds the index files (format 2) from the chunks and their vectors. `vectors[i]` is the
+/// embedding of `corpus.chunks[i]`. Pack them with [`crate::index::packed::pack`] for one file.
 pub fn assemble(
     documents: &[Document],
     corpus: &ChunkedCorpus,
-    vectors: Vec<Vec<f32>>,
+    vectors: &[Vec<f32>],
     model: &ModelSpec,
     config: &BuildConfig,
-) -> Result<Vec<u8>, IndexError> {
+) -> Result<BuiltIndex, IndexError> {
     if vectors.len() != corpus.chunks.len() {
         return Err(IndexError::VectorCount {
             vectors: vectors.len(),
             chunks: corpus.chunks.len(),
         });
     }
-    let analyzer = Analyzer::english();
-    let terms: Vec<Vec<String>> = corpus
-        .chunks
-        .iter()
-        .map(|c| {
-            let mut t = analyzer.terms(&c.heading_path.join(" "));
-            t.extend(analyzer.terms(&c.text));
-            t
-        })
-        .collect();
-    let bm25 = Bm25Index::build(&terms);
-    let vector_index = VectorIndex::build(vectors, model.dims, &config.hnsw)?;
-    let manifest = Manifest {
-        format: FormatVersion {
-            major: FORMAT_MAJOR,
-            minor: FORMAT_MINOR,
-        },
-        generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),
-        crates: crate_versions(),
-        model: model.clone(),
-        analyzer: Analyzer::NAME.to_string(),
-        chunking: config.chunking,
-        bm25: config.bm25,
-        hnsw: config.hnsw,
-        counts: Counts {
-            documents: documents.len(),
-            chunks: corpus.chunks.len(),
-            duplicates_dropped: corpus.duplicates_dropped,
-        },
-    };
     let infos: Vec<DocumentInfo> = documents
         .iter()
         .map(|d| DocumentInfo {
@@ -187,5 +148,33 @@ pub fn assemble(
             metadata: d.metadata.clone(),
         })
         .collect();
-    Ok(write_bundle(&manifest, &infos, &corpus.chunks, &bm25, &vector_index)?)
+    Ok(write_index(IndexInput {
+        documents: &infos,
+        chunks: &corpus.chunks,
+        duplicates_dropped: corpus.duplicates_dropped,
+        vectors,
+        model,
+        chunking: config.chunking,
+        bm25: config.bm25,
+        layout: config.layout,
+    })?)
+}
+
+/// Converts a format-1 bundle into a format-2 index, without embedding again: the same
+/// documents, chunks and BM25 parameters, its f32 vectors quantized, cut as `layout` says.
+pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, IndexError> {
+    let bundle = Bundle::from_bytes(v1)?;
+    let vectors: Vec<Vec<f32>> = (0..bundle.chunks.len() as u32)
+        .map(|c| bundle.vectors.vector_of(c).map(<[f32]>::to_vec).unwrap_or_default())
+        .collect();
+    Ok(write_index(IndexInput {
+        documents: &bundle.documents,
+        chunks: &bundle.chunks,
+        duplicates_dropped: bundle.manifest.counts.duplicates_dropped,
+        vectors: &vectors,
+        model: &bundle.manifest.model,
+        chunking: bundle.manifest.chunking,
+        bm25: bundle.manifest.bm25,
+        layout,
+    })?)
 }

@@ -18,6 +18,7 @@ pub mod error_code;
 pub mod eval;
 pub mod frame;
 pub mod fusion;
+pub mod index;
 #[cfg(feature = "indexer")]
 pub mod indexer;
 #[cfg(feature = "indexer")]
@@ -26,6 +27,7 @@ pub mod options;
 pub mod prompt;
 pub mod search;
 pub mod vecmath;
+#[cfg(feature = "indexer")]
 pub mod vector;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

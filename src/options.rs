@@ -109,26 +109,23 @@ impl std::str::FromStr for Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VectorSearch {
-    /// Exact below the bundle's `hnsw.exact_below` vectors or when `depth` exceeds
-    /// `hnsw.ef_search`; the graph otherwise. The default.
+    /// Binary codes of every chunk pick the best `layout.rescore` candidates (at least `depth`),
+    /// whose int8 vectors then rank them. The default.
     #[default]
     Auto,
-    /// Always scan every vector.
+    /// Score the int8 vector of every chunk (over a split index: fetches every vector block).
     Exact,
-    /// Always walk the graph (at most `ef_search` candidates).
-    Hnsw,
 }
 
 impl VectorSearch {
     /// Their names.
-    pub const NAMES: [&'static str; 3] = ["auto", "exact", "hnsw"];
+    pub const NAMES: [&'static str; 2] = ["auto", "exact"];
 
     /// The method's name.
     pub fn name(self) -> &'static str {
         match self {
             VectorSearch::Auto => Self::NAMES[0],
             VectorSearch::Exact => Self::NAMES[1],
-            VectorSearch::Hnsw => Self::NAMES[2],
         }
     }
 }
@@ -145,8 +142,7 @@ impl std::str::FromStr for VectorSearch {
         match s {
             "auto" => Ok(Self::Auto),
             "exact" => Ok(Self::Exact),
-            "hnsw" => Ok(Self::Hnsw),
-            _ => Err(bad("vector_search", format!("{s:?} is not auto, exact or hnsw"))),
+            _ => Err(bad("vector_search", format!("{s:?} is not auto or exact"))),
         }
     }
 }

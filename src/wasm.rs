@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::bundle::Bundle;
 use crate::cite::verify_citations as verify;
 use crate::embed::TextKind;
 use crate::error_code::ErrorCode;
@@ -23,7 +22,7 @@ use crate::options::{
     defaults as core_defaults, parse_over, AskOptions, ContextOptions, FrameOptions, LoadOptions, SearchOptions,
 };
 use crate::prompt::SYSTEM_PROMPT;
-use crate::search::{Clock, ContextResponse};
+use crate::search::{Clock, ContextResponse, Step};
 
 /// A JS `Error` with a stable `code` property.
 fn js_error(code: ErrorCode, message: impl std::fmt::Display) -> JsValue {
@@ -130,43 +129,69 @@ struct PreparedAsk {
     options: AskOptions,
 }
 
+/// A query's step as JS sees it: the answer, or `{need: [file names]}`.
+fn step_to_js<T: Serialize>(step: Step<T>) -> Result<JsValue, JsValue> {
+    #[derive(Serialize)]
+    struct Need {
+        need: Vec<String>,
+    }
+    match step {
+        Step::Done(value) => to_js(&value),
+        Step::Need(need) => to_js(&Need { need }),
+    }
+}
+
 #[wasm_bindgen]
 impl Engine {
-    /// `new Engine(bundle, model?, tokenizer?, {weights?})` from bytes. Without a model only
-    /// keyword search works. `weights: "int8"` trades query speed for memory.
+    /// `new Engine(index)`: a packed index (`.sxt` bytes, format 2), every file in it.
     #[wasm_bindgen(constructor)]
-    pub fn new(
-        bundle: &[u8],
-        model: Option<Vec<u8>>,
-        tokenizer: Option<Vec<u8>>,
-        load_options: JsValue,
-    ) -> Result<Engine, JsValue> {
-        let load: LoadOptions = options(&LoadOptions::default(), load_options, "load options")?;
-        let bundle = Bundle::from_bytes(bundle).map_err(|e| js_error(e.code(), e))?;
-        let mut inner = crate::search::Engine::new(bundle);
-        match (model, tokenizer) {
-            (Some(model), Some(tokenizer)) => inner
-                .load_model(model, &tokenizer, load.weights)
-                .map_err(|e| js_error(e.code(), e))?,
-            (None, None) => {}
-            _ => {
-                return Err(bad_argument(
-                    "pass both model and tokenizer, or neither (keyword search only)",
-                ))
-            }
-        }
+    pub fn new(index: &[u8]) -> Result<Engine, JsValue> {
+        let inner = crate::search::Engine::from_bytes(index).map_err(|e| js_error(e.code(), e))?;
         Ok(Engine { inner })
     }
 
-    /// `search(query, options)` → `{results, timings, vector_method}`; options and result fields
-    /// as in `crate::options::SearchOptions` and `sextant search --json`.
+    /// `Engine.fromManifest(manifest)`: a split index from its manifest (JSON bytes); its files
+    /// come with `addFile` as queries ask for them.
+    #[wasm_bindgen(js_name = fromManifest)]
+    pub fn from_manifest(manifest: &[u8]) -> Result<Engine, JsValue> {
+        let inner = crate::search::Engine::from_manifest(manifest).map_err(|e| js_error(e.code(), e))?;
+        Ok(Engine { inner })
+    }
+
+    /// `addFile(name, bytes)`: a file of a split index, checked against its name's hash and the
+    /// manifest.
+    #[wasm_bindgen(js_name = addFile)]
+    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), JsValue> {
+        self.inner.add_file(name, bytes).map_err(|e| js_error(e.code(), e))
+    }
+
+    /// `loadModel(model, tokenizer, {weights?})`: attaches the index's model (digests checked
+    /// first). `weights: "int8"` trades query speed for memory.
+    #[cfg(feature = "model")]
+    #[wasm_bindgen(js_name = loadModel)]
+    pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], load_options: JsValue) -> Result<(), JsValue> {
+        let load: LoadOptions = options(&LoadOptions::default(), load_options, "load options")?;
+        self.inner
+            .load_model(model, tokenizer, load.weights)
+            .map_err(|e| js_error(e.code(), e))
+    }
+
+    /// Whether a model is attached (dense and hybrid search work).
+    #[wasm_bindgen(js_name = hasModel)]
+    pub fn has_model(&self) -> bool {
+        self.inner.embedder().is_some()
+    }
+
+    /// `search(query, options)` → `{results, timings, vector_method}`, or `{need: [files]}`
+    /// over a split index; options and result fields as in `crate::options::SearchOptions` and
+    /// `sextant search --json`.
     pub fn search(&self, query: &str, search_options: JsValue) -> Result<JsValue, JsValue> {
         let o: SearchOptions = options(&SearchOptions::default(), search_options, "search options")?;
-        let response = self
+        let step = self
             .inner
             .search(query, &o, &JsClock::new())
             .map_err(|e| js_error(e.code(), e))?;
-        to_js(&response)
+        step_to_js(step)
     }
 
     /// `frame(results, {token_budget})` → `{context, included, omitted, tokens, budget,
@@ -210,23 +235,26 @@ impl Engine {
     /// fields of `sextant frame --json`).
     pub fn context(&self, question: &str, context_options: JsValue) -> Result<JsValue, JsValue> {
         let o: ContextOptions = options(&ContextOptions::default(), context_options, "context options")?;
-        let response = self
+        let step = self
             .inner
             .context(question, &o, &JsClock::new())
             .map_err(|e| js_error(e.code(), e))?;
-        to_js(&response)
+        step_to_js(step)
     }
 
     /// `prepareAsk(question, options)` → `context()`'s fields plus `options`, the ask options
-    /// resolved over the core's defaults and validated.
+    /// resolved over the core's defaults and validated (or `{need: [files]}`).
     #[wasm_bindgen(js_name = prepareAsk)]
     pub fn prepare_ask(&self, question: &str, ask_options: JsValue) -> Result<JsValue, JsValue> {
         let o: AskOptions = options(&AskOptions::default(), ask_options, "ask options")?;
-        let context = self
+        let step = self
             .inner
             .ask_context(question, &o, &JsClock::new())
             .map_err(|e| js_error(e.code(), e))?;
-        to_js(&PreparedAsk { context, options: o })
+        step_to_js(match step {
+            Step::Done(context) => Step::Done(PreparedAsk { context, options: o }),
+            Step::Need(need) => Step::Need(need),
+        })
     }
 
     /// The bundle's manifest.
@@ -250,7 +278,7 @@ impl Engine {
             .inner
             .embedder()
             .ok_or_else(|| js_error(ErrorCode::NoModel, "this engine was loaded without a model"))?;
-        embedder.tokenizer().encode(text).map_err(|e| js_error(e.code(), e))
+        embedder.token_ids(text).map_err(|e| js_error(e.code(), e))
     }
 }
 

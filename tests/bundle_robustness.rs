@@ -1,6 +1,7 @@
-//! The bundle reader never panics: random flips, truncations and splices of a real bundle, and
-//! damage to a section's content with its digest recomputed (so the section decoders, not only
-//! the checksums, see the bad bytes). Every case is a typed error or a bundle that searches.
+//! The index readers never panic: random flips, truncations and splices of a real packed index,
+//! damage to one of its files with the file renamed to its new hash and the manifest patched (so
+//! the file decoders, not only the checksums, see the bad bytes), and a damaged manifest. Every
+//! case is a typed error or an index that searches.
 //!
 //! The seed is printed; rerun a failure with `SEXTANT_TEST_SEED=<seed>`.
 
@@ -8,12 +9,16 @@ mod common;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use sextant::bundle::{write_container, Bundle, RawBundle, SectionId};
+use sextant::bundle::{write_container_version, RawBundle, SectionId, FORMAT_MAJOR, FORMAT_MINOR};
+use sextant::codec::ByteReader;
+use sextant::index::files::file_name;
+use sextant::index::packed::pack;
+use sextant::index::IndexManifest;
 use sextant::options::{Mode, SearchOptions, VectorSearch};
-use sextant::search::{Engine, NoClock};
+use sextant::search::{Engine, NoClock, Step};
 
 fn golden() -> Vec<u8> {
-    std::fs::read(common::fixture("golden-v1.sxt")).unwrap()
+    std::fs::read(common::fixture("golden-v2.sxt")).unwrap()
 }
 
 fn runner(cases: u32) -> TestRunner {
@@ -39,23 +44,29 @@ fn runner(cases: u32) -> TestRunner {
     )
 }
 
-/// The known sections of a bundle as (id, body) pairs, ready for `write_container`.
-fn sections_of(bytes: &[u8]) -> Vec<(u32, Vec<u8>)> {
+/// The manifest (JSON) and the files of a packed index.
+fn unpacked(bytes: &[u8]) -> (String, Vec<(String, Vec<u8>)>) {
     let raw = RawBundle::parse(bytes).unwrap();
-    SectionId::ALL
-        .iter()
-        .map(|id| (*id as u32, raw.section(*id).unwrap().to_vec()))
-        .collect()
+    let manifest = String::from_utf8(raw.section(SectionId::Manifest).unwrap().to_vec()).unwrap();
+    let mut r = ByteReader::new(raw.section(SectionId::Files).unwrap());
+    let count = r.varint().unwrap() as usize;
+    let entries: Vec<(String, usize)> = (0..count)
+        .map(|_| (r.string("name").unwrap().to_string(), r.varint().unwrap() as usize))
+        .collect();
+    let files = entries
+        .into_iter()
+        .map(|(name, len)| (name, r.take(len).unwrap().to_vec()))
+        .collect();
+    (manifest, files)
 }
 
 /// Loads and, if that works, exercises every search path.
 fn load_and_search(bytes: &[u8]) {
-    let Ok(bundle) = Bundle::from_bytes(bytes) else { return };
-    let dims = bundle.manifest.model.dims;
-    let engine = Engine::new(bundle);
+    let Ok(engine) = Engine::from_bytes(bytes) else { return };
+    let dims = engine.manifest().model.dims;
     let vector: Vec<f32> = (0..dims).map(|i| ((i * 7919) % 13) as f32 / 13.0 - 0.5).collect();
     for mode in Mode::ALL {
-        for vector_search in [VectorSearch::Exact, VectorSearch::Hnsw] {
+        for vector_search in [VectorSearch::Auto, VectorSearch::Exact] {
             let options = SearchOptions {
                 k: 5,
                 mode,
@@ -69,9 +80,19 @@ fn load_and_search(bytes: &[u8]) {
 }
 
 #[test]
-fn the_golden_bundle_itself_loads() {
-    let bytes = golden();
-    assert!(Bundle::from_bytes(&bytes).is_ok());
+fn the_golden_index_itself_loads_and_searches() {
+    let engine = Engine::from_bytes(&golden()).unwrap();
+    assert!(engine.store().is_complete());
+    let options = SearchOptions {
+        k: 3,
+        mode: Mode::Keyword,
+        ..Default::default()
+    };
+    let step = engine.search("fog horn", &options, &NoClock).unwrap();
+    let Step::Done(response) = step else {
+        panic!("a packed index needs no files")
+    };
+    assert_eq!(response.results[0].doc_id, "faq-2");
 }
 
 #[test]
@@ -83,7 +104,7 @@ fn flipped_truncated_and_spliced_bytes_never_panic() {
         (0..len).prop_map(|cut| (1u8, vec![], cut, 0, 0)),
         (0..len, 0..len, 1usize..256).prop_map(|(from, to, n)| (2u8, vec![], from, to, n)),
     ];
-    runner(400)
+    runner(300)
         .run(&edit, |(kind, flips, a, b, n)| {
             let mut damaged = bytes.clone();
             match kind {
@@ -94,7 +115,6 @@ fn flipped_truncated_and_spliced_bytes_never_panic() {
                 }
                 1 => damaged.truncate(a),
                 _ => {
-                    // Copy n bytes from `a` over position `b`, growing the file if needed.
                     let piece: Vec<u8> = bytes[a..(a + n).min(len)].to_vec();
                     let end = b + piece.len();
                     if end > damaged.len() {
@@ -104,7 +124,7 @@ fn flipped_truncated_and_spliced_bytes_never_panic() {
                 }
             }
             if damaged != bytes {
-                prop_assert!(Bundle::from_bytes(&damaged).is_err(), "damaged bundle accepted");
+                prop_assert!(Engine::from_bytes(&damaged).is_err(), "damaged index accepted");
             }
             load_and_search(&damaged);
             Ok(())
@@ -113,21 +133,20 @@ fn flipped_truncated_and_spliced_bytes_never_panic() {
 }
 
 #[test]
-fn damaged_sections_with_valid_digests_never_panic() {
-    let bytes = golden();
-    let sections = sections_of(&bytes);
+fn damaged_files_renamed_to_their_hash_never_panic() {
+    let (manifest, files) = unpacked(&golden());
     let strategy = (
-        0..sections.len(),
+        0..files.len(),
         prop_oneof![
             proptest::collection::vec((any::<usize>(), 1u8..=255), 1..6).prop_map(|f| (0u8, f, 0usize)),
             any::<usize>().prop_map(|cut| (1u8, vec![], cut)),
             proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6).prop_map(|f| (2u8, f, 0)),
         ],
     );
-    runner(1500)
+    runner(800)
         .run(&strategy, |(which, (kind, edits, cut))| {
-            let mut resealed = sections.clone();
-            let body = &mut resealed[which].1;
+            let mut files = files.clone();
+            let (old_name, body) = &mut files[which];
             match kind {
                 0 if !body.is_empty() => {
                     for (at, x) in edits {
@@ -146,18 +165,55 @@ fn damaged_sections_with_valid_digests_never_panic() {
                     }
                 }
             }
-            load_and_search(&write_container(&resealed));
+            let mut parts = old_name.split('.');
+            let (kind_name, extension) = (parts.next().unwrap_or(""), old_name.rsplit('.').next().unwrap_or(""));
+            let new_name = file_name(kind_name, extension, body);
+            let patched = manifest.replace(old_name.as_str(), &new_name);
+            *old_name = new_name;
+            let Ok(manifest) = serde_json::from_str::<IndexManifest>(&patched) else {
+                return Ok(());
+            };
+            load_and_search(&pack(&manifest, &files).unwrap());
             Ok(())
         })
         .unwrap();
 }
 
 #[test]
-fn unknown_sections_are_skipped() {
+fn a_damaged_manifest_is_a_typed_error() {
     let bytes = golden();
-    let mut sections = sections_of(&bytes);
-    sections.insert(2, (4242, b"from a future minor version".to_vec()));
-    let bundle = Bundle::from_bytes(&write_container(&sections)).unwrap();
-    assert_eq!(bundle.chunks.len(), 12);
-    assert!(bundle.sections.iter().any(|s| s.id == 4242));
+    let (manifest, _) = unpacked(&bytes);
+    let directory = RawBundle::parse(&bytes)
+        .unwrap()
+        .section(SectionId::Files)
+        .unwrap()
+        .to_vec();
+    for (from, to) in [
+        ("\"chunks\":", "\"chunks\":1"),
+        ("\"major\":2", "\"major\":3"),
+        ("\"dims\":384", "\"dims\":383"),
+        ("\"chunks_per_file\":", "\"chunks_per_file\":1"),
+        ("\"analyzer\":\"", "\"analyzer\":\"x"),
+    ] {
+        let damaged = manifest.replacen(from, to, 1);
+        assert_ne!(damaged, manifest, "{from}");
+        let packed = write_container_version(
+            FORMAT_MAJOR,
+            FORMAT_MINOR,
+            &[
+                (SectionId::Manifest as u32, damaged.into_bytes()),
+                (SectionId::Files as u32, directory.clone()),
+            ],
+        );
+        let e = Engine::from_bytes(&packed).unwrap_err();
+        assert_eq!(
+            e.code().as_str(),
+            if from.contains("major") {
+                "UNSUPPORTED_VERSION"
+            } else {
+                "CORRUPT_BUNDLE"
+            },
+            "{from}: {e}"
+        );
+    }
 }

@@ -1,85 +1,104 @@
-//! The format-v1 golden bundle (`tests/fixtures/golden-v1.sxt`, built once from
-//! `tests/fixtures/tiny`) must stay readable by every later version of sextant.
+//! The golden indexes stay readable: `tests/fixtures/golden-v2.sxt` (format 2, packed, built once
+//! from `tests/fixtures/tiny`) is searched by every later version of sextant, and the format-1
+//! bundle `tests/fixtures/golden-v1.sxt` is refused with a message naming `sextant upgrade`, which
+//! converts it into an index that answers as the format-2 build does.
 
 mod common;
 
 use std::sync::Arc;
 
 use sextant::bundle::{Bundle, FORMAT_MAJOR, OLDEST_READABLE_MAJOR};
+use sextant::embed::TextKind;
+use sextant::index::packed::pack;
+use sextant::index::Layout;
+use sextant::indexer::upgrade;
 use sextant::options::{Mode, SearchOptions};
 use sextant::search::{Engine, NoClock};
 
-fn golden() -> Vec<u8> {
-    std::fs::read(common::fixture("golden-v1.sxt")).unwrap()
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(common::fixture(name)).unwrap()
+}
+
+/// The top document of a query in a mode.
+fn top(engine: &Engine, query: &str, mode: Mode) -> String {
+    let options = SearchOptions {
+        k: 3,
+        mode,
+        ..Default::default()
+    };
+    let response = engine.search(query, &options, &NoClock).unwrap().done().unwrap();
+    response.results[0].doc_id.clone()
+}
+
+fn with_model(mut engine: Engine) -> Engine {
+    engine.attach_model(Arc::new(common::embedder())).unwrap();
+    engine
 }
 
 #[test]
-fn golden_v1_is_still_readable() {
+fn golden_v2_is_still_readable() {
     const {
         assert!(
-            OLDEST_READABLE_MAJOR <= 1 && 1 <= FORMAT_MAJOR,
-            "format 1 must stay readable"
+            OLDEST_READABLE_MAJOR <= 2 && 2 <= FORMAT_MAJOR,
+            "format 2 must stay readable"
         )
     };
-    let bundle = Bundle::from_bytes(&golden()).unwrap();
-    assert_eq!((bundle.manifest.format.major, bundle.manifest.format.minor), (1, 0));
-    assert_eq!(bundle.documents.len(), 7);
-    assert_eq!(bundle.chunks.len(), 12);
-    assert_eq!(bundle.manifest.model.dims, 384);
-    assert_eq!(bundle.manifest.chunking.chunk_size, 200);
-    let ids: Vec<&str> = bundle.documents.iter().map(|d| d.id.as_str()).collect();
+    let engine = Engine::from_bytes(&fixture("golden-v2.sxt")).unwrap();
+    let m = engine.manifest();
+    assert_eq!((m.format.major, m.format.minor), (2, 0));
+    assert_eq!((m.counts.documents, m.counts.chunks), (7, 12));
+    assert_eq!(m.model.dims, 384);
+    assert_eq!(m.chunking.chunk_size, 200);
+    assert_eq!(top(&engine, "fog horn", Mode::Keyword), "faq-2");
+    let engine = with_model(engine);
     assert_eq!(
-        ids,
-        [
-            "faq-1",
-            "faq-2",
-            "faq-3",
-            "guide/install.md",
-            "guide/search.mdx",
-            "notes.txt",
-            "pages/security.html"
-        ]
+        top(&engine, "how often should the bulb be changed", Mode::Hybrid),
+        "notes.txt"
     );
-    let install = bundle.documents.iter().find(|d| d.id == "guide/install.md").unwrap();
-    assert_eq!(install.title, "Installing the lighthouse keeper");
-    assert_eq!(
-        install.metadata.get("tags").map(String::as_str),
-        Some("setup, beginner")
-    );
+    assert_eq!(top(&engine, "bad weather with storms", Mode::Dense), "guide/search.mdx");
+    // The stored int8 vectors are those the model gives today (to quantization).
+    let store = engine.store();
+    let text = "A rotating beam gives each lighthouse a signature: ships count the seconds between flashes to know which coast they are on.";
+    let fresh = engine.embedder().unwrap().embed(text, TextKind::Passage).unwrap();
+    let self_score = (0..12u32).filter_map(|c| store.dot(c, &fresh)).fold(f32::MIN, f32::max);
+    assert!(self_score > 0.8, "no stored vector is this passage's ({self_score})");
 }
 
 #[test]
-fn golden_v1_answers_keyword_and_hybrid_queries() {
-    let mut engine = Engine::from_bytes(&golden()).unwrap();
-    let keyword = SearchOptions {
-        k: 3,
-        mode: Mode::Keyword,
-        ..Default::default()
-    };
-    let r = engine.search("fog horn", &keyword, &NoClock).unwrap();
-    assert_eq!(r.results[0].doc_id, "faq-2");
-    let embedder = common::embedder();
-    engine.attach_model(Arc::new(embedder)).unwrap();
-    let hybrid = SearchOptions {
-        k: 3,
-        ..Default::default()
-    };
-    let r = engine
-        .search("how often should the bulb be changed", &hybrid, &NoClock)
-        .unwrap();
-    assert_eq!(r.results[0].doc_id, "notes.txt");
-    // The stored vectors are those the model gives today (cosine with a fresh embedding).
-    let chunk = engine
-        .bundle()
-        .chunks
-        .iter()
-        .position(|c| c.id.starts_with("notes.txt#"))
-        .unwrap();
-    let stored = engine.bundle().vectors.vector_of(chunk as u32).unwrap().to_vec();
-    let fresh = engine
-        .embedder()
-        .unwrap()
-        .embed(&engine.bundle().chunks[chunk].text, sextant::embed::TextKind::Passage)
-        .unwrap();
-    assert!(common::cosine(&stored, &fresh) > 0.999);
+fn golden_v1_is_refused_with_the_upgrade_command_and_upgrades() {
+    let v1 = fixture("golden-v1.sxt");
+    let e = Engine::from_bytes(&v1).unwrap_err();
+    assert_eq!(e.code().as_str(), "UNSUPPORTED_VERSION");
+    assert!(e.to_string().contains("sextant upgrade"), "{e}");
+    // The format-1 reader still decodes it whole, for the upgrade.
+    let old = Bundle::from_bytes(&v1).unwrap();
+    assert_eq!((old.documents.len(), old.chunks.len()), (7, 12));
+    let built = upgrade(&v1, Layout::default()).unwrap();
+    let engine = Engine::from_bytes(&pack(&built.manifest, &built.files).unwrap()).unwrap();
+    assert_eq!(engine.manifest().counts.chunks, 12);
+    assert_eq!(top(&engine, "fog horn", Mode::Keyword), "faq-2");
+    let engine = with_model(engine);
+    assert_eq!(
+        top(&engine, "how often should the bulb be changed", Mode::Hybrid),
+        "notes.txt"
+    );
+    // The upgrade keeps the documents, chunks and BM25 of the bundle: keyword results equal the
+    // golden v2's (built from the same files).
+    let v2 = Engine::from_bytes(&fixture("golden-v2.sxt")).unwrap();
+    for query in ["fog horn", "lens cleaning", "logbook keeper"] {
+        let options = SearchOptions {
+            k: 5,
+            mode: Mode::Keyword,
+            ..Default::default()
+        };
+        let a = engine.search(query, &options, &NoClock).unwrap().done().unwrap();
+        let b = v2.search(query, &options, &NoClock).unwrap().done().unwrap();
+        let ids = |r: &sextant::search::SearchResponse| {
+            r.results
+                .iter()
+                .map(|h| (h.chunk_id.clone(), h.score))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&a), ids(&b), "{query}");
+    }
 }

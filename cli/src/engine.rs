@@ -30,11 +30,27 @@ pub fn read_bundle(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("reading bundle {}", path.display()))
 }
 
-/// Opens a bundle; attaches the model (from `--model`, else the default folder) unless only
-/// keyword search is needed.
+/// Opens an index: a packed `.sxt`, or the manifest of a split index (`sextant build --site`
+/// writes `sextant/index/manifest.*.json`), whose files are read from beside it. Attaches the
+/// model (from `--model`, else the default folder) unless only keyword search is needed.
 pub fn open(path: &Path, model_arg: Option<&Path>, need_model: bool) -> Result<Engine> {
     let bytes = read_bundle(path)?;
-    let mut engine = Engine::from_bytes(&bytes).with_context(|| format!("opening {}", path.display()))?;
+    let mut engine = if bytes.first() == Some(&b'{') {
+        let mut engine = Engine::from_manifest(&bytes).with_context(|| format!("opening {}", path.display()))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let names: Vec<String> = engine.manifest().file_names().into_iter().map(String::from).collect();
+        for name in names {
+            let file = dir.join(&name);
+            let body =
+                std::fs::read(&file).with_context(|| format!("reading {}, a file of the index", file.display()))?;
+            engine
+                .add_file(&name, &body)
+                .with_context(|| format!("checking {}", file.display()))?;
+        }
+        engine
+    } else {
+        Engine::from_bytes(&bytes).with_context(|| format!("opening {}", path.display()))?
+    };
     if need_model {
         let dir = model::model_dir(model_arg)?;
         let (model_bytes, tokenizer_bytes) = model::read_model_files(&dir)?;

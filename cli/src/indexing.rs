@@ -10,9 +10,11 @@ use rayon::prelude::*;
 use sextant::chunk::Document;
 use sextant::config::{BuildConfig, InputConfig};
 use sextant::embed::{Embedder, TextKind};
+use sextant::index::writer::BuiltIndex;
 use sextant::indexer::{assemble, collect, split, validate};
 use sextant::loader::{load_file, LoadError};
 
+use crate::cache::{text_key, EmbeddingCache};
 use crate::inputs::{InputFile, Skipped};
 use crate::model;
 
@@ -68,8 +70,33 @@ pub fn load_documents(files: &[InputFile], input: &InputConfig) -> Result<(Vec<D
     Ok((documents, skipped))
 }
 
-/// Chunks, embeds (on all cores) and assembles a bundle in memory.
-pub fn build_bundle(documents: &[Document], config: &BuildConfig, model_arg: Option<&Path>) -> Result<Vec<u8>> {
+/// What building an index did, for the summary.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct BuildStats {
+    /// Chunks in the index.
+    pub chunks: usize,
+    /// Chunk vectors taken from the embedding cache.
+    pub reused: usize,
+    /// Chunks embedded now.
+    pub embedded: usize,
+    /// Model tokens of the chunks embedded now.
+    pub tokens: usize,
+    /// Seconds spent embedding.
+    pub embed_seconds: f64,
+    /// Chunks embedded per second of embedding.
+    pub chunks_per_second: f64,
+    /// Model tokens embedded per second of embedding.
+    pub tokens_per_second: f64,
+}
+
+/// Chunks and embeds (on all cores, reusing the embedding cache in `cache_dir` when given) and
+/// builds the index files in memory.
+pub fn build_index(
+    documents: &[Document],
+    config: &BuildConfig,
+    model_arg: Option<&Path>,
+    cache_dir: Option<&Path>,
+) -> Result<(BuiltIndex, BuildStats)> {
     let dir = model::model_dir(model_arg)?;
     let embedder = model::load(&dir, &config.model)?;
     validate(documents, config, embedder.tokenizer())?;
@@ -84,26 +111,62 @@ pub fn build_bundle(documents: &[Document], config: &BuildConfig, model_arg: Opt
         .collect::<Result<Vec<_>, _>>()?;
     progress.finish_and_clear();
     let corpus = collect(documents, splits)?;
-    let progress = bar(corpus.chunks.len() as u64, "embedding");
-    let vectors: Vec<Vec<f32>> = corpus
+
+    let mut cache = match cache_dir {
+        Some(dir) => Some(EmbeddingCache::open(dir, embedder.spec())?),
+        None => None,
+    };
+    let prefix = &embedder.spec().passage_prefix;
+    let keys: Vec<[u8; 32]> = corpus
         .chunks
+        .iter()
+        .map(|c| text_key(&format!("{prefix}{}", c.text)))
+        .collect();
+    let mut vectors: Vec<Option<Vec<f32>>> = keys
+        .iter()
+        .map(|k| cache.as_ref().and_then(|c| c.get(k)).cloned())
+        .collect();
+    let todo: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_none()).collect();
+    let mut stats = BuildStats {
+        chunks: corpus.chunks.len(),
+        reused: corpus.chunks.len() - todo.len(),
+        embedded: todo.len(),
+        ..BuildStats::default()
+    };
+    let progress = bar(todo.len() as u64, "embedding");
+    let started = std::time::Instant::now();
+    let fresh: Vec<(usize, Vec<f32>, usize)> = todo
         .par_iter()
-        .map(|chunk| {
-            let v = embedder.embed(&chunk.text, TextKind::Passage);
+        .map(|&i| {
+            let text = &corpus.chunks[i].text;
+            let v = embedder.embed(text, TextKind::Passage)?;
+            let tokens = embedder.tokenizer().count(text)?;
             progress.inc(1);
-            v
+            Ok((i, v, tokens))
         })
-        .collect::<Result<_, _>>()
+        .collect::<Result<_, sextant::embed::EmbedError>>()
         .context("embedding chunks")?;
     progress.finish_and_clear();
-    let spinner = ProgressBar::new_spinner();
-    spinner.set_message("building the BM25 index and HNSW graph");
-    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
-    // instant-distance inserts from rayon's pool: one thread makes the graph reproducible.
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-    let bytes = pool.install(|| assemble(documents, &corpus, vectors, embedder.spec(), config))?;
-    spinner.finish_and_clear();
-    Ok(bytes)
+    stats.embed_seconds = started.elapsed().as_secs_f64();
+    for (i, v, tokens) in fresh {
+        stats.tokens += tokens;
+        if let Some(c) = cache.as_mut() {
+            c.put(keys[i], v.clone());
+        }
+        vectors[i] = Some(v);
+    }
+    if stats.embed_seconds > 0.0 {
+        stats.chunks_per_second = stats.embedded as f64 / stats.embed_seconds;
+        stats.tokens_per_second = stats.tokens as f64 / stats.embed_seconds;
+    }
+    if let Some(c) = cache.as_mut() {
+        if let Err(e) = c.save() {
+            eprintln!("warning: the embedding cache was not updated: {e:#}");
+        }
+    }
+    let vectors: Vec<Vec<f32>> = vectors.into_iter().map(Option::unwrap_or_default).collect();
+    let built = assemble(documents, &corpus, &vectors, embedder.spec(), config)?;
+    Ok((built, stats))
 }
 
 /// Writes to a temporary file beside `path` and renames it over `path`, so a failed or

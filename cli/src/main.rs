@@ -5,6 +5,7 @@
 //! options as flags), `indexing` (loading, embedding, writing), `inputs` (walking input folders)
 //! and `model` (finding the model files).
 
+mod cache;
 mod commands;
 mod config;
 mod engine;
@@ -38,7 +39,9 @@ enum Command {
     Embed(commands::embed::EmbedArgs),
     /// Measure retrieval quality (nDCG@10, MRR@10, Recall@100) on BEIR-style queries and qrels.
     Eval(commands::eval::EvalArgs),
-    /// Show a bundle's manifest and sections, verifying every digest.
+    /// Convert a format-1 bundle into a format-2 index (no re-embedding).
+    Upgrade(commands::upgrade::UpgradeArgs),
+    /// Show an index's manifest and files, verifying every digest.
     Inspect {
         /// The bundle file.
         bundle: PathBuf,
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Frame(args) => commands::frame::run(args),
         Command::Embed(args) => commands::embed::run(args),
         Command::Eval(args) => commands::eval::run(args),
+        Command::Upgrade(args) => commands::upgrade::run(args),
         Command::Inspect { bundle, json } => commands::inspect::run(&bundle, json),
     };
     match result {

@@ -74,7 +74,16 @@ fn build_summary_counts_and_skips_unknown_types() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["manifest", "documents", "chunks", "bm25", "vectors"]);
+    assert_eq!(names, ["manifest", "files"]);
+    // The index's files by kind: norms, keyword shards, fragments, calibration, codes, int8 blocks.
+    let kinds: Vec<&str> = summary["index_files"]["kinds"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(kinds, ["codes", "frag", "kw", "norms", "vec", "vmeta"]);
+    assert_eq!(summary["embedding"]["chunks"], summary["chunks"]);
 }
 
 #[test]
@@ -187,13 +196,14 @@ fn frame_quotes_and_blocks_injected_delimiters() {
 fn inspect_verifies_and_reports_the_manifest() {
     let out = ok(&["inspect", s(tiny_bundle()), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["format"], "1.0");
+    assert_eq!(v["format"], "2.0");
     assert_eq!(v["manifest"]["model"]["dims"], 384);
     assert_eq!(
         v["manifest"]["model"]["sha256"],
         "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
     );
-    assert_eq!(v["manifest"]["hnsw"]["seed"], 42);
+    assert_eq!(v["manifest"]["layout"]["rescore"], 100);
+    assert!(v["files"].as_u64().unwrap() >= 6);
     let human = ok(&["inspect", s(tiny_bundle())]);
     assert!(human.contains("all digests verified"));
 }
@@ -420,7 +430,7 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
     );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(site.join("sextant/sextant.json")).unwrap()).unwrap();
-    for key in ["bundle", "model", "tokenizer"] {
+    for key in ["index", "model", "tokenizer"] {
         let name = manifest[key].as_str().unwrap();
         assert!(
             name.split('.').nth(1).is_some_and(|h| h.len() == 16),
@@ -433,11 +443,11 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
         .join(manifest["worker"].as_str().unwrap())
         .is_file());
     assert!(site.join("sextant/sextant-ui.js").is_file() && site.join("sextant-sw.js").is_file());
-    // The bundle's chunks carry site URLs with anchors.
-    let bundle = site.join("sextant").join(manifest["bundle"].as_str().unwrap());
+    // The index's chunks carry site URLs with anchors (the CLI searches a split index too).
+    let index = site.join("sextant").join(manifest["index"].as_str().unwrap());
     let hit = ok(&[
         "search",
-        s(&bundle),
+        s(&index),
         "fog horn",
         "--mode",
         "keyword",
@@ -453,14 +463,33 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
         "<main><h2 id=\"fog\">Fog</h2><p>The horn sounds twice in fog.</p></main>",
     )
     .unwrap();
-    ok(&["build", "--site", s(&site), "--package", s(&package)]);
-    let bundles: Vec<_> = std::fs::read_dir(site.join("sextant"))
+    let before: Vec<String> = std::fs::read_dir(site.join("sextant/index"))
         .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".sxt"))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(bundles.len(), 1);
-    assert!(!bundle.exists());
+    ok(&["build", "--site", s(&site), "--package", s(&package)]);
+    let after: Vec<String> = std::fs::read_dir(site.join("sextant/index"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // Files of the old build that the new manifest does not list are removed.
+    assert!(after.iter().any(|f| !before.contains(f)), "{before:?} -> {after:?}");
+    assert!(!index.exists(), "the old manifest is removed");
+    let entry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join("sextant/sextant.json")).unwrap()).unwrap();
+    let new_index = site.join("sextant").join(entry["index"].as_str().unwrap());
+    let hit: serde_json::Value = serde_json::from_str(&ok(&[
+        "search",
+        s(&new_index),
+        "horn sounds twice",
+        "--mode",
+        "keyword",
+        "-k",
+        "1",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(hit["results"][0]["url"], "/guide/#fog");
 }
 
 /// The `--help` text of a command.
@@ -526,36 +555,26 @@ fn every_search_option_has_its_flag() {
 }
 
 #[test]
-fn a_build_of_the_tiny_corpus_is_the_golden_bundle() {
-    // The golden v1 bundle was built from tests/fixtures/tiny with the defaults, on another
-    // machine. The same inputs still give the same manifest, documents, chunks and BM25 index
-    // byte for byte; the vectors agree to float rounding (tract's kernels differ between CPUs).
-    use sextant::bundle::{RawBundle, SectionId};
-    use sextant::vector::VectorIndex;
-    let golden = std::fs::read(fixtures().join("golden-v1.sxt")).unwrap();
-    let built = std::fs::read(tiny_bundle()).unwrap();
-    let (golden, built) = (RawBundle::parse(&golden).unwrap(), RawBundle::parse(&built).unwrap());
-    for id in [
-        SectionId::Manifest,
-        SectionId::Documents,
-        SectionId::Chunks,
-        SectionId::Bm25,
-    ] {
+fn a_build_of_the_tiny_corpus_is_the_golden_index() {
+    // The golden v2 index was built from tests/fixtures/tiny with the defaults, on another
+    // machine. The same inputs still give the same norms, keyword shards and fragments byte for
+    // byte; the quantized vectors agree to float rounding (tract's kernels differ between CPUs).
+    use sextant::index::packed::unpack;
+    let golden = unpack(&std::fs::read(fixtures().join("golden-v2.sxt")).unwrap()).unwrap();
+    let built = unpack(&std::fs::read(tiny_bundle()).unwrap()).unwrap();
+    let (g, b) = (&golden.manifest().files, &built.manifest().files);
+    assert_eq!(g.norms, b.norms);
+    assert_eq!(g.keyword, b.keyword);
+    assert_eq!(g.fragments, b.fragments);
+    let (gm, bm) = (golden.manifest(), built.manifest());
+    assert_eq!((&gm.counts, &gm.model, &gm.layout), (&bm.counts, &bm.model, &bm.layout));
+    let probe: Vec<f32> = (0..384).map(|i| ((i * 37) % 11) as f32 / 11.0 - 0.5).collect();
+    for chunk in 0..gm.counts.chunks as u32 {
+        let (x, y) = (golden.dot(chunk, &probe), built.dot(chunk, &probe));
         assert!(
-            golden.section(id).unwrap() == built.section(id).unwrap(),
-            "section {} differs from the golden bundle's",
-            id.name()
+            x.is_none() && y.is_none() || (x.unwrap() - y.unwrap()).abs() < 0.02,
+            "chunk {chunk}: {x:?} vs {y:?}"
         );
-    }
-    let (g, b) = (
-        VectorIndex::from_bytes(golden.section(SectionId::Vectors).unwrap()).unwrap(),
-        VectorIndex::from_bytes(built.section(SectionId::Vectors).unwrap()).unwrap(),
-    );
-    assert_eq!((g.len(), g.dims()), (b.len(), b.dims()));
-    for chunk in 0..g.len() as u32 {
-        let (x, y) = (g.vector_of(chunk).unwrap(), b.vector_of(chunk).unwrap());
-        let cosine = sextant::vecmath::dot(x, y);
-        assert!(cosine > 0.9999, "chunk {chunk}: cosine {cosine} with the golden vector");
     }
 }
 

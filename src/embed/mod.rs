@@ -15,14 +15,19 @@
 //! normalisation. Texts are run one at a time, never padded into a batch, so a text's vector
 //! never depends on what it was batched with (the CLI gets its parallelism from threads).
 
+#[cfg(feature = "model")]
 mod rewrite;
+#[cfg(feature = "model")]
 pub mod runner;
+#[cfg(feature = "model")]
 pub mod tokenizer;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
+#[cfg(feature = "model")]
 pub use runner::TractEmbedder;
+#[cfg(feature = "model")]
 pub use tokenizer::ModelTokenizer;
 
 /// How token vectors become one sentence vector.
@@ -201,6 +206,9 @@ pub trait Embedder: Send + Sync {
     fn spec(&self) -> &ModelSpec;
     /// Embeds one text. The result has `spec().dims` values.
     fn embed(&self, text: &str, kind: TextKind) -> Result<Vec<f32>, EmbedError>;
-    /// The tokenizer used by the model, for counting tokens.
-    fn tokenizer(&self) -> &ModelTokenizer;
+    /// Model tokens in `text`, special tokens excluded, nothing truncated: what chunking and
+    /// framing budgets count.
+    fn count_tokens(&self, text: &str) -> Result<usize, EmbedError>;
+    /// The token ids the model sees for `text` (special tokens added, truncated at the window).
+    fn token_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError>;
 }

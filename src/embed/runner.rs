@@ -150,6 +150,11 @@ impl TractEmbedder {
         Ok(embedder)
     }
 
+    /// The model's tokenizer.
+    pub fn tokenizer(&self) -> &ModelTokenizer {
+        &self.tokenizer
+    }
+
     /// Runs the model on token ids and pools, without prefixing or tokenising.
     pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>, EmbedError> {
         let run = |e: TractError| EmbedError::Run {
@@ -233,8 +238,12 @@ impl Embedder for TractEmbedder {
         self.embed_ids(&ids)
     }
 
-    fn tokenizer(&self) -> &ModelTokenizer {
-        &self.tokenizer
+    fn count_tokens(&self, text: &str) -> Result<usize, EmbedError> {
+        self.tokenizer.count(text)
+    }
+
+    fn token_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        self.tokenizer.encode(text)
     }
 }
 

@@ -1,10 +1,17 @@
-//! Queries over a loaded bundle: keyword (BM25), dense (vectors) or hybrid (both, fused with
-//! reciprocal rank fusion), and framing their results as LLM context.
+//! Queries over an index: keyword (BM25), dense (vectors) or hybrid (both, fused with reciprocal
+//! rank fusion), and framing their results as LLM context.
 //!
-//! A query runs the steps of [`pipeline`]: each retriever takes its top `depth` chunks (`depth`
-//! defaults to `2·k`), hybrid fuses them with RRF (k = 60), then results under `score_threshold`
-//! are dropped, with `per_document` only the best chunk of each document is kept, and the first
-//! `k` are assembled. The options are [`crate::options::SearchOptions`].
+//! A query runs the steps of [`pipeline`]: BM25 takes its top `depth` chunks (`depth` defaults to
+//! `2·k`); the dense retriever scores every chunk's binary code, rescoring the best
+//! `layout.rescore` (at least `depth`) with their int8 vectors; hybrid fuses the two lists with RRF
+//! (k = 60); then results under `score_threshold` are dropped, with `per_document` only the best
+//! chunk of each document is kept, and the first `k` are assembled from the text fragments. The
+//! options are [`crate::options::SearchOptions`].
+//!
+//! The engine reads no files: over a split index a query answers [`Step::Need`] with the files it
+//! needs and has not been given yet; the caller fetches them, adds them with
+//! [`Engine::add_file`] and asks again. A packed index holds every file, so it always answers
+//! [`Step::Done`].
 
 pub mod pipeline;
 
@@ -13,15 +20,21 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::analyzer::Analyzer;
-use crate::bundle::{check_model, Bundle, BundleError, Manifest};
+use crate::bundle::{check_model, BundleError};
+#[cfg(feature = "model")]
 use crate::digest::sha256_hex;
-use crate::embed::{EmbedError, Embedder, TextKind, TractEmbedder, Weights};
+use crate::embed::{EmbedError, Embedder, TextKind};
+#[cfg(feature = "model")]
+use crate::embed::{TractEmbedder, Weights};
 use crate::error_code::ErrorCode;
 use crate::frame::{frame, FrameChunk, Framed};
-use crate::options::{validate_query, AskOptions, BadOption, ContextOptions, FrameOptions, Mode, SearchOptions};
+use crate::index::{packed, IndexManifest, IndexStore};
+use crate::options::{
+    validate_query, AskOptions, BadOption, ContextOptions, FrameOptions, Mode, SearchOptions, VectorSearch,
+};
 use crate::prompt::{chat_messages, ChatMessage, REFUSAL, SYSTEM_PROMPT};
-use crate::vector::VectorMethod;
-use pipeline::{assemble, dense_candidates, filter, fuse, keyword_candidates, vector_method, Ranked};
+pub use pipeline::VectorMethod;
+use pipeline::{assemble, binary_candidates, filter, fuse, keyword_candidates, rescore, Ranked};
 
 /// Why a query failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +58,12 @@ pub enum SearchError {
     /// Embedding the query failed.
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// A complete index lacked a file (a bug).
+    #[error("the index lacks files it lists ({}); build it again", files.join(", "))]
+    Incomplete {
+        /// The files.
+        files: Vec<String>,
+    },
 }
 
 impl From<BadOption> for SearchError {
@@ -63,6 +82,26 @@ impl SearchError {
             SearchError::BadArgument { .. } => ErrorCode::BadArgument,
             SearchError::NoModel { .. } => ErrorCode::NoModel,
             SearchError::Embed(e) => e.code(),
+            SearchError::Incomplete { .. } => ErrorCode::Internal,
+        }
+    }
+}
+
+/// A query's answer, or the files it still needs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step<T> {
+    /// The answer.
+    Done(T),
+    /// Files to add (by name) before asking again.
+    Need(Vec<String>),
+}
+
+impl<T> Step<T> {
+    /// The answer of an index that holds every file (a packed one): a missing file is a bug.
+    pub fn done(self) -> Result<T, SearchError> {
+        match self {
+            Step::Done(t) => Ok(t),
+            Step::Need(files) => Err(SearchError::Incomplete { files }),
         }
     }
 }
@@ -195,62 +234,79 @@ impl Clock for NoClock {
     }
 }
 
-/// A loaded bundle, ready to search; with a model attached it also does dense and hybrid search.
+/// An index, ready to search; with a model attached it also does dense and hybrid search.
 pub struct Engine {
-    bundle: Bundle,
+    store: IndexStore,
     analyzer: Analyzer,
     embedder: Option<Arc<dyn Embedder>>,
+    /// The last query embedded and its vector: a query over a split index is asked again after
+    /// each batch of files arrives, and embedding is nearly all of its cost.
+    last_query: std::sync::Mutex<Option<(String, Vec<f32>)>>,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("chunks", &self.bundle.chunks.len())
+            .field("chunks", &self.store.manifest().counts.chunks)
             .field("model", &self.embedder.is_some())
             .finish()
     }
 }
 
 impl Engine {
-    /// An engine over a bundle, without a model (keyword search only until one is attached).
-    pub fn new(bundle: Bundle) -> Self {
+    /// An engine over a store (keyword search only until a model is attached).
+    pub fn new(store: IndexStore) -> Self {
         Self {
-            bundle,
+            store,
             analyzer: Analyzer::english(),
             embedder: None,
+            last_query: std::sync::Mutex::new(None),
         }
     }
 
-    /// Reads a bundle from bytes.
+    /// Reads a packed index (`.sxt`, format 2). A format-1 bundle fails with a message naming
+    /// `sextant upgrade`.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, BundleError> {
-        Ok(Self::new(Bundle::from_bytes(bytes)?))
+        Ok(Self::new(packed::unpack(bytes)?))
     }
 
-    /// Loads the bundle's model from the bytes of `model.onnx` and `tokenizer.json` and attaches
+    /// An engine over a split index from its manifest (JSON); files come with [`Engine::add_file`].
+    pub fn from_manifest(json: &[u8]) -> Result<Self, BundleError> {
+        Ok(Self::new(IndexStore::new(IndexManifest::from_json(json)?)))
+    }
+
+    /// Adds a file of a split index (checked against its name's hash and the manifest).
+    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), BundleError> {
+        self.store.add(name, bytes)
+    }
+
+    /// Loads the index's model from the bytes of `model.onnx` and `tokenizer.json` and attaches
     /// it: the digests are checked first (a wrong model fails fast, before the slow load), then
-    /// the model is run the way the bundle says (pooling, window, prefixes), its weights held as
+    /// the model is run the way the index says (pooling, window, prefixes), its weights held as
     /// `weights` says. The model bytes are freed as soon as they are parsed.
+    #[cfg(feature = "model")]
     pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], weights: Weights) -> Result<(), EngineError> {
-        self.bundle.check_model(&sha256_hex(&model), &sha256_hex(tokenizer))?;
-        let options = self.bundle.manifest.model.options();
+        let manifest = self.store.manifest();
+        check_model(&manifest.model, &sha256_hex(&model), &sha256_hex(tokenizer))?;
+        let options = manifest.model.options();
         let embedder = TractEmbedder::from_vec_with(model, tokenizer, &options, weights)?;
         self.attach_model(Arc::new(embedder))?;
         Ok(())
     }
 
-    /// Attaches an embedding model after checking it is the one the bundle was built with
-    /// (file digests, and the same pooling, normalisation, window and prefixes).
+    /// Attaches an embedding model after checking it is the one the index was built with (file
+    /// digests, and the same pooling, normalisation, window and prefixes).
     pub fn attach_model(&mut self, embedder: Arc<dyn Embedder>) -> Result<(), BundleError> {
         let spec = embedder.spec();
-        let manifest = &self.bundle.manifest;
-        check_model(manifest, &spec.sha256, &spec.tokenizer_sha256)?;
-        let mut expected = manifest.model.clone();
+        let built = &self.store.manifest().model;
+        check_model(built, &spec.sha256, &spec.tokenizer_sha256)?;
+        let mut expected = built.clone();
         expected.sha256.clone_from(&spec.sha256);
         expected.tokenizer_sha256.clone_from(&spec.tokenizer_sha256);
         if &expected != spec {
             return Err(BundleError::ModelMismatch {
                 what: "model options",
-                expected: format!("{:?}", manifest.model),
+                expected: format!("{built:?}"),
                 actual: format!("{spec:?}"),
             });
         }
@@ -263,18 +319,36 @@ impl Engine {
         self.embedder.as_ref()
     }
 
-    /// The bundle.
-    pub fn bundle(&self) -> &Bundle {
-        &self.bundle
+    /// The index's files, as added so far.
+    pub fn store(&self) -> &IndexStore {
+        &self.store
     }
 
     /// The manifest.
-    pub fn manifest(&self) -> &Manifest {
-        &self.bundle.manifest
+    pub fn manifest(&self) -> &IndexManifest {
+        self.store.manifest()
     }
 
     fn embedder_for(&self, what: &'static str) -> Result<&Arc<dyn Embedder>, SearchError> {
         self.embedder.as_ref().ok_or(SearchError::NoModel { mode: what })
+    }
+
+    /// The query's embedding, reusing the last one for the same text.
+    fn embed_query(&self, query: &str, mode: Mode) -> Result<Vec<f32>, SearchError> {
+        if let Ok(last) = self.last_query.lock() {
+            if let Some((text, vector)) = last.as_ref() {
+                if text == query {
+                    return Ok(vector.clone());
+                }
+            }
+        }
+        let vector = self
+            .embedder_for(needs_model_for(mode))?
+            .embed(query, TextKind::Query)?;
+        if let Ok(mut last) = self.last_query.lock() {
+            *last = Some((query.to_string(), vector.clone()));
+        }
+        Ok(vector)
     }
 
     /// Searches with the embedder attached. See the module docs for the pipeline.
@@ -283,21 +357,25 @@ impl Engine {
         query: &str,
         options: &SearchOptions,
         clock: &dyn Clock,
-    ) -> Result<SearchResponse, SearchError> {
+    ) -> Result<Step<SearchResponse>, SearchError> {
         let start = clock.now_ms();
         validate_query(query)?;
         options.validate()?;
         let query_vector = if options.mode.needs_model() {
-            let embedder = self.embedder_for(needs_model_for(options.mode))?;
-            Some(embedder.embed(query, TextKind::Query)?)
+            Some(self.embed_query(query, options.mode)?)
         } else {
             None
         };
         let embedded = clock.now_ms();
-        let mut response = self.run(query, query_vector.as_deref(), options, clock)?;
-        response.timings.embed_ms = embedded - start;
-        response.timings.total_ms = clock.now_ms() - start;
-        Ok(response)
+        let step = self.run(query, query_vector.as_deref(), options, clock)?;
+        Ok(match step {
+            Step::Done(mut response) => {
+                response.timings.embed_ms = embedded - start;
+                response.timings.total_ms = clock.now_ms() - start;
+                Step::Done(response)
+            }
+            need => need,
+        })
     }
 
     /// Searches with a query vector computed elsewhere (`None` is allowed in keyword mode).
@@ -307,7 +385,7 @@ impl Engine {
         query_vector: Option<&[f32]>,
         options: &SearchOptions,
         clock: &dyn Clock,
-    ) -> Result<SearchResponse, SearchError> {
+    ) -> Result<Step<SearchResponse>, SearchError> {
         validate_query(query)?;
         options.validate()?;
         self.run(query, query_vector, options, clock)
@@ -320,70 +398,107 @@ impl Engine {
         query_vector: Option<&[f32]>,
         options: &SearchOptions,
         clock: &dyn Clock,
-    ) -> Result<SearchResponse, SearchError> {
+    ) -> Result<Step<SearchResponse>, SearchError> {
         let start = clock.now_ms();
         let depth = options.depth();
+        let manifest = self.store.manifest();
         let mut timings = StageTimings::default();
+        let vector = match (options.mode, query_vector) {
+            (Mode::Keyword, _) => None,
+            (mode, None) => {
+                return Err(SearchError::NoModel {
+                    mode: needs_model_for(mode),
+                })
+            }
+            (_, Some(v)) if v.len() != manifest.model.dims => {
+                return Err(SearchError::BadArgument {
+                    name: "query vector",
+                    reason: format!(
+                        "it has {} dimensions but the index's vectors have {}",
+                        v.len(),
+                        manifest.model.dims
+                    ),
+                })
+            }
+            (_, Some(v)) => Some(v),
+        };
+        let terms = if options.mode == Mode::Dense {
+            Vec::new()
+        } else {
+            self.analyzer.terms(query)
+        };
 
+        // Stage 1: the norms, the shards of the query's terms, and the binary codes.
+        let mut need = self.store.keyword_needs(&terms);
+        if vector.is_some() {
+            need.extend(self.store.code_needs());
+        }
+        if !need.is_empty() {
+            need.sort();
+            need.dedup();
+            return Ok(Step::Need(need));
+        }
         let keyword: Ranked = if options.mode == Mode::Dense {
             Vec::new()
         } else {
             let t = clock.now_ms();
-            let terms = self.analyzer.terms(query);
-            let bundle_params = self.bundle.manifest.bm25;
+            let bundle_params = manifest.bm25;
             let params = options.bm25.map_or(bundle_params, |o| o.over(bundle_params));
-            let hits = keyword_candidates(&self.bundle.bm25, &terms, params, depth);
+            let hits = keyword_candidates(&self.store, &terms, params, depth);
             timings.keyword_ms = clock.now_ms() - t;
             hits
         };
 
+        // Stage 2: the int8 vectors of the binary stage's best candidates.
         let mut method_used = None;
-        let dense: Ranked = if options.mode == Mode::Keyword {
-            Vec::new()
-        } else {
-            let vector = query_vector.ok_or(SearchError::NoModel {
-                mode: needs_model_for(options.mode),
-            })?;
-            let dims = self.bundle.vectors.dims();
-            if vector.len() != dims {
-                return Err(SearchError::BadArgument {
-                    name: "query vector",
-                    reason: format!(
-                        "it has {} dimensions but the bundle's vectors have {dims}",
-                        vector.len()
-                    ),
-                });
+        let dense: Ranked = match (vector, self.store.meta()) {
+            (Some(vector), Some(meta)) => {
+                let t = clock.now_ms();
+                let total = manifest.counts.chunks;
+                let (method, count) = match options.vector_search {
+                    VectorSearch::Exact => (VectorMethod::Exact, total),
+                    VectorSearch::Auto => (VectorMethod::Rescored, manifest.layout.rescore.max(depth)),
+                };
+                let candidates = binary_candidates(meta, self.store.codes(), vector, count);
+                let need = self.store.block_needs(candidates.iter().copied());
+                if !need.is_empty() {
+                    return Ok(Step::Need(need));
+                }
+                let hits = rescore(
+                    &candidates,
+                    &|c| self.store.dot(c, vector),
+                    depth,
+                    options.min_similarity,
+                );
+                method_used = Some(method);
+                timings.vector_ms = clock.now_ms() - t;
+                hits
             }
-            let t = clock.now_ms();
-            let method = vector_method(
-                options.vector_search,
-                self.bundle.vectors.len(),
-                depth,
-                &self.bundle.manifest.hnsw,
-            );
-            let hits = dense_candidates(&self.bundle.vectors, vector, depth, method, options.min_similarity);
-            method_used = Some(method);
-            timings.vector_ms = clock.now_ms() - t;
-            hits
+            _ => Vec::new(),
         };
 
+        // Stage 3: fuse, filter, and the fragments of what is kept.
         let t = clock.now_ms();
-        let chunks = &self.bundle.chunks;
+        let documents = self.store.norms().map(|n| n.documents.as_slice()).unwrap_or(&[]);
         let kept = filter(
             fuse(options.mode, &dense, &keyword),
             options.k,
             options.score_threshold,
             options.per_document,
-            |chunk| chunks.get(chunk as usize).map(|c| c.doc),
+            |chunk| documents.get(chunk as usize).copied(),
         );
-        let results = assemble(&self.bundle, &kept, &dense, &keyword);
+        let need = self.store.fragment_needs(kept.iter().map(|c| c.chunk));
+        if !need.is_empty() {
+            return Ok(Step::Need(need));
+        }
+        let results = assemble(&self.store, &kept, &dense, &keyword);
         timings.fusion_ms = clock.now_ms() - t;
         timings.total_ms = clock.now_ms() - start;
-        Ok(SearchResponse {
+        Ok(Step::Done(SearchResponse {
             results,
             timings,
             vector_method: method_used,
-        })
+        }))
     }
 
     /// Frames results as LLM context (needs the model's tokenizer to count tokens).
@@ -402,8 +517,10 @@ impl Engine {
     /// Frames chunks as LLM context within the options' token budget.
     pub fn frame_chunks(&self, chunks: &[FrameChunk], options: &FrameOptions) -> Result<Framed, SearchError> {
         options.validate()?;
-        let tokenizer = self.embedder_for("framing")?.tokenizer();
-        Ok(frame(chunks, options.token_budget, &|s: &str| tokenizer.count(s))?)
+        let embedder = self.embedder_for("framing")?;
+        Ok(frame(chunks, options.token_budget, &|s: &str| {
+            embedder.count_tokens(s)
+        })?)
     }
 
     /// Searches for a question and frames the results: what an LLM needs to answer it.
@@ -412,11 +529,14 @@ impl Engine {
         question: &str,
         options: &ContextOptions,
         clock: &dyn Clock,
-    ) -> Result<ContextResponse, SearchError> {
+    ) -> Result<Step<ContextResponse>, SearchError> {
         options.frame.validate()?;
-        let response = self.search(question, &options.search, clock)?;
+        let response = match self.search(question, &options.search, clock)? {
+            Step::Done(response) => response,
+            Step::Need(files) => return Ok(Step::Need(files)),
+        };
         let framed = self.frame(&response.results, &options.frame)?;
-        Ok(ContextResponse {
+        Ok(Step::Done(ContextResponse {
             messages: chat_messages(question, &framed.context),
             refused: framed.included.is_empty(),
             refusal: REFUSAL.to_string(),
@@ -428,7 +548,7 @@ impl Engine {
             tokens: framed.tokens,
             budget: framed.budget,
             timings: response.timings,
-        })
+        }))
     }
 
     /// [`Engine::context`] with an answer's options (validated whole, LLM settings included).
@@ -437,7 +557,7 @@ impl Engine {
         question: &str,
         options: &AskOptions,
         clock: &dyn Clock,
-    ) -> Result<ContextResponse, SearchError> {
+    ) -> Result<Step<ContextResponse>, SearchError> {
         options.validate()?;
         self.context(question, &options.context, clock)
     }

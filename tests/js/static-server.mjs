@@ -1,7 +1,11 @@
 // A static file server on loopback for browser tests: correct MIME types (application/wasm),
-// Content-Length, and a log of the requests it served.
+// Content-Length, and a log of the requests it served: a file's entry has its `path`, `bytes`
+// (the body sent on the wire) and `raw` (its uncompressed size). With `{ gzip: true }` it
+// compresses compressible responses for clients that accept gzip, as a real host would, for
+// benchmarks of the bytes a visitor downloads.
 import http from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 import path from 'node:path';
 
 const TYPES = {
@@ -17,10 +21,26 @@ const TYPES = {
   '.png': 'image/png',
   '.txt': 'text/plain; charset=utf-8',
 };
+const FALLBACK_TYPE = 'application/octet-stream';
+// Content types a host compresses. Binary index files (any application/octet-stream) are often
+// compressible too; images such as PNG are not.
+const COMPRESSIBLE = /^(text\/(html|javascript|css|plain)|application\/(json|wasm|octet-stream)|image\/svg\+xml)(;|$)/;
 
-export async function startStaticServer(folder, { port = 0, headers = {} } = {}) {
+/** Whether the request's Accept-Encoding allows gzip (not `gzip;q=0`). */
+function acceptsGzip(req) {
+  const header = String(req.headers['accept-encoding'] ?? '');
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    if (coding.trim() !== 'gzip' && coding.trim() !== '*') return false;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return !q || Number(q.slice(2)) > 0;
+  });
+}
+
+export async function startStaticServer(folder, { port = 0, headers = {}, gzip = false } = {}) {
   const dir = path.resolve(folder);
   const log = [];
+  const compressed = new Map(); // `${file}\0${mtimeMs}\0${size}` → gzipped bytes
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://localhost');
     let pathname;
@@ -40,12 +60,33 @@ export async function startStaticServer(folder, { port = 0, headers = {} } = {})
       return;
     }
     try {
-      if ((await stat(file)).isDirectory()) file = path.join(file, 'index.html');
-      const body = await readFile(file);
-      log.push({ path: url.pathname, bytes: body.length });
+      let info = await stat(file);
+      if (info.isDirectory()) {
+        file = path.join(file, 'index.html');
+        info = await stat(file);
+      }
+      const type = TYPES[path.extname(file)] ?? FALLBACK_TYPE;
+      const compressible = gzip && COMPRESSIBLE.test(type);
+      let body;
+      let encoding = {};
+      if (compressible && acceptsGzip(req)) {
+        const key = `${file}\0${info.mtimeMs}\0${info.size}`;
+        body = compressed.get(key);
+        if (!body) {
+          body = gzipSync(await readFile(file), { level: 6 });
+          compressed.set(key, body);
+        }
+        encoding = { 'content-encoding': 'gzip' };
+      } else {
+        body = await readFile(file);
+      }
+      const gzipped = 'content-encoding' in encoding;
+      log.push({ path: url.pathname, bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}) });
       res.writeHead(200, {
-        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+        'content-type': type,
         'content-length': body.length,
+        ...encoding,
+        ...(compressible ? { vary: 'accept-encoding' } : {}),
         ...headers,
       });
       res.end(body);

@@ -6,6 +6,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { startStaticServer } from './static-server.mjs';
 
 /** A raw GET, so the path reaches the server exactly as written (fetch would normalise it). */
@@ -54,5 +55,67 @@ test('a sibling folder sharing the root name prefix is never served', async () =
     }
   } finally {
     await server.close();
+  }
+});
+
+/** A raw GET with request headers, resolving to the status, headers and undecoded body bytes. */
+function rawGetBytes(base, rawPath, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const url = new URL(base);
+    const req = http.request({ host: url.hostname, port: url.port, path: rawPath, method: 'GET', headers }, (res) => {
+      const chunks = [];
+      res.on('data', (d) => chunks.push(d));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('with gzip: compressible files are gzipped for clients that accept it, and the log has wire and raw bytes', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-static-'));
+  const text = 'search as you type '.repeat(500);
+  writeFileSync(path.join(dir, 'app.js'), text);
+  writeFileSync(path.join(dir, 'shard.pf_index'), text); // unknown type: application/octet-stream
+  writeFileSync(path.join(dir, 'logo.png'), text); // not compressible
+  const server = await startStaticServer(dir, { gzip: true });
+  try {
+    const gz = await rawGetBytes(server.url, '/app.js', { 'accept-encoding': 'gzip, deflate, br' });
+    assert.equal(gz.status, 200);
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.match(gz.headers.vary, /accept-encoding/i);
+    assert.equal(Number(gz.headers['content-length']), gz.body.length);
+    assert.equal(gunzipSync(gz.body).toString(), text);
+    assert.ok(gz.body.length < text.length / 10);
+    assert.deepEqual(server.log.at(-1), { path: '/app.js', bytes: gz.body.length, raw: text.length, encoding: 'gzip' });
+
+    const again = await rawGetBytes(server.url, '/app.js', { 'accept-encoding': 'gzip' }); // from the cache
+    assert.deepEqual(again.body, gz.body);
+
+    const shard = await rawGetBytes(server.url, '/shard.pf_index', { 'accept-encoding': 'gzip' });
+    assert.equal(shard.headers['content-encoding'], 'gzip');
+    assert.equal(gunzipSync(shard.body).toString(), text);
+
+    const png = await rawGetBytes(server.url, '/logo.png', { 'accept-encoding': 'gzip' });
+    assert.equal(png.headers['content-encoding'], undefined);
+    assert.deepEqual(server.log.at(-1), { path: '/logo.png', bytes: text.length, raw: text.length });
+
+    for (const accept of [undefined, 'identity', 'gzip;q=0']) {
+      const plain = await rawGetBytes(server.url, '/app.js', accept ? { 'accept-encoding': accept } : {});
+      assert.equal(plain.headers['content-encoding'], undefined, String(accept));
+      assert.equal(plain.body.toString(), text);
+      assert.deepEqual(server.log.at(-1), { path: '/app.js', bytes: text.length, raw: text.length });
+    }
+  } finally {
+    await server.close();
+  }
+  const plainServer = await startStaticServer(dir); // the default: never compressed
+  try {
+    const res = await rawGetBytes(plainServer.url, '/app.js', { 'accept-encoding': 'gzip' });
+    assert.equal(res.headers['content-encoding'], undefined);
+    assert.equal(res.headers.vary, undefined);
+    assert.deepEqual(plainServer.log.at(-1), { path: '/app.js', bytes: text.length, raw: text.length });
+  } finally {
+    await plainServer.close();
   }
 });

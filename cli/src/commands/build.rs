@@ -9,8 +9,11 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sextant::bundle::RawBundle;
 
+use sextant::index::packed::pack;
+use sextant::index::writer::BuiltIndex;
+
 use crate::config::read_config;
-use crate::indexing::{build_bundle, load_documents, write_atomically};
+use crate::indexing::{build_index, load_documents, write_atomically, BuildStats};
 use crate::inputs::{collect, Skipped};
 
 #[derive(clap::Args, Debug)]
@@ -42,9 +45,26 @@ pub struct BuildArgs {
     /// Skip files whose path (relative to its input) matches one of these globs.
     #[arg(long)]
     exclude: Vec<String>,
+    /// Where embeddings are kept between builds (default: $SEXTANT_CACHE_DIR, else
+    /// ~/.cache/sextant/embeddings), so unchanged chunks are never embedded again.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    cache_dir: Option<PathBuf>,
+    /// Embed every chunk, reading and writing no embedding cache.
+    #[arg(long)]
+    no_cache: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+}
+
+impl BuildArgs {
+    /// The embedding cache folder, unless `--no-cache`.
+    pub fn cache(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache_dir.clone().or_else(crate::cache::default_dir)
+    }
 }
 
 #[derive(Serialize)]
@@ -66,6 +86,29 @@ struct Summary {
     seconds: f64,
     docs_per_second: f64,
     chunks_per_second: f64,
+    embedding: BuildStats,
+    index_files: IndexFileSizes,
+}
+
+/// Files and bytes of each kind of index file.
+#[derive(Serialize, Default)]
+pub struct IndexFileSizes {
+    /// Per kind (`norms`, `kw`, `frag`, `vmeta`, `codes`, `vec`): files and bytes.
+    pub kinds: std::collections::BTreeMap<String, (usize, u64)>,
+}
+
+impl IndexFileSizes {
+    /// Counts the built files by the kind their names start with.
+    pub fn of(built: &BuiltIndex) -> Self {
+        let mut kinds: std::collections::BTreeMap<String, (usize, u64)> = Default::default();
+        for (name, bytes) in &built.files {
+            let kind = name.split('.').next().unwrap_or("").to_string();
+            let entry = kinds.entry(kind).or_default();
+            entry.0 += 1;
+            entry.1 += bytes.len() as u64;
+        }
+        Self { kinds }
+    }
 }
 
 #[derive(Serialize)]
@@ -79,12 +122,14 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let mut config = read_config(args.config.as_deref())?;
     config.input.include.extend(args.include.iter().cloned());
     config.input.exclude.extend(args.exclude.iter().cloned());
+    let cache = args.cache();
     if let Some(site) = args.site {
         return super::site::run(super::site::SiteBuild {
             site,
             config,
             model: args.model,
             package: args.package,
+            cache,
             json: args.json,
         });
     }
@@ -117,11 +162,12 @@ pub fn run(args: BuildArgs) -> Result<()> {
     if documents.is_empty() {
         bail!("no documents to index: every file was skipped (see the warnings above)");
     }
-    let bytes = build_bundle(&documents, &config, args.model.as_deref())?;
+    let (built, stats) = build_index(&documents, &config, args.model.as_deref(), cache.as_deref())?;
+    let bytes = pack(&built.manifest, &built.files)?;
     write_atomically(&output, &bytes)?;
     let seconds = started.elapsed().as_secs_f64();
-    let raw = RawBundle::parse(&bytes).context("re-reading the bundle just written")?;
-    let manifest = raw.manifest()?;
+    let raw = RawBundle::parse(&bytes).context("re-reading the index just written")?;
+    let manifest = &built.manifest;
     let summary = Summary {
         output: output.display().to_string(),
         files: files.len(),
@@ -147,8 +193,20 @@ pub fn run(args: BuildArgs) -> Result<()> {
         seconds,
         docs_per_second: manifest.counts.documents as f64 / seconds,
         chunks_per_second: manifest.counts.chunks as f64 / seconds,
+        embedding: stats,
+        index_files: IndexFileSizes::of(&built),
     };
     print_summary(&summary, args.json)
+}
+
+/// What the embedding step did: reused, embedded, and how fast.
+pub fn print_embedding(out: &mut impl Write, e: &BuildStats) -> Result<()> {
+    writeln!(
+        out,
+        "  embeddings: {} of {} chunks reused from the cache, {} embedded in {:.1} s ({:.1} chunks/s, {:.0} tokens/s)",
+        e.reused, e.chunks, e.embedded, e.embed_seconds, e.chunks_per_second, e.tokens_per_second
+    )?;
+    Ok(())
 }
 
 fn print_summary(s: &Summary, json: bool) -> Result<()> {
@@ -170,9 +228,13 @@ fn print_summary(s: &Summary, json: bool) -> Result<()> {
     )?;
     writeln!(
         out,
-        "  {:.1} documents/s, {:.1} chunks/s",
+        "  {:.1} documents/s, {:.1} chunks/s overall",
         s.docs_per_second, s.chunks_per_second
     )?;
+    print_embedding(&mut out, &s.embedding)?;
+    for (kind, (files, bytes)) in &s.index_files.kinds {
+        writeln!(out, "  {kind:<10} {files:>6} files {bytes:>12} bytes")?;
+    }
     for section in &s.sections {
         writeln!(out, "  {:<10} {:>12} bytes", section.name, section.bytes)?;
     }

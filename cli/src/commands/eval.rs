@@ -88,7 +88,9 @@ pub fn run(args: EvalArgs) -> Result<()> {
             .par_iter()
             .zip(vectors.par_iter())
             .map(|(q, v)| {
-                let response = engine.search_with_vector(&q.text, v.as_deref(), &options, &clock)?;
+                let response = engine
+                    .search_with_vector(&q.text, v.as_deref(), &options, &clock)?
+                    .done()?;
                 let ranked: Vec<String> = response.results.into_iter().map(|r| r.doc_id).collect();
                 let empty = Default::default();
                 Ok((q.id.clone(), score_query(&ranked, qrels.get(&q.id).unwrap_or(&empty))))

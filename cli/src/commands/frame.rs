@@ -36,7 +36,7 @@ pub fn run(args: FrameArgs) -> Result<()> {
             token_budget: args.token_budget,
         },
     };
-    let framed = engine.context(&args.query, &options, &InstantClock::start())?;
+    let framed = engine.context(&args.query, &options, &InstantClock::start())?.done()?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &framed)?;

@@ -1,11 +1,13 @@
-//! `sextant inspect`: a bundle's manifest and sections, every digest verified.
+//! `sextant inspect`: an index's manifest, sections and files, every digest and file verified.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use sextant::bundle::{Bundle, RawBundle};
+use sextant::bundle::{RawBundle, SectionEntry, V1_MAJOR};
+use sextant::index::packed::unpack;
+use sextant::index::IndexManifest;
 
 use crate::engine::read_bundle;
 
@@ -13,8 +15,9 @@ use crate::engine::read_bundle;
 struct InspectJson<'a> {
     format: String,
     bytes: usize,
-    manifest: &'a sextant::bundle::Manifest,
-    sections: &'a [sextant::bundle::SectionEntry],
+    manifest: &'a IndexManifest,
+    sections: &'a [SectionEntry],
+    files: usize,
     documents: usize,
     chunks: usize,
 }
@@ -22,8 +25,19 @@ struct InspectJson<'a> {
 pub fn run(path: &Path, json: bool) -> Result<()> {
     let bytes = read_bundle(path)?;
     let raw = RawBundle::parse(&bytes).with_context(|| format!("checking {}", path.display()))?;
-    // A full decode validates every section, not only the digests.
-    let bundle = Bundle::from_bytes(&bytes).with_context(|| format!("decoding {}", path.display()))?;
+    if raw.major == V1_MAJOR {
+        anyhow::bail!(
+            "{} is a format {}.{} bundle, which this sextant no longer searches; convert it with `sextant upgrade {} -o NEW.sxt`",
+            path.display(),
+            raw.major,
+            raw.minor,
+            path.display()
+        );
+    }
+    // Unpacking checks every file against its hash and the manifest, not only the digests.
+    let store = unpack(&bytes).with_context(|| format!("decoding {}", path.display()))?;
+    let m = store.manifest();
+    let files = m.file_names().len();
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer(
@@ -31,31 +45,30 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             &InspectJson {
                 format: format!("{}.{}", raw.major, raw.minor),
                 bytes: bytes.len(),
-                manifest: &bundle.manifest,
+                manifest: m,
                 sections: &raw.sections,
-                documents: bundle.documents.len(),
-                chunks: bundle.chunks.len(),
+                files,
+                documents: m.counts.documents,
+                chunks: m.counts.chunks,
             },
         )?;
         writeln!(out)?;
         return Ok(());
     }
-    let m = &bundle.manifest;
     writeln!(
         out,
-        "{}: sextant bundle format {}.{}, {} bytes, all digests verified",
+        "{}: sextant index format {}.{}, {} bytes, {files} files, all digests verified",
         path.display(),
         raw.major,
         raw.minor,
         bytes.len()
     )?;
     writeln!(out, "  generator   {}", m.generator)?;
-    writeln!(out, "  documents   {}", bundle.documents.len())?;
+    writeln!(out, "  documents   {}", m.counts.documents)?;
     writeln!(
         out,
         "  chunks      {} ({} duplicates dropped)",
-        bundle.chunks.len(),
-        m.counts.duplicates_dropped
+        m.counts.chunks, m.counts.duplicates_dropped
     )?;
     writeln!(
         out,
@@ -69,19 +82,18 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
         m.chunking.chunk_size, m.chunking.chunk_overlap
     )?;
     writeln!(out, "  bm25        k1 {} b {}", m.bm25.k1, m.bm25.b)?;
+    let l = &m.layout;
     writeln!(
         out,
-        "  hnsw        ef_construction {} ef_search {} seed {} exact_below {}",
-        m.hnsw.ef_construction, m.hnsw.ef_search, m.hnsw.seed, m.hnsw.exact_below
-    )?;
-    writeln!(
-        out,
-        "  crates      {}",
-        m.crates
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "  layout      {} keyword shards (~{} bytes), {} fragments of {} chunks, codes in {} files, {} vector blocks of {} chunks, rescore {}",
+        m.files.keyword.len(),
+        l.keyword_shard_bytes,
+        m.files.fragments.files.len(),
+        l.fragment_chunks,
+        m.files.vectors.codes.files.len(),
+        m.files.vectors.blocks.files.len(),
+        l.block_chunks,
+        l.rescore
     )?;
     writeln!(out, "  sections:")?;
     for s in &raw.sections {

@@ -7,3 +7,4 @@ pub mod frame;
 pub mod inspect;
 pub mod search;
 pub mod site;
+pub mod upgrade;

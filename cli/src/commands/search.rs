@@ -75,7 +75,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let queries = parse_queries(&text).with_context(|| format!("in {}", path.display()))?;
         for q in queries {
-            let response = engine.search(&q.text, &options, &clock)?;
+            let response = engine.search(&q.text, &options, &clock)?.done()?;
             if args.json {
                 #[derive(Serialize)]
                 struct Line<'a> {
@@ -102,7 +102,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         return Ok(());
     }
     let query = args.query.as_deref().unwrap_or_default();
-    let response = engine.search(query, &options, &clock)?;
+    let response = engine.search(query, &options, &clock)?.done()?;
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer(&mut out, &response)?;

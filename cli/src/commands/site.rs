@@ -13,12 +13,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use sextant::bundle::RawBundle;
 use sextant::config::BuildConfig;
 use sextant::digest::sha256_hex;
 use sextant::loader::load_site_page;
 
-use crate::indexing::{build_bundle, oversized, write_atomically};
+use crate::indexing::{build_index, oversized, write_atomically, BuildStats};
 use crate::inputs::{glob_set, rel_string};
 
 /// What `sextant build --site` was asked to do.
@@ -32,12 +31,16 @@ pub struct SiteBuild {
     pub model: Option<PathBuf>,
     /// `--package`.
     pub package: Option<PathBuf>,
+    /// The embedding cache folder, if any.
+    pub cache: Option<PathBuf>,
     /// `--json`.
     pub json: bool,
 }
 
 /// The output folder inside the site.
 pub const OUTPUT_DIR: &str = "sextant";
+/// The index's folder inside the output folder.
+pub const INDEX_DIR: &str = "index";
 /// Package files copied into the hashed package folder.
 const PACKAGE_FILES: [&str; 5] = [
     "core.js",
@@ -82,7 +85,8 @@ struct Skip {
 struct EntryManifest {
     version: u32,
     generator: String,
-    bundle: String,
+    /// The index manifest (format 2), relative to `sextant/`; its files are beside it.
+    index: String,
     model: String,
     tokenizer: String,
     package: String,
@@ -95,6 +99,8 @@ struct EntryManifest {
 #[derive(Serialize)]
 struct SiteSummary {
     site: String,
+    embedding: BuildStats,
+    index_files: usize,
     pages_indexed: usize,
     pages_skipped: Vec<Skip>,
     chunks: usize,
@@ -142,6 +148,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         config,
         model: model_arg,
         package: package_arg,
+        cache,
         json,
     } = build;
     let site = site.as_path();
@@ -193,9 +200,8 @@ pub fn run(build: SiteBuild) -> Result<()> {
             site.display()
         );
     }
-    let bundle = build_bundle(&documents, &config, Some(&model_dir))?;
-    let raw = RawBundle::parse(&bundle)?;
-    let manifest = raw.manifest()?;
+    let (built, stats) = build_index(&documents, &config, Some(&model_dir), cache.as_deref())?;
+    let manifest = &built.manifest;
 
     let out = site.join(OUTPUT_DIR);
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
@@ -214,7 +220,17 @@ pub fn run(build: SiteBuild) -> Result<()> {
     };
     let model = std::fs::read(model_dir.join("model.onnx"))?;
     let tokenizer = std::fs::read(model_dir.join("tokenizer.json"))?;
-    let bundle_name = put(format!("index.{}.sxt", short_hash(&bundle)), &bundle, true)?;
+    let mut index_bytes = 0u64;
+    for (name, bytes) in &built.files {
+        put(format!("{INDEX_DIR}/{name}"), bytes, true)?;
+        index_bytes += bytes.len() as u64;
+    }
+    let manifest_json = serde_json::to_vec(manifest)?;
+    let index_name = put(
+        format!("{INDEX_DIR}/manifest.{}.json", short_hash(&manifest_json)),
+        &manifest_json,
+        true,
+    )?;
     let model_name = put(format!("model.{}.onnx", short_hash(&model)), &model, true)?;
     let tokenizer_name = put(format!("tokenizer.{}.json", short_hash(&tokenizer)), &tokenizer, true)?;
     let mut package_bytes = Vec::new();
@@ -238,15 +254,16 @@ pub fn run(build: SiteBuild) -> Result<()> {
         put(f.to_string(), &bytes, false)?;
     }
     let entry = EntryManifest {
-        version: 1,
+        version: 2,
         generator: manifest.generator.clone(),
-        bundle: bundle_name,
+        index: index_name,
         model: model_name,
         tokenizer: tokenizer_name,
         worker: format!("{package_name}ui/search-worker.js"),
         package: package_name,
         bytes: BTreeMap::from([
-            ("bundle", bundle.len() as u64),
+            ("index", index_bytes + manifest_json.len() as u64),
+            ("index_manifest", manifest_json.len() as u64),
             ("model", model.len() as u64),
             ("tokenizer", tokenizer.len() as u64),
             ("wasm", wasm_bytes),
@@ -270,6 +287,8 @@ pub fn run(build: SiteBuild) -> Result<()> {
         + sw.len() as u64;
     let summary = SiteSummary {
         site: site.display().to_string(),
+        embedding: stats,
+        index_files: built.files.len(),
         pages_indexed: documents.len(),
         pages_skipped: skipped,
         chunks: manifest.counts.chunks,
@@ -293,6 +312,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         "indexed {} pages of {} ({} chunks, {} duplicates dropped) in {:.1} s",
         summary.pages_indexed, summary.site, summary.chunks, summary.duplicates_dropped, summary.seconds
     )?;
+    super::build::print_embedding(&mut stdout, &summary.embedding)?;
     if !summary.pages_skipped.is_empty() {
         writeln!(stdout, "skipped {} pages:", summary.pages_skipped.len())?;
         for s in &summary.pages_skipped {

@@ -1,0 +1,358 @@
+// sextant against Pagefind over a 10-query session, the way a new visitor experiences it: each
+// engine's drop-in UI in headless Chromium (fresh profile, cold cache), served gzip-compressed
+// like a real host, the visitor typing ten queries one after another. For every query: the time
+// from its first keystroke to its first results in the page, and the bytes on the wire during it
+// (page load counts toward the first query), by kind: wasm, model, code (js, css, html) and
+// index (everything else under the engine's folder). Each session runs on loopback and on a
+// throttled phone connection (Chromium network emulation: 10 Mbit/s down, 5 Mbit/s up, 40 ms,
+// set on the page and on every service worker; a 1 MB probe fetched from the page and from a Web
+// Worker at the end of each session checks that the throttling held).
+// node bench/pagefind-session.mjs <sextant binary> <name>=<site dir> …
+// SESSION_TYPING_MS=<ms> types with that delay between keystrokes (default 0: as fast as
+// Playwright types); the time after the last keystroke is reported beside the total.
+// SESSION_PAUSE_MS=<ms> is the pause after each query's results (default 1000);
+// SESSION_ENGINES="sextant" runs one engine only (default: sextant pagefind).
+import { randomBytes } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startStaticServer } from '../tests/js/static-server.mjs';
+import { launch, watchedPage } from '../tests/js/browser.mjs';
+import { ENGINES, prepareSites } from './site-setup.mjs';
+
+const [sextantBin, ...siteArgs] = process.argv.slice(2);
+if (!sextantBin || !siteArgs.length) {
+  console.error('usage: node bench/pagefind-session.mjs <sextant binary> <name>=<site dir> …');
+  process.exit(2);
+}
+const QUERIES = {
+  python: [
+    'read a file line by line',
+    'sort a list of dictionaries by a key',
+    'string formatting',
+    'datetime timezone',
+    'subprocess run command output',
+    'json dump to file',
+    'regular expression named groups',
+    'asyncio gather',
+    'list comprehension',
+    'dataclass default factory',
+  ],
+  demo: [
+    'prompt injection',
+    'how do I deploy to cloudflare',
+    'api key',
+    'bundle checksums',
+    'model mismatch error',
+    'token budget',
+    'int8 weights memory',
+    'exclude files from the index',
+    'rate limits',
+    'hybrid search',
+  ],
+};
+// A phone on a good mobile connection: 10 Mbit/s down, 5 Mbit/s up, 40 ms round trip.
+const PHONE = { offline: false, latency: 40, downloadThroughput: 1_250_000, uploadThroughput: 625_000, connectionType: 'cellular4g' };
+const CONNECTIONS = [
+  ['loopback', null],
+  ['phone 10/5 Mbit/s, 40 ms', PHONE],
+];
+const TYPING_MS = Number(process.env.SESSION_TYPING_MS ?? 0);
+// The visitor reads each query's results this long before typing the next; what the UI fetches
+// meanwhile (result fragments, prefetches) counts toward the query it belongs to.
+const PAUSE_MS = Number(process.env.SESSION_PAUSE_MS ?? 1000);
+const RUN_ENGINES = (process.env.SESSION_ENGINES ?? 'sextant pagefind').split(/[\s,]+/).filter(Boolean);
+const CATEGORIES = ['index', 'wasm', 'model', 'code', 'other'];
+
+/** The kind of a served path, by URL pattern only (file names change as the engines do). */
+function category(engine, urlPath) {
+  const file = urlPath.split('/').pop();
+  if (/\.wasm$/i.test(file)) return 'wasm';
+  // Pagefind ships its WebAssembly pre-compressed as wasm.<language>.pagefind.
+  if (engine === 'pagefind' && /^wasm\.[^/]*\.pagefind$/.test(file)) return 'wasm';
+  if (/^model[^/]*\.onnx/i.test(file) || /^tokenizer[^/]*\.json/i.test(file)) return 'model';
+  if (/\.(m?js|css|html?)$/i.test(file) || urlPath.endsWith('/')) return 'code';
+  if (urlPath.startsWith(`/${ENGINES[engine].folder}/`)) return 'index';
+  return 'other';
+}
+
+function sumBytes(engine, entries) {
+  const out = Object.fromEntries(CATEGORIES.map((c) => [c, 0]));
+  for (const e of entries) out[category(engine, e.path)] += e.bytes ?? 0;
+  out.total = CATEGORIES.reduce((n, c) => n + out[c], 0);
+  return out;
+}
+
+/**
+ * Throttles every service worker and shared worker of the context: they are targets of their own,
+ * and Chromium applies a page's network emulation to its dedicated workers but not to the
+ * service worker that fetches on its behalf. A helper page gets a browser-level CDP channel
+ * (Target.exposeDevToolsProtocol), auto-attaches to those workers as they start (paused until
+ * the emulation is set) and emulates the connection on each. Returns the list of targets
+ * throttled, read at the end.
+ */
+async function throttleWorkers(context, conditions) {
+  const browserSession = await context.browser().newBrowserCDPSession();
+  const helper = await context.newPage();
+  const helperSession = await context.newCDPSession(helper);
+  const { targetInfo } = await helperSession.send('Target.getTargetInfo');
+  await browserSession.send('Target.exposeDevToolsProtocol', { targetId: targetInfo.targetId, bindingName: 'benchCdp' });
+  await helper.evaluate((cond) => {
+    let id = 0;
+    const pending = new Map();
+    window.throttled = [];
+    window.throttleErrors = [];
+    const send = (method, params, sessionId) =>
+      new Promise((resolve, reject) => {
+        const message = { id: ++id, method, params };
+        if (sessionId) message.sessionId = sessionId;
+        pending.set(message.id, { resolve, reject });
+        window.benchCdp.send(JSON.stringify(message));
+      });
+    window.benchCdp.onmessage = async (json) => {
+      const m = JSON.parse(json);
+      if (m.id && pending.has(m.id)) {
+        const { resolve, reject } = pending.get(m.id);
+        pending.delete(m.id);
+        if (m.error) reject(new Error(m.error.message));
+        else resolve(m.result);
+      } else if (m.method === 'Target.attachedToTarget') {
+        const { sessionId, targetInfo: info, waitingForDebugger } = m.params;
+        try {
+          await send('Network.emulateNetworkConditions', cond, sessionId);
+          window.throttled.push(`${info.type} ${new URL(info.url).pathname}`);
+        } catch (e) {
+          window.throttleErrors.push(`${info.type} ${info.url}: ${e.message}`);
+        }
+        if (waitingForDebugger) await send('Runtime.runIfWaitingForDebugger', {}, sessionId).catch(() => {});
+      }
+    };
+    return send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: [{ type: 'service_worker' }, { type: 'shared_worker' }] });
+  }, conditions);
+  return async () => {
+    const { throttled, throttleErrors } = await helper.evaluate(() => ({ throttled: window.throttled, throttleErrors: window.throttleErrors }));
+    if (throttleErrors.length) throw new Error(`could not throttle: ${throttleErrors.join('; ')}`);
+    return throttled;
+  };
+}
+
+// The throttling probe: 1 MB that does not compress, fetched at the end of a session from the
+// page and from a dedicated worker (through the service worker where there is one).
+const PROBE_BYTES = 1_000_000;
+const PROBE_WORKER = `onmessage = async (e) => {
+  const t = performance.now();
+  const body = await (await fetch(e.data, { cache: 'no-store' })).arrayBuffer();
+  postMessage({ ms: performance.now() - t, bytes: body.byteLength });
+};`;
+
+async function probe(page) {
+  return page.evaluate(async () => {
+    const t = performance.now();
+    const body = await (await fetch('/bench-probe.bin?page', { cache: 'no-store' })).arrayBuffer();
+    const fromPage = { ms: performance.now() - t, bytes: body.byteLength };
+    const worker = new Worker('/bench-probe-worker.js');
+    const fromWorker = await new Promise((resolve, reject) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => reject(new Error(e.message));
+      worker.postMessage(new URL('/bench-probe.bin?worker', location.href).href);
+    });
+    worker.terminate();
+    return { page: fromPage, worker: fromWorker };
+  });
+}
+
+/** The Chromium profile folder of a context launched by tests/js/browser.mjs, to delete it after. */
+async function profileDir(context) {
+  const page = await context.newPage();
+  try {
+    await page.goto('chrome://version');
+    const profile = path.dirname((await page.locator('#profile_path').textContent()).trim());
+    return path.dirname(profile) === tmpdir() && path.basename(profile).startsWith('sextant-chromium-') ? profile : null;
+  } catch {
+    return null;
+  } finally {
+    await page.close();
+  }
+}
+
+/**
+ * In the page: arms a watcher for one query. It records the first and last keydown and the
+ * moment the UI shows results for exactly this query (number of results, 0 for the engine's
+ * "no results"), never an earlier query's.
+ */
+function armWatcher({ engine, query }) {
+  const state = { query, firstKey: null, lastKey: null, done: null, count: null, error: null };
+  window.benchQuery = state;
+  if (!window.benchKeys) {
+    window.benchKeys = true;
+    document.addEventListener(
+      'keydown',
+      (e) => {
+        const s = window.benchQuery;
+        s.firstKey ??= e.timeStamp;
+        s.lastKey = e.timeStamp;
+      },
+      true,
+    );
+  }
+  const shown = () => {
+    if (engine === 'sextant') {
+      const status = document.querySelector('.sextant-status')?.textContent ?? '';
+      if (status.startsWith('Search is unavailable')) return { error: status };
+      const list = document.querySelector('.sextant-results');
+      if (!list || list.dataset.query !== query) return null;
+      const pages = list.querySelectorAll('.sextant-page').length;
+      if (pages) return { count: pages };
+      return status.startsWith('No results') ? { count: 0 } : null;
+    }
+    const message = document.querySelector('.pagefind-ui__message')?.textContent.trim() ?? '';
+    if (message === `No results for ${query}`) return { count: 0 };
+    const m = message.match(/^([\d.,\s]+) results? for ([\s\S]*)$/);
+    if (!m || m[2] !== query) return null;
+    const titles = [...document.querySelectorAll('.pagefind-ui__results .pagefind-ui__result-link')].filter((a) => a.textContent.trim());
+    return titles.length ? { count: Number(m[1].replace(/\D/g, '')) } : null;
+  };
+  const observer = new MutationObserver(() => {
+    const seen = shown();
+    if (!seen || state.done !== null) return;
+    state.done = performance.now();
+    state.count = seen.count ?? null;
+    state.error = seen.error ?? null;
+    observer.disconnect();
+  });
+  observer.observe(document.documentElement, { subtree: true, childList: true, attributes: true, characterData: true });
+}
+
+async function session(site, engine, queries, conditions) {
+  writeFileSync(path.join(site, 'bench-probe.bin'), randomBytes(PROBE_BYTES));
+  writeFileSync(path.join(site, 'bench-probe-worker.js'), PROBE_WORKER);
+  const server = await startStaticServer(site, { gzip: true });
+  const context = await launch();
+  const profile = await profileDir(context);
+  try {
+    const throttledWorkers = conditions ? await throttleWorkers(context, conditions) : null;
+    const page = await watchedPage(context);
+    if (conditions) {
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('Network.emulateNetworkConditions', conditions);
+    }
+    const { input } = ENGINES[engine];
+    const started = performance.now();
+    await page.goto(server.url + ENGINES[engine].page);
+    await page.waitForSelector(input);
+    const results = [];
+    let mark = 0; // log entries up to here belong to earlier queries
+    for (const [i, query] of queries.entries()) {
+      await page.evaluate(armWatcher, { engine, query });
+      if (i === 0) await page.locator(input).click();
+      else await page.locator(input).selectText(); // the visitor types over the last query
+      await page.keyboard.type(query, { delay: TYPING_MS });
+      await page.waitForFunction(() => window.benchQuery.done !== null, null, { timeout: i === 0 ? 900_000 : 300_000, polling: 20 });
+      const s = await page.evaluate(() => window.benchQuery);
+      if (s.error) throw new Error(`${engine}: ${s.error}`);
+      await page.waitForTimeout(PAUSE_MS);
+      const end = server.log.length;
+      results.push({
+        query,
+        results: s.count,
+        ms: Math.round(s.done - s.firstKey),
+        after_typing_ms: Math.round(s.done - s.lastKey),
+        bytes: sumBytes(engine, server.log.slice(mark, end)),
+      });
+      mark = end;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    // Whatever the UI still fetches after the last result (prefetches, fragments) counts too.
+    for (let quiet = 0, seen = server.log.length, waited = 0; quiet < 1500 && waited < 20000; waited += 250) {
+      await new Promise((r) => setTimeout(r, 250));
+      quiet = server.log.length === seen ? quiet + 250 : 0;
+      seen = server.log.length;
+    }
+    const log = server.log.slice();
+    const failed = log.filter((e) => e.status && e.status !== 200).map((e) => `${e.status} ${e.path}`);
+    return {
+      results,
+      session: sumBytes(engine, log),
+      seconds,
+      requests: log.length,
+      probe: await probe(page),
+      failed,
+      errors: page.errors,
+      throttled_workers: throttledWorkers ? await throttledWorkers() : [],
+    };
+  } finally {
+    await context.close();
+    await server.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const size = (b) => (b >= 1e6 ? `${(b / 1e6).toFixed(2)} MB` : b >= 1e3 ? `${(b / 1e3).toFixed(1)} kB` : `${b} B`);
+const ms = (x) => `${Math.round(x).toLocaleString('en-US')} ms`;
+
+const report = [];
+for (const arg of siteArgs) {
+  const [name, dir] = arg.split('=');
+  const queries = QUERIES[name] ?? QUERIES.demo;
+  const sites = prepareSites(name, dir, sextantBin);
+  try {
+    for (const engine of RUN_ENGINES) {
+      for (const [connection, conditions] of CONNECTIONS) {
+        console.error(`session: ${name} ${engine} ${connection}`);
+        const run = await session(sites[engine].site, engine, queries, conditions);
+        report.push({ site: name, engine, connection, ...run });
+        if (conditions) {
+          // The probe's 1 MB cannot arrive faster than the emulated link, from the page or a worker.
+          const link = (PROBE_BYTES / conditions.downloadThroughput) * 1000;
+          for (const [from, p] of Object.entries(run.probe)) {
+            if (p.ms < 0.9 * link) console.error(`warning: ${engine} on ${connection}: 1 MB fetched from the ${from} in ${Math.round(p.ms)} ms, faster than the link allows (${Math.round(link)} ms): not throttled`);
+          }
+          // Nothing can arrive faster than the emulated link: a session shorter than its bytes at
+          // 10 Mbit/s means some fetches escaped the throttling.
+          const floor = run.session.total / conditions.downloadThroughput;
+          if (run.seconds < floor) console.error(`warning: ${engine} on ${connection} took ${run.seconds.toFixed(1)} s for ${size(run.session.total)}, less than the link allows (${floor.toFixed(1)} s)`);
+        }
+      }
+    }
+  } finally {
+    sites.cleanup();
+  }
+}
+
+console.log(JSON.stringify(report, null, 1));
+for (const name of [...new Set(report.map((r) => r.site))]) {
+  const runs = report.filter((r) => r.site === name);
+  const typing = TYPING_MS > 0;
+  console.log(`\n### ${name}: ${runs[0].results.length}-query session${typing ? ` (typing ${TYPING_MS} ms a key; after the last keystroke in brackets)` : ''}\n`);
+  console.log('| engine | connection | query 1: first result | queries 2–10: median | index | wasm | model | code | total |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of runs) {
+    const later = r.results.slice(1);
+    const q1 = ms(r.results[0].ms) + (typing ? ` (${ms(r.results[0].after_typing_ms)})` : '');
+    const rest = ms(median(later.map((x) => x.ms))) + (typing ? ` (${ms(median(later.map((x) => x.after_typing_ms)))})` : '');
+    const b = r.session;
+    const other = b.other ? ` (+${size(b.other)} other)` : '';
+    console.log(`| ${r.engine === 'sextant' ? 'sextant' : 'Pagefind'} | ${r.connection} | ${q1} | ${rest} | ${size(b.index)} | ${size(b.wasm)} | ${size(b.model)} | ${size(b.code)} | ${size(b.total)}${other} |`);
+  }
+  console.log('\nPer query (time to first result / bytes on the wire; page load in query 1):\n');
+  console.log(`| query | ${runs.map((r) => `${r.engine} ${r.connection.split(' ')[0]}`).join(' | ')} |`);
+  console.log(`|---|${runs.map(() => '---|').join('')}`);
+  for (const [i, q] of runs[0].results.entries()) {
+    const cells = runs.map((r) => {
+      const x = r.results[i];
+      return `${ms(x.ms)} / ${size(x.bytes.total)}${x.results === 0 ? ' (no results)' : ''}`;
+    });
+    console.log(`| ${q.query} | ${cells.join(' | ')} |`);
+  }
+  const notes = runs.flatMap((r) => [
+    ...r.failed.map((f) => `${r.engine} ${r.connection}: ${f}`),
+    ...r.errors.map((e) => `${r.engine} ${r.connection}: page error ${e}`),
+    ...(r.throttled_workers.length ? [`${r.engine} ${r.connection}: throttled ${r.throttled_workers.join(', ')} besides the page`] : []),
+    `${r.engine} ${r.connection}: throttling probe, 1 MB fetched in ${Math.round(r.probe.page.ms)} ms from the page, ${Math.round(r.probe.worker.ms)} ms from a Web Worker`,
+  ]);
+  console.log(`\n${notes.map((n) => `- ${n}`).join('\n')}`);
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# sextant against Pagefind over a 10-query visitor session (bench/pagefind-session.mjs): each
+# engine's drop-in UI in headless Chromium, gzip-compressed like a real host, on loopback and on
+# an emulated phone connection (10 Mbit/s down, 5 up, 40 ms). Sites: the demo docs and Python
+# 3.11's HTML documentation (Debian's python3.11-doc).
+# Usage: scripts/bench-session.sh   (release CLI; for BENCHMARKS.md)
+#   SESSION_SITES="demo"            only some of the sites (default: demo python)
+#   SESSION_SEXTANT=path/to/sextant  use this CLI instead of building the release one
+#   SESSION_TYPING_MS=100           a delay between keystrokes (default 0)
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$SEXTANT_ROOT"
+SITES="${SESSION_SITES:-demo python}"
+CLI="${SESSION_SEXTANT:-$CARGO_TARGET_DIR/release/sextant}"
+[ -n "${SESSION_SEXTANT:-}" ] || cargo build --quiet --release -p sextant-cli
+(cd bench && [ -x node_modules/.bin/pagefind ] || npm install --no-audit --no-fund --ignore-scripts --silent)
+(cd tests/js && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --silent)
+ARGS=()
+DEMO=""
+trap '[ -z "$DEMO" ] || rm -rf "$DEMO"' EXIT
+for site in $SITES; do
+  case "$site" in
+    demo)
+      (cd www && [ -d node_modules ] || npm ci --no-audit --no-fund --silent)
+      DEMO="$(mktemp -d)"
+      node www/build-site.mjs "$DEMO" >/dev/null
+      ARGS+=("demo=$DEMO")
+      ;;
+    python)
+      PYDOC=/usr/share/doc/python3.11/html
+      if [ ! -d "$PYDOC" ]; then
+        echo "bench: installing python3.11-doc for the larger site" >&2
+        if [ "$(id -u)" = 0 ]; then apt-get install -y -qq python3.11-doc >/dev/null; else sudo apt-get install -y -qq python3.11-doc >/dev/null; fi
+      fi
+      ARGS+=("python=$PYDOC")
+      ;;
+    *) echo "bench-session: unknown site '$site' (demo, python)" >&2; exit 2 ;;
+  esac
+done
+node bench/pagefind-session.mjs "$CLI" "${ARGS[@]}"

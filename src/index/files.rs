@@ -1,0 +1,441 @@
+//! The files of a format-2 index, each read from bytes with every length and value checked:
+//! [`Norms`], keyword shards ([`TermTable`] behind a magic), [`Fragment`]s of chunk text,
+//! [`VectorMeta`], [`CodeFile`]s of binary codes and [`BlockFile`]s of int8 vectors. Byte layouts:
+//! `docs/FORMAT.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bm25::TermTable;
+use crate::bundle::DocumentInfo;
+use crate::chunk::Chunk;
+use crate::codec::{put_varint, ByteReader, DecodeError};
+use crate::digest::sha256_hex;
+
+/// First bytes of each binary file kind.
+pub const NORMS_MAGIC: &[u8; 4] = b"SXnm";
+/// Keyword shard.
+pub const KEYWORD_MAGIC: &[u8; 4] = b"SXkw";
+/// Vector calibration.
+pub const META_MAGIC: &[u8; 4] = b"SXvm";
+/// Binary codes.
+pub const CODES_MAGIC: &[u8; 4] = b"SXvc";
+/// Int8 vectors.
+pub const BLOCKS_MAGIC: &[u8; 4] = b"SXvb";
+
+/// Hex digits of SHA-256 in a file name (64 bits: no two files of one index collide).
+pub const NAME_HASH_LEN: usize = 16;
+
+/// A content-addressed file name: `{kind}.{first 16 hex digits of SHA-256}.{extension}`.
+pub fn file_name(kind: &str, extension: &str, bytes: &[u8]) -> String {
+    let hash = sha256_hex(bytes);
+    format!("{kind}.{}.{extension}", &hash[..NAME_HASH_LEN])
+}
+
+/// Whether `bytes` are the content `name` promises (its hash part is their SHA-256's prefix).
+pub fn content_matches(name: &str, bytes: &[u8]) -> bool {
+    let mut parts = name.rsplit('.');
+    let (_, Some(hash)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    hash.len() == NAME_HASH_LEN && sha256_hex(bytes).starts_with(hash)
+}
+
+fn magic(r: &mut ByteReader, expected: &[u8; 4], what: &'static str) -> Result<(), DecodeError> {
+    let offset = r.offset();
+    if r.take(4)? != expected {
+        return Err(DecodeError::Invalid { what, offset });
+    }
+    Ok(())
+}
+
+/// Per chunk: its length in analyzer terms (for BM25) and its document number; and their mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Norms {
+    /// Analyzer terms per chunk.
+    pub lengths: Vec<u32>,
+    /// Document number per chunk (non-decreasing).
+    pub documents: Vec<u32>,
+    /// The mean of `lengths`.
+    pub avgdl: f32,
+}
+
+impl Norms {
+    /// `SXnm`, chunk count, lengths, document-number deltas (varints).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = NORMS_MAGIC.to_vec();
+        put_varint(&mut out, self.lengths.len() as u64);
+        for &l in &self.lengths {
+            put_varint(&mut out, u64::from(l));
+        }
+        let mut previous = 0;
+        for &d in &self.documents {
+            put_varint(&mut out, u64::from(d - previous));
+            previous = d;
+        }
+        out
+    }
+
+    /// Reads norms of exactly `chunks` chunks over `documents` documents.
+    pub fn from_bytes(bytes: &[u8], chunks: usize, documents: usize) -> Result<Self, DecodeError> {
+        let mut r = ByteReader::new(bytes);
+        magic(&mut r, NORMS_MAGIC, "norms magic")?;
+        let offset = r.offset();
+        let n = r.count("norms chunk count", 2)?;
+        if n != chunks {
+            return Err(DecodeError::Invalid {
+                what: "norms chunk count",
+                offset,
+            });
+        }
+        let mut lengths = Vec::with_capacity(n);
+        for _ in 0..n {
+            lengths.push(r.varint_u32("chunk length")?);
+        }
+        let mut docs = Vec::with_capacity(n);
+        let mut doc = 0u32;
+        for _ in 0..n {
+            let offset = r.offset();
+            doc = doc
+                .checked_add(r.varint_u32("document delta")?)
+                .filter(|&d| (d as usize) < documents)
+                .ok_or(DecodeError::Invalid {
+                    what: "document number",
+                    offset,
+                })?;
+            docs.push(doc);
+        }
+        r.finish("norms trailing bytes")?;
+        let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+        let avgdl = if n == 0 { 0.0 } else { (total as f64 / n as f64) as f32 };
+        Ok(Self {
+            lengths,
+            documents: docs,
+            avgdl,
+        })
+    }
+}
+
+/// A keyword shard: `SXkw` then a [`TermTable`].
+pub fn keyword_to_bytes(table: &TermTable) -> Vec<u8> {
+    let mut out = KEYWORD_MAGIC.to_vec();
+    table.write(&mut out);
+    out
+}
+
+/// Reads a keyword shard over `chunks` chunks.
+pub fn keyword_from_bytes(bytes: &[u8], chunks: usize) -> Result<TermTable, DecodeError> {
+    let mut r = ByteReader::new(bytes);
+    magic(&mut r, KEYWORD_MAGIC, "keyword shard magic")?;
+    let table = TermTable::read(&mut r, chunks)?;
+    r.finish("keyword shard trailing bytes")?;
+    Ok(table)
+}
+
+/// Chunks `first..first + chunks.len()` with the documents they belong to: what a result shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fragment {
+    /// Number of the first chunk.
+    pub first: u32,
+    /// The documents of these chunks, with their numbers.
+    pub documents: Vec<(u32, DocumentInfo)>,
+    /// The chunks, in order.
+    pub chunks: Vec<Chunk>,
+}
+
+impl Fragment {
+    /// JSON.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Reads a fragment that must hold chunks `first..first + count`, and checks each chunk's
+    /// document is listed and its content hash is its text's.
+    pub fn from_bytes(bytes: &[u8], first: u32, count: usize) -> Result<Self, String> {
+        let fragment: Fragment = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        if fragment.first != first || fragment.chunks.len() != count {
+            return Err(format!(
+                "it holds {} chunks from {}, not {count} from {first}",
+                fragment.chunks.len(),
+                fragment.first
+            ));
+        }
+        for c in &fragment.chunks {
+            if !fragment.documents.iter().any(|(n, _)| *n == c.doc) {
+                return Err(format!(
+                    "chunk {} names document {}, which it does not hold",
+                    c.id, c.doc
+                ));
+            }
+            if sha256_hex(c.text.as_bytes()) != c.content_hash {
+                return Err(format!("chunk {}'s content_hash is not the SHA-256 of its text", c.id));
+            }
+        }
+        Ok(fragment)
+    }
+
+    /// Chunk `number`, if this fragment holds it.
+    pub fn chunk(&self, number: u32) -> Option<&Chunk> {
+        self.chunks.get(number.checked_sub(self.first)? as usize)
+    }
+
+    /// Document `number`, if this fragment holds it.
+    pub fn document(&self, number: u32) -> Option<&DocumentInfo> {
+        self.documents.iter().find(|(n, _)| *n == number).map(|(_, d)| d)
+    }
+}
+
+/// How vectors were quantized, calibrated on the corpus: per dimension the mean (the binary
+/// codes are the signs around it) and the mean absolute deviation (each code bit's weight).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorMeta {
+    /// Mean per dimension.
+    pub mean: Vec<f32>,
+    /// Mean absolute deviation per dimension.
+    pub spread: Vec<f32>,
+}
+
+impl VectorMeta {
+    /// Calibrates on the corpus's vectors (all `dims` long).
+    pub fn calibrate(vectors: &[Vec<f32>], dims: usize) -> Self {
+        let n = vectors.len().max(1) as f64;
+        let mut mean = vec![0f64; dims];
+        for v in vectors {
+            for (m, x) in mean.iter_mut().zip(v) {
+                *m += f64::from(*x) / n;
+            }
+        }
+        let mut spread = vec![0f64; dims];
+        for v in vectors {
+            for ((s, m), x) in spread.iter_mut().zip(&mean).zip(v) {
+                *s += (f64::from(*x) - m).abs() / n;
+            }
+        }
+        Self {
+            mean: mean.into_iter().map(|x| x as f32).collect(),
+            spread: spread.into_iter().map(|x| x as f32).collect(),
+        }
+    }
+
+    /// `SXvm`, dims (u32), means, spreads (f32).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = META_MAGIC.to_vec();
+        out.extend_from_slice(&(self.mean.len() as u32).to_le_bytes());
+        for x in self.mean.iter().chain(&self.spread) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads calibration for `dims` dimensions (all values finite).
+    pub fn from_bytes(bytes: &[u8], dims: usize) -> Result<Self, DecodeError> {
+        let mut r = ByteReader::new(bytes);
+        magic(&mut r, META_MAGIC, "vector meta magic")?;
+        let offset = r.offset();
+        if r.u32()? as usize != dims {
+            return Err(DecodeError::Invalid {
+                what: "vector dimensions",
+                offset,
+            });
+        }
+        let mut values = Vec::with_capacity(2 * dims);
+        for _ in 0..2 * dims {
+            let offset = r.offset();
+            let x = r.f32()?;
+            if !x.is_finite() {
+                return Err(DecodeError::Invalid {
+                    what: "vector calibration",
+                    offset,
+                });
+            }
+            values.push(x);
+        }
+        r.finish("vector meta trailing bytes")?;
+        let spread = values.split_off(dims);
+        Ok(Self { mean: values, spread })
+    }
+
+    /// Binary code of a vector: bit `i` (byte `i / 8`, bit `i % 8`) set when `v[i]` is above
+    /// the mean.
+    pub fn code(&self, v: &[f32]) -> Vec<u8> {
+        let mut out = vec![0u8; self.mean.len().div_ceil(8)];
+        for (i, (x, m)) in v.iter().zip(&self.mean).enumerate() {
+            if x > m {
+                if let Some(byte) = out.get_mut(i / 8) {
+                    *byte |= 1 << (i % 8);
+                }
+            }
+        }
+        out
+    }
+
+    /// For a query, per code byte, the score of each of its 256 values: code scores are then
+    /// `dims / 8` table lookups. Scores rank codes by the query's dot product with the vector the
+    /// code stands for (`mean + spread · (±1)`), less a constant.
+    pub fn lookup_table(&self, query: &[f32]) -> Vec<[f32; 256]> {
+        let weights: Vec<f32> = query.iter().zip(&self.spread).map(|(q, s)| q * s).collect();
+        weights
+            .chunks(8)
+            .map(|w| {
+                let mut table = [0f32; 256];
+                for (value, slot) in table.iter_mut().enumerate() {
+                    *slot = w
+                        .iter()
+                        .enumerate()
+                        .map(|(bit, wi)| if value & (1 << bit) != 0 { *wi } else { -*wi })
+                        .sum();
+                }
+                table
+            })
+            .collect()
+    }
+}
+
+/// Binary codes of chunks `first..first + count`, `dims / 8` bytes each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeFile {
+    /// Number of the first chunk.
+    pub first: u32,
+    /// Bytes of one code.
+    pub code_len: usize,
+    /// The codes, concatenated.
+    pub codes: Vec<u8>,
+}
+
+impl CodeFile {
+    /// `SXvc`, first (u32), count (u32), codes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = CODES_MAGIC.to_vec();
+        out.extend_from_slice(&self.first.to_le_bytes());
+        out.extend_from_slice(&((self.codes.len() / self.code_len.max(1)) as u32).to_le_bytes());
+        out.extend_from_slice(&self.codes);
+        out
+    }
+
+    /// Reads the codes of chunks `first..first + count` for `dims` dimensions.
+    pub fn from_bytes(bytes: &[u8], first: u32, count: usize, dims: usize) -> Result<Self, DecodeError> {
+        let mut r = ByteReader::new(bytes);
+        magic(&mut r, CODES_MAGIC, "codes magic")?;
+        let offset = r.offset();
+        if r.u32()? != first || r.u32()? as usize != count {
+            return Err(DecodeError::Invalid {
+                what: "codes range",
+                offset,
+            });
+        }
+        let code_len = dims.div_ceil(8);
+        let codes = r
+            .take(count.checked_mul(code_len).ok_or(DecodeError::Invalid {
+                what: "codes length",
+                offset,
+            })?)?
+            .to_vec();
+        r.finish("codes trailing bytes")?;
+        Ok(Self { first, code_len, codes })
+    }
+
+    /// The code of each chunk with its number.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &[u8])> {
+        self.codes
+            .chunks_exact(self.code_len.max(1))
+            .zip(self.first..)
+            .map(|(code, chunk)| (chunk, code))
+    }
+}
+
+/// Int8 vectors of chunks `first..first + count`: per chunk a scale and `dims` values, the vector
+/// being `scale · values`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockFile {
+    /// Number of the first chunk.
+    pub first: u32,
+    /// Dimensions.
+    pub dims: usize,
+    /// Per chunk.
+    pub scales: Vec<f32>,
+    /// Per chunk, `dims` each.
+    pub values: Vec<i8>,
+}
+
+impl BlockFile {
+    /// Quantizes vectors (each `dims` long) of chunks from `first`: per vector its largest
+    /// magnitude maps to 127.
+    pub fn quantize(first: u32, vectors: &[Vec<f32>], dims: usize) -> Self {
+        let mut scales = Vec::with_capacity(vectors.len());
+        let mut values = Vec::with_capacity(vectors.len() * dims);
+        for v in vectors {
+            let largest = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+            let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+            scales.push(scale);
+            values.extend(v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8));
+        }
+        Self {
+            first,
+            dims,
+            scales,
+            values,
+        }
+    }
+
+    /// `SXvb`, first (u32), count (u32), scales (f32), values (i8).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = BLOCKS_MAGIC.to_vec();
+        out.extend_from_slice(&self.first.to_le_bytes());
+        out.extend_from_slice(&(self.scales.len() as u32).to_le_bytes());
+        for s in &self.scales {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        out.extend(self.values.iter().map(|&v| v as u8));
+        out
+    }
+
+    /// Reads the vectors of chunks `first..first + count` for `dims` dimensions.
+    pub fn from_bytes(bytes: &[u8], first: u32, count: usize, dims: usize) -> Result<Self, DecodeError> {
+        let mut r = ByteReader::new(bytes);
+        magic(&mut r, BLOCKS_MAGIC, "vector block magic")?;
+        let offset = r.offset();
+        if r.u32()? != first || r.u32()? as usize != count {
+            return Err(DecodeError::Invalid {
+                what: "vector block range",
+                offset,
+            });
+        }
+        let mut scales = Vec::with_capacity(count);
+        for _ in 0..count {
+            let offset = r.offset();
+            let s = r.f32()?;
+            if !(s.is_finite() && s > 0.0) {
+                return Err(DecodeError::Invalid {
+                    what: "vector scale",
+                    offset,
+                });
+            }
+            scales.push(s);
+        }
+        let len = count.checked_mul(dims).ok_or(DecodeError::Invalid {
+            what: "vector block length",
+            offset,
+        })?;
+        let values = r.take(len)?.iter().map(|&b| b as i8).collect();
+        r.finish("vector block trailing bytes")?;
+        Ok(Self {
+            first,
+            dims,
+            scales,
+            values,
+        })
+    }
+
+    /// The dot product of `query` with chunk `number`'s vector, if this block holds it.
+    pub fn dot(&self, number: u32, query: &[f32]) -> Option<f32> {
+        let i = number.checked_sub(self.first)? as usize;
+        let scale = *self.scales.get(i)?;
+        let values = self.values.get(i * self.dims..(i + 1) * self.dims)?;
+        // Four accumulators in a fixed order, so native and wasm agree bit for bit.
+        let mut acc = [0f32; 4];
+        for (k, (v, q)) in values.iter().zip(query).enumerate() {
+            acc[k % 4] += f32::from(*v) * q;
+        }
+        Some(scale * ((acc[0] + acc[1]) + (acc[2] + acc[3])))
+    }
+}

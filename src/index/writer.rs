@@ -1,0 +1,195 @@
+//! Writing a format-2 index: the files and the manifest that lists them (the packed form is
+//! `super::packed::pack` of the same). Pure: the CLI writes the files where it wants.
+
+use crate::analyzer::Analyzer;
+use crate::bm25::{Bm25Params, TermTable};
+use crate::bundle::{crate_versions, BundleError, Counts, DocumentInfo, FormatVersion};
+use crate::chunk::{Chunk, ChunkParams};
+use crate::embed::ModelSpec;
+
+use super::files::{file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
+use super::{FileRun, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles, INDEX_MAJOR, INDEX_MINOR};
+
+/// A written index: its manifest and its files (name, bytes), each once.
+#[derive(Debug, Clone)]
+pub struct BuiltIndex {
+    /// The manifest.
+    pub manifest: IndexManifest,
+    /// The files, named by content.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// What a format-2 index is made from: the chunks as they will be shown, their documents, the
+/// chunks' float vectors and how the index was built.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexInput<'a> {
+    /// The documents, numbered by position.
+    pub documents: &'a [DocumentInfo],
+    /// The chunks, numbered by position; `doc` indexes `documents`.
+    pub chunks: &'a [Chunk],
+    /// Chunks dropped as duplicates while chunking.
+    pub duplicates_dropped: usize,
+    /// One vector per chunk, `model.dims` long.
+    pub vectors: &'a [Vec<f32>],
+    /// The model.
+    pub model: &'a ModelSpec,
+    /// Chunking parameters, recorded.
+    pub chunking: ChunkParams,
+    /// BM25 defaults, recorded.
+    pub bm25: Bm25Params,
+    /// How to cut the files.
+    pub layout: Layout,
+}
+
+/// Builds every file and the manifest.
+pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
+    let bad = |reason: String| BundleError::BadSection {
+        section: "vectors",
+        reason,
+    };
+    let dims = input.model.dims;
+    if input.vectors.len() != input.chunks.len() {
+        return Err(bad(format!(
+            "{} vectors for {} chunks",
+            input.vectors.len(),
+            input.chunks.len()
+        )));
+    }
+    if let Some(v) = input
+        .vectors
+        .iter()
+        .find(|v| v.len() != dims || v.iter().any(|x| !x.is_finite()))
+    {
+        return Err(bad(format!(
+            "a vector has {} values (or one not finite) where the model has {dims}",
+            v.len()
+        )));
+    }
+    input.layout.validate().map_err(|reason| BundleError::BadSection {
+        section: "manifest",
+        reason,
+    })?;
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut add = |kind: &str, extension: &str, bytes: Vec<u8>| -> String {
+        let name = file_name(kind, extension, &bytes);
+        if !files.iter().any(|(n, _)| *n == name) {
+            files.push((name.clone(), bytes));
+        }
+        name
+    };
+
+    // Keyword: the heading path counts as text of its chunk, as in format 1.
+    let analyzer = Analyzer::english();
+    let terms: Vec<Vec<String>> = input
+        .chunks
+        .iter()
+        .map(|c| {
+            let mut t = analyzer.terms(&c.heading_path.join(" "));
+            t.extend(analyzer.terms(&c.text));
+            t
+        })
+        .collect();
+    let (table, lengths) = TermTable::build(&terms);
+    let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+    let norms = Norms {
+        avgdl: if lengths.is_empty() {
+            0.0
+        } else {
+            (total as f64 / lengths.len() as f64) as f32
+        },
+        lengths,
+        documents: input.chunks.iter().map(|c| c.doc).collect(),
+    };
+    let norms_name = add("norms", "bin", norms.to_bytes());
+    let keyword: Vec<ShardRef> = table
+        .split(input.layout.keyword_shard_bytes)
+        .into_iter()
+        .map(|shard| ShardRef {
+            first: shard.first_term().unwrap_or_default().to_string(),
+            file: add("kw", "bin", keyword_to_bytes(&shard)),
+        })
+        .collect();
+
+    // Fragments: chunk text with its documents' records.
+    let per = input.layout.fragment_chunks;
+    let mut fragments = Vec::new();
+    for (i, run) in input.chunks.chunks(per).enumerate() {
+        let mut documents: Vec<(u32, DocumentInfo)> = Vec::new();
+        for c in run {
+            if !documents.iter().any(|(n, _)| *n == c.doc) {
+                let doc = input
+                    .documents
+                    .get(c.doc as usize)
+                    .ok_or_else(|| BundleError::BadSection {
+                        section: "chunks",
+                        reason: format!("chunk {} names document {}", c.id, c.doc),
+                    })?;
+                documents.push((c.doc, doc.clone()));
+            }
+        }
+        let fragment = Fragment {
+            first: (i * per) as u32,
+            documents,
+            chunks: run.to_vec(),
+        };
+        fragments.push(add("frag", "json", fragment.to_bytes()));
+    }
+
+    // Vectors: calibration, binary codes, int8 blocks.
+    let meta = VectorMeta::calibrate(input.vectors, dims);
+    let meta_name = add("vmeta", "bin", meta.to_bytes());
+    let code_len = dims.div_ceil(8);
+    let mut codes = Vec::new();
+    for (i, run) in input.vectors.chunks(input.layout.code_file_chunks).enumerate() {
+        let file = CodeFile {
+            first: (i * input.layout.code_file_chunks) as u32,
+            code_len,
+            codes: run.iter().flat_map(|v| meta.code(v)).collect(),
+        };
+        codes.push(add("codes", "bin", file.to_bytes()));
+    }
+    let mut blocks = Vec::new();
+    for (i, run) in input.vectors.chunks(input.layout.block_chunks).enumerate() {
+        let block = BlockFile::quantize((i * input.layout.block_chunks) as u32, run, dims);
+        blocks.push(add("vec", "bin", block.to_bytes()));
+    }
+
+    let manifest = IndexManifest {
+        format: FormatVersion {
+            major: INDEX_MAJOR,
+            minor: INDEX_MINOR,
+        },
+        generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),
+        crates: crate_versions(),
+        model: input.model.clone(),
+        analyzer: Analyzer::NAME.to_string(),
+        chunking: input.chunking,
+        bm25: input.bm25,
+        layout: input.layout,
+        counts: Counts {
+            documents: input.documents.len(),
+            chunks: input.chunks.len(),
+            duplicates_dropped: input.duplicates_dropped,
+        },
+        files: IndexFiles {
+            norms: norms_name,
+            keyword,
+            fragments: FileRun {
+                chunks_per_file: per,
+                files: fragments,
+            },
+            vectors: VectorFiles {
+                meta: meta_name,
+                codes: FileRun {
+                    chunks_per_file: input.layout.code_file_chunks,
+                    files: codes,
+                },
+                blocks: FileRun {
+                    chunks_per_file: input.layout.block_chunks,
+                    files: blocks,
+                },
+            },
+        },
+    };
+    Ok(BuiltIndex { manifest, files })
+}
