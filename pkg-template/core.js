@@ -337,6 +337,44 @@ async function readJsonCompletion(response, on_delta, max_answer_bytes) {
 }
 
 /**
+ * The files of a split index, fetched from beside its manifest as the engine asks for them: in
+ * parallel, each once (a file being fetched is awaited, not fetched again).
+ */
+class IndexFiles {
+  #base;
+  #fetch;
+  #pending = new Map();
+
+  constructor(base, fetchImpl) {
+    this.#base = base;
+    this.#fetch = fetchImpl;
+  }
+
+  /** Fetches `names` and adds each to `engine` (which checks it against its hash). */
+  async add(engine, names) {
+    await Promise.all(
+      names.map((name) => {
+        if (!this.#pending.has(name)) {
+          const url = new URL(name, this.#base).href;
+          const added = fetchBytes(url, 'index file', null, this.#fetch).then((bytes) => call(() => engine.addFile(name, bytes)));
+          // A failed fetch may be tried again by a later query.
+          added.catch(() => this.#pending.delete(name));
+          this.#pending.set(name, added);
+        }
+        return this.#pending.get(name);
+      }),
+    );
+  }
+}
+
+/** A packed index holds every file: the engine never asks for one. */
+const NO_FILES = {
+  async add(_engine, names) {
+    throw new SextantError('INTERNAL', `a packed index asked for files (${names.join(', ')}); build it again`);
+  },
+};
+
+/**
  * Builds the package API around the wasm bindings. `initialise()` instantiates the
  * WebAssembly module (sync or async); it runs once, on the first `load()` or `ready()`.
  */
@@ -376,33 +414,73 @@ export function makeApi(wasm, initialise) {
     return call(() => wasm.highlights(String(text), String(query)));
   };
 
+  /** Runs a step of the engine until it needs no more files, fetching what it asks for. */
+  async function untilDone(engine, files, step) {
+    for (let round = 0; round < 8; round++) {
+      const result = call(step);
+      if (!result || !Array.isArray(result.need)) return result;
+      await files.add(engine, result.need);
+    }
+    throw new SextantError('INTERNAL', 'the index kept asking for files; reload the page, or build the index again');
+  }
+
   class Sextant {
     #engine;
+    #files;
 
-    constructor(engine) {
+    constructor(engine, files) {
       this.#engine = engine;
+      this.#files = files;
     }
 
     /**
-     * Loads a bundle and (optionally) the model that queries it. Each of bundle, model and
-     * tokenizer is a URL or bytes. on_progress({file, loaded, total}) reports downloads.
-     * weights: 'f32' (default, fastest) or 'int8' (less memory, slower queries).
+     * Loads an index and (optionally) the model that queries it. `index` is the URL of a split
+     * index's manifest (`sextant build --site` writes `sextant/index/manifest.*.json`; its files
+     * are fetched from beside it as queries need them) or a packed index (`.sxt`, URL or bytes).
+     * model and tokenizer are URLs or bytes. on_progress({file, loaded, total}) reports downloads.
+     * weights: 'f32' (default, fastest) or 'int8' (less memory, slower queries). fetch: the fetch
+     * used for every URL (a Worker passes its ASSETS binding's).
      */
-    static async load({ bundle, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...load_options } = {}) {
-      if (bundle == null) throw new SextantError('BAD_ARGUMENT', 'load() needs a bundle (URL or bytes)');
+    static async load({ index, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...load_options } = {}) {
+      if (index == null) throw new SextantError('BAD_ARGUMENT', 'load() needs an index: the URL of its manifest, or a packed .sxt (URL or bytes)');
       await ready();
       if ((model == null) !== (tokenizer == null)) {
         throw new SextantError('BAD_ARGUMENT', 'pass both model and tokenizer, or neither (keyword search only)');
       }
-      const bundleBytes = await toBytes(bundle, 'bundle', on_progress, fetchImpl);
-      const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
-      const modelBytes = await toBytes(model, 'model', on_progress, fetchImpl);
-      return new Sextant(call(() => new wasm.Engine(bundleBytes, modelBytes, tokenizerBytes, load_options)));
+      const indexBytes = await toBytes(index, 'index', on_progress, fetchImpl);
+      let engine;
+      let files = null;
+      if (indexBytes[0] === 0x7b /* '{' */) {
+        if (!isUrlLike(index)) throw new SextantError('BAD_ARGUMENT', "a split index's manifest must be given by URL, so its files can be fetched from beside it");
+        engine = call(() => wasm.Engine.fromManifest(indexBytes));
+        files = new IndexFiles(new URL('.', new URL(String(index), globalThis.location?.href)), fetchImpl);
+      } else {
+        engine = call(() => new wasm.Engine(indexBytes));
+      }
+      const sextant = new Sextant(engine, files ?? NO_FILES);
+      if (model != null) await sextant.loadModel({ model, tokenizer, on_progress, fetch: fetchImpl, ...load_options });
+      return sextant;
     }
 
-    /** search(query, options) → {results, timings, vector_method}. */
-    search(query, options) {
-      return call(() => this.#engine.search(String(query), options));
+    /** Attaches the index's model (URLs or bytes): dense and hybrid search, framing and ask(). */
+    async loadModel({ model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...load_options } = {}) {
+      if (model == null || tokenizer == null) throw new SextantError('BAD_ARGUMENT', 'loadModel() needs model and tokenizer (URLs or bytes)');
+      if (typeof this.#engine.loadModel !== 'function') {
+        throw new SextantError('NO_MODEL', 'this build of sextant searches by keyword only; load the full package to use the model');
+      }
+      const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
+      const modelBytes = await toBytes(model, 'model', on_progress, fetchImpl);
+      call(() => this.#engine.loadModel(modelBytes, tokenizerBytes, load_options));
+    }
+
+    /** Whether a model is attached. */
+    get hasModel() {
+      return this.#engine.hasModel();
+    }
+
+    /** await search(query, options) → {results, timings, vector_method}. */
+    async search(query, options) {
+      return untilDone(this.#engine, this.#files, () => this.#engine.search(String(query), options));
     }
 
     /** frame(results, {token_budget}) → {context, included, omitted, tokens, budget, system_prompt}. */
@@ -410,13 +488,20 @@ export function makeApi(wasm, initialise) {
       return call(() => this.#engine.frame(results, options));
     }
 
-    /** context(question, options) → the results framed, with the chat messages to send. */
-    context(question, options) {
-      return call(() => this.#engine.context(String(question), options));
+    /** await context(question, options) → the results framed, with the chat messages to send. */
+    async context(question, options) {
+      return untilDone(this.#engine, this.#files, () => this.#engine.context(String(question), options));
     }
 
     manifest() {
       return call(() => this.#engine.manifest());
+    }
+
+    /** Fetches every file of a split index not fetched yet (for offline use); resolves when done. */
+    async prefetch() {
+      const f = this.manifest().files;
+      const names = [f.norms, f.vectors.meta, ...f.keyword.map((s) => s.file), ...f.fragments.files, ...f.vectors.codes.files, ...f.vectors.blocks.files];
+      if (this.#files !== NO_FILES) await this.#files.add(this.#engine, names);
     }
 
     embed(text) {
@@ -440,7 +525,7 @@ export function makeApi(wasm, initialise) {
         throw new SextantError('BAD_ARGUMENT', 'ask() needs llm: { base_url, model, api_key? }');
       }
       const url = chatUrl(llm.base_url);
-      const prepared = call(() => this.#engine.prepareAsk(question, options));
+      const prepared = await untilDone(this.#engine, this.#files, () => this.#engine.prepareAsk(question, options));
       on_context?.(prepared);
       const sent = prepared.results.filter((r) => prepared.included.includes(r.chunk_id));
       if (prepared.refused) {

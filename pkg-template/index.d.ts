@@ -49,7 +49,7 @@ export type Mode = 'hybrid' | 'dense' | 'keyword';
 export type Weights = 'f32' | 'int8';
 
 export interface Progress {
-  file: 'bundle' | 'model' | 'tokenizer';
+  file: 'index' | 'index file' | 'model' | 'tokenizer';
   /** Bytes received so far. */
   loaded: number;
   /** Content-Length, or null when the server did not send one. */
@@ -57,7 +57,9 @@ export interface Progress {
 }
 
 export interface LoadOptions {
-  bundle: Source;
+  /** A split index's manifest URL (`sextant/index/manifest.*.json`, its files fetched from
+   *  beside it as queries need them), or a packed index (`.sxt`, URL or bytes). */
+  index: Source;
   /** model.onnx; omit with tokenizer for keyword-only search. */
   model?: Source;
   tokenizer?: Source;
@@ -90,7 +92,7 @@ export interface SearchOptions {
   per_document?: boolean;
   /** BM25 parameters for this query (default: the bundle's). */
   bm25?: Partial<Bm25Params> | null;
-  vector_search?: 'auto' | 'exact' | 'hnsw';
+  vector_search?: 'auto' | 'exact';
 }
 
 export interface FrameOptions {
@@ -132,7 +134,8 @@ export interface SearchResponse {
   results: SearchResult[];
   /** Milliseconds per stage. */
   timings: StageTimings;
-  vector_method: 'exact' | 'hnsw' | null;
+  /** 'rescored': binary codes picked candidates, int8 vectors ranked them; 'exact': every int8 vector scored. */
+  vector_method: 'rescored' | 'exact' | null;
 }
 
 export interface Framed {
@@ -258,9 +261,15 @@ export interface Defaults {
 export class Sextant {
   private constructor();
   static load(options: LoadOptions): Promise<Sextant>;
-  search(query: string, options?: SearchOptions): SearchResponse;
+  /** Attaches the index's model later (keyword search works before). */
+  loadModel(options: Omit<LoadOptions, 'index'> & { model: Source; tokenizer: Source }): Promise<void>;
+  /** Whether a model is attached (dense and hybrid search, framing, ask). */
+  readonly hasModel: boolean;
+  /** Fetches every file of a split index not fetched yet (for offline use). */
+  prefetch(): Promise<void>;
+  search(query: string, options?: SearchOptions): Promise<SearchResponse>;
   frame(results: Pick<SearchResult, 'chunk_id' | 'url' | 'text'>[], options?: FrameOptions): Framed;
-  context(question: string, options?: ContextOptions): ContextResponse;
+  context(question: string, options?: ContextOptions): Promise<ContextResponse>;
   ask(question: string, options: AskOptions): Promise<Answer>;
   manifest(): Record<string, unknown>;
   embed(text: string): Float32Array;

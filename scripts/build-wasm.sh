@@ -13,11 +13,15 @@ if [ "$have" != "$want" ]; then
   exit 1
 fi
 
-cargo build --quiet --target wasm32-unknown-unknown --no-default-features --profile wasm --lib
+# The full engine (with the model) and the keyword-only one a page loads first.
+cargo build --quiet --target wasm32-unknown-unknown --no-default-features --features model --profile wasm --lib
+cargo build --quiet --target wasm32-unknown-unknown --no-default-features --profile wasm-keyword --lib
 rm -rf pkg
 mkdir -p pkg
 wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_wasm \
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sextant.wasm"
+wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_keyword \
+  "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-keyword/sextant.wasm"
 
 # wasm-opt runs only when WASM_OPT names a binaryen wasm-opt: measured on this build it made the
 # gzip larger and queries no faster (BENCHMARKS.md), and Debian's binaryen 108 breaks
@@ -29,11 +33,13 @@ if [ -n "${WASM_OPT:-}" ]; then
   mv pkg/sextant_wasm_bg.opt.wasm pkg/sextant_wasm_bg.wasm
 fi
 
-cp pkg-template/core.js pkg-template/browser.js pkg-template/node.js pkg-template/workerd.js \
+cp pkg-template/core.js pkg-template/browser.js pkg-template/keyword.js pkg-template/node.js pkg-template/workerd.js \
   pkg-template/index.d.ts pkg-template/README.md pkg/
 cp -r pkg-template/ui pkg/ui
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json > pkg/package.json
 size=$(stat -c %s pkg/sextant_wasm_bg.wasm)
 gz=$(gzip -9 -c pkg/sextant_wasm_bg.wasm | wc -c)
-echo "pkg: sextant-search $version, wasm $size bytes ($gz gzip)"
+ksize=$(stat -c %s pkg/sextant_keyword_bg.wasm)
+kgz=$(gzip -9 -c pkg/sextant_keyword_bg.wasm | wc -c)
+echo "pkg: sextant-search $version, wasm $size bytes ($gz gzip), keyword-only wasm $ksize bytes ($kgz gzip)"

@@ -11,7 +11,7 @@ export SEXTANT_PARITY_DIR
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-900}
 echo "wasm tests in Node"
-cargo test --target wasm32-unknown-unknown --no-default-features --test wasm_parity
+cargo test --target wasm32-unknown-unknown --no-default-features --features model --test wasm_parity
 echo "wasm tests in headless Chromium"
 WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver} \
-  cargo test --target wasm32-unknown-unknown --no-default-features --test wasm_parity
+  cargo test --target wasm32-unknown-unknown --no-default-features --features model --test wasm_parity

@@ -18,9 +18,9 @@ use crate::cite::verify_citations as verify;
 use crate::embed::TextKind;
 use crate::error_code::ErrorCode;
 use crate::frame::FrameChunk;
-use crate::options::{
-    defaults as core_defaults, parse_over, AskOptions, ContextOptions, FrameOptions, LoadOptions, SearchOptions,
-};
+#[cfg(feature = "model")]
+use crate::options::LoadOptions;
+use crate::options::{defaults as core_defaults, parse_over, AskOptions, ContextOptions, FrameOptions, SearchOptions};
 use crate::prompt::SYSTEM_PROMPT;
 use crate::search::{Clock, ContextResponse, Step};
 

@@ -84,7 +84,12 @@ fn cranfield_results_match_the_native_cli() {
             mode,
             ..Default::default()
         };
-        let got = engine.search(&expected.query, &options, &NoClock).unwrap().results;
+        let got = engine
+            .search(&expected.query, &options, &NoClock)
+            .unwrap()
+            .done()
+            .unwrap()
+            .results;
         let got_ids: Vec<&str> = got.iter().map(|r| r.chunk_id.as_str()).collect();
         let want_ids: Vec<&str> = expected.results.iter().map(|r| r.chunk_id.as_str()).collect();
         assert_eq!(

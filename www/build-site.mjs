@@ -61,7 +61,7 @@ function layout(page, html) {
 <body>
   <header class="site-header">
     <a class="brand" href="/">sextant</a>
-    <div id="search" data-ask data-placeholder="Search or ask the sextant docs"></div>
+    <div id="search" data-ask data-offline data-placeholder="Search or ask the sextant docs"></div>
   </header>
   <div class="site-body">
     <nav class="site-nav" aria-label="Docs">

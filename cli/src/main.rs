@@ -39,6 +39,8 @@ enum Command {
     Embed(commands::embed::EmbedArgs),
     /// Measure retrieval quality (nDCG@10, MRR@10, Recall@100) on BEIR-style queries and qrels.
     Eval(commands::eval::EvalArgs),
+    /// Write a packed index (.sxt) as the manifest and files of a split index.
+    Unpack(commands::unpack::UnpackArgs),
     /// Convert a format-1 bundle into a format-2 index (no re-embedding).
     Upgrade(commands::upgrade::UpgradeArgs),
     /// Show an index's manifest and files, verifying every digest.
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Embed(args) => commands::embed::run(args),
         Command::Eval(args) => commands::eval::run(args),
         Command::Upgrade(args) => commands::upgrade::run(args),
+        Command::Unpack(args) => commands::unpack::run(args),
         Command::Inspect { bundle, json } => commands::inspect::run(&bundle, json),
     };
     match result {

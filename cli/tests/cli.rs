@@ -392,8 +392,11 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
     for f in [
         "core.js",
         "browser.js",
+        "keyword.js",
         "sextant_wasm.js",
         "sextant_wasm_bg.wasm",
+        "sextant_keyword.js",
+        "sextant_keyword_bg.wasm",
         "ui/search-worker.js",
         "ui/sextant-ui.js",
         "ui/sextant-ui.css",

@@ -1,39 +1,71 @@
-// The search engine in a Web Worker, so typing never waits for WebAssembly. Messages in:
-// {id, type: 'load'|'search'|'ask'|'cancel', …}; out: {id, type: 'progress'|'loaded'|'results'|
-// 'token'|'answer'|'error', …}. Options are the core's (`defaults()`), passed through as they are.
-// The LLM API key lives only in this worker's memory for the duration of one ask.
-import { Sextant, highlights, defaults } from '../browser.js';
+// The search engine in a Web Worker, so typing never waits for WebAssembly. Keyword first: the
+// small keyword-only engine answers as soon as the index manifest and a query's shards arrive;
+// the full engine and the model load in the background, and from then on queries are hybrid.
+//
+// Messages in: {id, type: 'load'|'search'|'ask'|'cancel', …}; out: {id, type: 'progress'|
+// 'loaded'|'results'|'token'|'answer'|'error', …}, and {id: 0, type: 'upgraded'|'degraded'}
+// when the full engine is ready or failed. Options are the core's (`defaults()`), passed through
+// as they are. The LLM API key lives only in this worker's memory for the duration of one ask.
+import { Sextant as KeywordSextant, highlights, defaults } from '../keyword.js';
 
-let sextant = null;
+let keyword = null; // the keyword-only engine
+let full = null; // the full engine, once the model is loaded
+let fullLoading = null; // Promise of the full engine
 const running = new Map();
 
 function reply(message) {
   self.postMessage(message);
 }
 
+/** The full engine with the model, loaded once in the background. */
+function loadFull(data) {
+  fullLoading ??= (async () => {
+    const { Sextant } = await import('../browser.js');
+    const engine = await Sextant.load({
+      index: data.index,
+      model: data.model,
+      tokenizer: data.tokenizer,
+      on_progress: (p) => reply({ id: 0, type: 'progress', ...p }),
+    });
+    full = engine;
+    reply({ id: 0, type: 'upgraded', mode: 'hybrid' });
+    // For offline use (`data-offline`): the rest of the index, once the page is usable.
+    if (data.offline) {
+      engine
+        .prefetch()
+        .then(() => reply({ id: 0, type: 'prefetched' }))
+        .catch(() => {});
+    }
+    return engine;
+  })().catch((e) => {
+    reply({ id: 0, type: 'degraded', code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
+    throw e;
+  });
+  fullLoading.catch(() => {});
+  return fullLoading;
+}
+
 async function handle(data) {
   const { id, type } = data;
   if (type === 'load') {
-    sextant = await Sextant.load({
-      bundle: data.bundle,
-      model: data.model,
-      tokenizer: data.tokenizer,
-      on_progress: (p) => reply({ id, type: 'progress', ...p }),
-    });
-    const m = sextant.manifest();
-    reply({ id, type: 'loaded', chunks: m.counts.chunks, documents: m.counts.documents, defaults: defaults() });
+    keyword = await KeywordSextant.load({ index: data.index });
+    const m = keyword.manifest();
+    reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, defaults: defaults() });
+    if (data.model && data.tokenizer) loadFull(data);
   } else if (type === 'search') {
-    const response = sextant.search(data.query, data.options);
+    const engine = full ?? keyword;
+    const options = full ? data.options : { ...data.options, mode: 'keyword' };
+    const response = await engine.search(data.query, options);
     // The words BM25 matched, from the core's own analyzer (stems included), for highlighting.
     for (const result of response.results) result.highlights = highlights(result.text, data.query);
-    reply({ id, type: 'results', query: data.query, ...response });
-  } else if (type === 'context') {
-    reply({ id, type: 'context', ...sextant.context(data.query, data.options) });
+    reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? 'hybrid' : 'keyword', ...response });
   } else if (type === 'ask') {
     const controller = new AbortController();
     running.set(id, controller);
     try {
-      const answer = await sextant.ask(data.question, {
+      const engine = full ?? (await fullLoading);
+      if (!engine) throw Object.assign(new Error('the model is not loaded, so there is nothing to answer with'), { code: 'NO_MODEL' });
+      const answer = await engine.ask(data.question, {
         ...data.options,
         llm: data.llm,
         signal: controller.signal,

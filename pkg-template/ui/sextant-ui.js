@@ -67,10 +67,19 @@ class SearchWorker {
     this.worker = new Worker(url, { type: 'module' });
     this.next = 1;
     this.handlers = new Map();
-    this.worker.onmessage = ({ data }) => this.handlers.get(data.id)?.(data);
+    this.listeners = [];
+    this.worker.onmessage = ({ data }) => {
+      if (data.id === 0) for (const listener of this.listeners) listener(data);
+      else this.handlers.get(data.id)?.(data);
+    };
     this.worker.onerror = (e) => {
       for (const handler of this.handlers.values()) handler({ type: 'error', code: 'WORKER', message: e.message || 'the search worker failed to start' });
     };
+  }
+
+  /** Calls `listener` with the events that belong to no request (the engine upgraded, …). */
+  listen(listener) {
+    this.listeners.push(listener);
   }
 
   /** Sends a request; `onEvent` gets every message for it; resolves on the final one. */
@@ -118,6 +127,7 @@ class SearchBox {
     });
     this.progress = el('div', { class: 'sextant-progress', hidden: true }, el('div', { class: 'sextant-progress-fill' }), el('span', { class: 'sextant-progress-text' }));
     this.status = el('div', { class: 'sextant-status', 'aria-live': 'polite' });
+    this.modeLine = el('div', { class: 'sextant-mode' });
     this.results = el('ol', { class: 'sextant-results', id: `${id}-results`, role: 'listbox' });
     const bar = el('div', { class: 'sextant-bar' }, this.input);
     if (this.ask) {
@@ -132,7 +142,7 @@ class SearchBox {
       this.askButton.onclick = () => this.askQuestion();
       this.settingsButton.onclick = () => this.openSettings();
     }
-    this.root.replaceChildren(el('div', { class: 'sextant' }, bar, this.progress, this.status, this.results, this.askPanel ?? null, this.dialog ?? null));
+    this.root.replaceChildren(el('div', { class: 'sextant' }, bar, this.progress, this.status, this.modeLine, this.results, this.askPanel ?? null, this.dialog ?? null));
     let timer;
     this.input.addEventListener('focus', () => this.start(), { once: true });
     this.input.addEventListener('input', () => {
@@ -205,40 +215,60 @@ class SearchBox {
   async load() {
     await registerServiceWorker();
     const manifest = await (await fetch(new URL('sextant.json', here), { cache: 'no-store' })).json();
-    const total = manifest.bytes.bundle + manifest.bytes.model + manifest.bytes.tokenizer;
-    const loaded = { bundle: 0, model: 0, tokenizer: 0 };
+    if (manifest.version !== 2 || !manifest.index) {
+      throw new Error('this site\'s search files are from another version of sextant; rebuild them with `sextant build --site`');
+    }
+    const worker = new SearchWorker(new URL(manifest.worker, here));
+    // The model loads in the background: progress in the bar, keyword results meanwhile.
+    const total = manifest.bytes.model + manifest.bytes.tokenizer;
+    const loaded = { model: 0, tokenizer: 0 };
     const fill = this.progress.querySelector('.sextant-progress-fill');
     const text = this.progress.querySelector('.sextant-progress-text');
-    const show = setTimeout(() => (this.progress.hidden = false), 150); // no flash when cached
-    const worker = new SearchWorker(new URL(manifest.worker, here));
-    await worker.request(
-      {
-        type: 'load',
-        bundle: new URL(manifest.bundle, here).href,
-        model: new URL(manifest.model, here).href,
-        tokenizer: new URL(manifest.tokenizer, here).href,
-      },
-      (event) => {
-        if (event.type !== 'progress') return;
+    worker.listen((event) => {
+      if (event.type === 'progress' && event.file in loaded) {
         loaded[event.file] = event.loaded;
-        const sum = loaded.bundle + loaded.model + loaded.tokenizer;
-        const share = Math.min(1, sum / total);
-        fill.style.width = `${(share * 100).toFixed(1)}%`;
-        text.textContent = `Loading search… ${(sum / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
-      },
-    ).done;
-    clearTimeout(show);
-    this.progress.hidden = true;
+        const sum = loaded.model + loaded.tokenizer;
+        this.progress.hidden = sum >= total;
+        fill.style.width = `${(Math.min(1, sum / total) * 100).toFixed(1)}%`;
+        text.textContent = `Loading meaning search… ${(sum / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB (keyword results meanwhile)`;
+      } else if (event.type === 'upgraded') {
+        this.mode = 'hybrid';
+        this.progress.hidden = true;
+        // The same query again, now hybrid: only the result list changes, never the input.
+        if (this.input.value.trim()) this.search();
+      } else if (event.type === 'prefetched') {
+        this.root.dataset.offline = 'ready'; // every index file is cached: search works offline
+      } else if (event.type === 'degraded') {
+        this.progress.hidden = true;
+        this.modeNote = `Meaning search is unavailable (${event.message}); showing keyword results.`;
+        this.showMode();
+      }
+    });
+    await worker.request({
+      type: 'load',
+      index: new URL(manifest.index, here).href,
+      model: new URL(manifest.model, here).href,
+      tokenizer: new URL(manifest.tokenizer, here).href,
+      offline: this.root.hasAttribute('data-offline'),
+    }).done;
     this.worker = worker;
     if (this.input.value.trim()) this.search();
     return worker;
+  }
+
+  /** Says which results are shown: keyword only (meaning search still loading) or hybrid. */
+  showMode() {
+    this.results.dataset.mode = this.shownMode ?? '';
+    this.modeLine.textContent = this.modeNote ?? (this.shownMode === 'keyword' ? 'Keyword results · meaning search is loading' : this.shownMode ? 'Keyword + meaning results' : '');
   }
 
   async search() {
     const query = this.input.value.trim();
     const ticket = ++this.latest;
     if (!query) {
+      this.shownMode = null;
       this.render([], '');
+      this.showMode();
       return;
     }
     const worker = await this.start();
@@ -250,7 +280,9 @@ class SearchBox {
       return;
     }
     if (ticket !== this.latest) return; // a newer query is on its way
+    this.shownMode = response.mode;
     this.render(response.results, query);
+    this.showMode();
   }
 
   render(results, query) {

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, cpSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { root, fixtures, sextantBin, modelDir } from './harness.mjs';
@@ -39,12 +39,16 @@ async function openDocs(pathname = '/getting-started/') {
   return page;
 }
 
-async function searchFor(page, query) {
+/** Types a query and waits for its results, hybrid by default (the model has loaded). */
+async function searchFor(page, query, mode = 'hybrid') {
   const input = page.locator('.sextant-input');
   await input.fill(query);
   await page.waitForFunction(
-    (q) => document.querySelector('.sextant-results').dataset.query === q && document.querySelectorAll('.sextant-page').length > 0,
-    query,
+    ([q, m]) => {
+      const list = document.querySelector('.sextant-results');
+      return list.dataset.query === q && list.dataset.mode === m && document.querySelectorAll('.sextant-page').length > 0;
+    },
+    [query, mode],
     { timeout: 120000 },
   );
 }
@@ -213,10 +217,56 @@ test('a hostile page runs nothing and its fake delimiters reach the LLM blocked'
   }
 });
 
+test('keyword results come first, then the same query turns hybrid without touching the input', async () => {
+  // The model held back 4 s, as on a slow link: keyword results must not wait for it.
+  const slow = await startStaticServer(site, { delays: [[/\/model\.[0-9a-f]+\.onnx$/, 4000]] });
+  const page = await watchedPage(context);
+  try {
+    await page.goto(slow.url + '/getting-started/');
+    const input = page.locator('.sextant-input');
+    await input.fill('section table and checksums of the file format');
+    await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.mode === 'keyword' && document.querySelectorAll('.sextant-page').length > 0, null, { timeout: 60000 });
+    assert.match(await page.locator('.sextant-mode').textContent(), /Keyword results/);
+    const modelFetched = slow.log.some((e) => /model\./.test(e.path) && e.bytes);
+    assert.equal(modelFetched, false, 'keyword results waited for the model');
+    await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.mode === 'hybrid', null, { timeout: 120000 });
+    assert.equal(await input.inputValue(), 'section table and checksums of the file format', 'the input changed');
+    assert.match(await page.locator('.sextant-mode').textContent(), /meaning/);
+    const href = await page.locator('.sextant-page-title').first().getAttribute('href');
+    assert.equal(new URL(href).pathname, '/bundle-format/');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await slow.close();
+  }
+});
+
+test('a damaged index file shows a message, never a hang', async () => {
+  const broken = mkdtempSync(path.join(tmpdir(), 'sextant-e2e-broken-'));
+  cpSync(site, broken, { recursive: true });
+  const dir = path.join(broken, 'sextant/index');
+  for (const f of readdirSync(dir).filter((f) => f.startsWith('norms.'))) writeFileSync(path.join(dir, f), 'not the norms');
+  const server2 = await startStaticServer(broken);
+  const page = await watchedPage(context);
+  try {
+    await page.goto(server2.url + '/getting-started/');
+    await page.locator('.sextant-input').fill('bundle checksums');
+    await page.waitForFunction(() => /corrupt/.test(document.querySelector('.sextant-status').textContent), null, { timeout: 60000 });
+    assert.match(await page.locator('.sextant-status').textContent(), /norms\.[0-9a-f]+\.bin/);
+    // The page itself logs nothing: the failure is shown, not thrown.
+    assert.deepEqual(page.errors.filter((e) => !/Failed to load resource/.test(e)), []);
+  } finally {
+    await page.close();
+    await server2.close();
+  }
+});
+
 test('after a first visit, search works with the network off', async () => {
   const page = await openDocs('/cli/');
   await searchFor(page, 'bundle checksums');
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30000 });
+  // `data-offline`: the rest of the index is fetched once the page is usable.
+  await page.waitForFunction(() => document.querySelector('#search').dataset.offline === 'ready', null, { timeout: 60000 });
   await context.setOffline(true);
   try {
     await page.reload();

@@ -41,7 +41,7 @@ export async function importPackage() {
 
 /** Copies the files a README example expects (docs.sxt, model.onnx, tokenizer.json) into dir. */
 export function exampleFiles(dir) {
-  copyFileSync(path.join(fixtures, 'golden-v1.sxt'), path.join(dir, 'docs.sxt'));
+  copyFileSync(path.join(fixtures, 'golden-v2.sxt'), path.join(dir, 'docs.sxt'));
   copyFileSync(path.join(modelDir, 'model.onnx'), path.join(dir, 'model.onnx'));
   copyFileSync(path.join(modelDir, 'tokenizer.json'), path.join(dir, 'tokenizer.json'));
 }

@@ -20,10 +20,10 @@ let sextant;
 
 before(async () => {
   api = await importPackage();
-  bundle = await readFile(path.join(fixtures, 'golden-v1.sxt'));
+  bundle = await readFile(path.join(fixtures, 'golden-v2.sxt'));
   model = await readFile(path.join(modelDir, 'model.onnx'));
   tokenizer = await readFile(path.join(modelDir, 'tokenizer.json'));
-  sextant = await api.Sextant.load({ bundle, model, tokenizer });
+  sextant = await api.Sextant.load({ index: bundle, model, tokenizer });
 });
 
 after(() => sextant?.free());
@@ -52,8 +52,8 @@ test('the package exports its API, types and conditions', async () => {
   assert.match(api.defaults().system_prompt, /untrusted/);
 });
 
-test('search returns the CLI fields and per-stage timings', () => {
-  const response = sextant.search('how do I clean the lens', { k: 3 });
+test('search returns the CLI fields and per-stage timings', async () => {
+  const response = await sextant.search('how do I clean the lens', { k: 3 });
   assert.equal(response.results.length, 3);
   const top = response.results[0];
   assert.equal(top.doc_id, 'notes.txt');
@@ -64,26 +64,26 @@ test('search returns the CLI fields and per-stage timings', () => {
     assert.equal(typeof response.timings[stage], 'number');
   }
   assert.ok(response.timings.total_ms >= response.timings.embed_ms);
-  assert.equal(response.vector_method, 'exact');
+  assert.equal(response.vector_method, 'rescored');
 });
 
-test('the package gives the native CLI results in every mode', () => {
+test('the package gives the native CLI results in every mode', async () => {
   for (const mode of ['hybrid', 'dense', 'keyword']) {
     for (const query of ['how often should the bulb be changed', 'fog horn signals', 'prompt injection password']) {
       const cli = JSON.parse(
-        execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v1.sxt'), query, '--mode', mode, '-k', '5', '--json'], {
+        execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v2.sxt'), query, '--mode', mode, '-k', '5', '--json'], {
           env: { ...process.env, SEXTANT_MODEL_DIR: modelDir },
         }),
       );
-      const js = sextant.search(query, { k: 5, mode });
+      const js = await sextant.search(query, { k: 5, mode });
       assert.deepEqual(js.results.map((r) => r.chunk_id), cli.results.map((r) => r.chunk_id), `${mode}: ${query}`);
       js.results.forEach((r, i) => assert.ok(Math.abs(r.score - cli.results[i].score) <= 1e-4, `${mode} ${query} ${r.chunk_id}`));
     }
   }
 });
 
-test('context frames results within the budget and blocks fake delimiters', () => {
-  const framed = sextant.context('prompt injection password', { token_budget: 400, k: 4 });
+test('context frames results within the budget and blocks fake delimiters', async () => {
+  const framed = await sextant.context('prompt injection password', { token_budget: 400, k: 4 });
   assert.ok(framed.tokens <= 400);
   assert.ok(framed.included.length >= 1);
   assert.match(framed.context, /\[blocked-retrieved-context-end\]/);
@@ -95,45 +95,48 @@ test('context frames results within the budget and blocks fake delimiters', () =
 test('errors are Errors with stable codes', async () => {
   const corrupt = Uint8Array.from(bundle);
   corrupt[corrupt.length - 20] ^= 0xff;
-  await expectCode(api.Sextant.load({ bundle: corrupt, model, tokenizer }), 'CORRUPT_BUNDLE');
-  await expectCode(api.Sextant.load({ bundle: new TextEncoder().encode('<html>'), model, tokenizer }), 'CORRUPT_BUNDLE');
+  await expectCode(api.Sextant.load({ index: corrupt, model, tokenizer }), 'CORRUPT_BUNDLE');
+  await expectCode(api.Sextant.load({ index: new TextEncoder().encode('<html>'), model, tokenizer }), 'CORRUPT_BUNDLE');
   const future = Uint8Array.from(bundle);
   future[8] = 9; // major 9
-  const e = await expectCode(api.Sextant.load({ bundle: future }), 'UNSUPPORTED_VERSION');
-  assert.match(e.message, /reads majors 1 to 1/);
+  const e = await expectCode(api.Sextant.load({ index: future }), 'UNSUPPORTED_VERSION');
+  assert.match(e.message, /reads majors 1 to 2/);
+  const v1 = await readFile(path.join(fixtures, 'golden-v1.sxt'));
+  const old = await expectCode(api.Sextant.load({ index: v1 }), 'UNSUPPORTED_VERSION');
+  assert.match(old.message, /sextant upgrade/);
   const otherTokenizer = new Uint8Array([...tokenizer, 0x0a]);
-  await expectCode(api.Sextant.load({ bundle, model, tokenizer: otherTokenizer }), 'MODEL_MISMATCH');
-  await expectCode(api.Sextant.load({ bundle, model: model.subarray(0, 1000), tokenizer }), 'MODEL_MISMATCH');
-  await expectCode(api.Sextant.load({ bundle, model }), 'BAD_ARGUMENT');
+  await expectCode(api.Sextant.load({ index: bundle, model, tokenizer: otherTokenizer }), 'MODEL_MISMATCH');
+  await expectCode(api.Sextant.load({ index: bundle, model: model.subarray(0, 1000), tokenizer }), 'MODEL_MISMATCH');
+  await expectCode(api.Sextant.load({ index: bundle, model }), 'BAD_ARGUMENT');
   await expectCode(api.Sextant.load({}), 'BAD_ARGUMENT');
   await expectCode(() => sextant.search('lamp', { k: 0 }), 'BAD_ARGUMENT');
   await expectCode(() => sextant.search('   '), 'BAD_ARGUMENT');
   await expectCode(() => sextant.search('lamp', { mode: 'fuzzy' }), 'BAD_ARGUMENT');
   await expectCode(() => sextant.search('lamp', { kk: 3 }), 'BAD_ARGUMENT');
-  const keywordOnly = await api.Sextant.load({ bundle });
-  assert.equal(keywordOnly.search('fog horn', { mode: 'keyword' }).results[0].doc_id, 'faq-2');
+  const keywordOnly = await api.Sextant.load({ index: bundle });
+  assert.equal((await keywordOnly.search('fog horn', { mode: 'keyword' })).results[0].doc_id, 'faq-2');
   await expectCode(() => keywordOnly.search('fog horn'), 'NO_MODEL');
   keywordOnly.free();
 });
 
 test("weights: 'int8' gives the same results; an unknown value is BAD_ARGUMENT", async () => {
-  const int8 = await api.Sextant.load({ bundle, model, tokenizer, weights: 'int8' });
+  const int8 = await api.Sextant.load({ index: bundle, model, tokenizer, weights: 'int8' });
   try {
     for (const mode of ['hybrid', 'dense']) {
-      const want = sextant.search('how do lighthouses warn ships in fog', { k: 5, mode }).results;
-      const got = int8.search('how do lighthouses warn ships in fog', { k: 5, mode }).results;
+      const want = (await sextant.search('how do lighthouses warn ships in fog', { k: 5, mode })).results;
+      const got = (await int8.search('how do lighthouses warn ships in fog', { k: 5, mode })).results;
       assert.deepEqual(got.map((r) => r.chunk_id), want.map((r) => r.chunk_id), mode);
       got.forEach((r, i) => assert.ok(Math.abs(r.score - want[i].score) <= 1e-5, `${mode} ${r.score} vs ${want[i].score}`));
     }
   } finally {
     int8.free();
   }
-  const e = await expectCode(api.Sextant.load({ bundle, model, tokenizer, weights: 'int4' }), 'BAD_ARGUMENT');
+  const e = await expectCode(api.Sextant.load({ index: bundle, model, tokenizer, weights: 'int4' }), 'BAD_ARGUMENT');
   assert.match(e.message, /f32 or int8/);
 });
 
 test('loading by URL reports download progress', async () => {
-  const files = { '/docs.sxt': path.join(fixtures, 'golden-v1.sxt'), '/model.onnx': path.join(modelDir, 'model.onnx'), '/tokenizer.json': path.join(modelDir, 'tokenizer.json') };
+  const files = { '/docs.sxt': path.join(fixtures, 'golden-v2.sxt'), '/model.onnx': path.join(modelDir, 'model.onnx'), '/tokenizer.json': path.join(modelDir, 'tokenizer.json') };
   const server = http.createServer(async (req, res) => {
     const file = files[req.url];
     if (!file) {
@@ -151,7 +154,7 @@ test('loading by URL reports download progress', async () => {
   try {
     const events = [];
     const s = await api.Sextant.load({
-      bundle: `${base}/docs.sxt`,
+      index: `${base}/docs.sxt`,
       model: new URL(`${base}/model.onnx`),
       tokenizer: `${base}/tokenizer.json`,
       on_progress: (p) => events.push({ ...p }),
@@ -162,18 +165,18 @@ test('loading by URL reports download progress', async () => {
     const last = modelEvents.at(-1);
     assert.equal(last.loaded, statSync(files['/model.onnx']).size);
     assert.equal(last.total, last.loaded);
-    assert.ok(events.some((e) => e.file === 'bundle') && events.some((e) => e.file === 'tokenizer'));
-    assert.equal(s.search('fog horn', { k: 1 }).results[0].doc_id, 'faq-2');
+    assert.ok(events.some((e) => e.file === 'index') && events.some((e) => e.file === 'tokenizer'));
+    assert.equal((await s.search('fog horn', { k: 1 })).results[0].doc_id, 'faq-2');
     s.free();
-    const e = await expectCode(api.Sextant.load({ bundle: `${base}/missing.sxt` }), 'FETCH_FAILED');
+    const e = await expectCode(api.Sextant.load({ index: `${base}/missing.sxt` }), 'FETCH_FAILED');
     assert.match(e.message, /404/);
   } finally {
     server.close();
   }
 });
 
-test('verifyCitations keeps citations of sent chunks and flags the rest', () => {
-  const results = sextant.search('fog horn', { k: 2 }).results;
+test('verifyCitations keeps citations of sent chunks and flags the rest', async () => {
+  const results = (await sextant.search('fog horn', { k: 2 })).results;
   const id = results[0].chunk_id;
   const report = api.verifyCitations(`Fog horns sound a code [${id}] unlike [made-up.md#4].`, results);
   assert.deepEqual(report.valid, [id]);
@@ -335,7 +338,7 @@ test('the README Node examples work as written', async () => {
   }
 });
 
-test('defaults() is the core vocabulary: one JSON shape, every default and limit', () => {
+test('defaults() is the core vocabulary: one JSON shape, every default and limit', async () => {
   const d = api.defaults();
   assert.deepEqual(Object.keys(d.search).sort(), ['bm25', 'depth', 'k', 'min_similarity', 'mode', 'per_document', 'score_threshold', 'vector_search']);
   assert.equal(d.search.k, 10);
@@ -350,11 +353,11 @@ test('defaults() is the core vocabulary: one JSON shape, every default and limit
   assert.equal(codes.get('BAD_ARGUMENT'), 400);
   assert.equal(codes.get('CORRUPT_BUNDLE'), 500);
   // The CLI's JSON uses the same names: `sextant search --json` results carry the same keys.
-  const cli = JSON.parse(execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v1.sxt'), 'fog horn', '--mode', 'keyword', '-k', '1', '--json']));
-  assert.deepEqual(Object.keys(cli.results[0]).sort(), Object.keys(sextant.search('fog horn', { mode: 'keyword', k: 1 }).results[0]).sort());
+  const cli = JSON.parse(execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v2.sxt'), 'fog horn', '--mode', 'keyword', '-k', '1', '--json']));
+  assert.deepEqual(Object.keys(cli.results[0]).sort(), Object.keys((await sextant.search('fog horn', { mode: 'keyword', k: 1 })).results[0]).sort());
   // Every option takes its snake_case name; the camelCase ones of old are refused, not ignored.
-  assert.equal(sextant.search('fog horn', { mode: 'keyword', per_document: true, score_threshold: 0.1, depth: 30 }).results[0].doc_id, 'faq-2');
-  assert.throws(() => sextant.search('fog horn', { perDocument: true }), (e) => e.code === 'BAD_ARGUMENT' && /per_document/.test(e.message));
+  assert.equal((await sextant.search('fog horn', { mode: 'keyword', per_document: true, score_threshold: 0.1, depth: 30 })).results[0].doc_id, 'faq-2');
+  await assert.rejects(sextant.search('fog horn', { perDocument: true }), (e) => e.code === 'BAD_ARGUMENT' && /per_document/.test(e.message));
 });
 
 test('every error code the JS code can raise is in the core table', async () => {
@@ -378,7 +381,7 @@ test('ask() sends exactly the messages `sextant frame --json` prints', async () 
     await sextant.ask(question, { llm: { base_url: llm.baseUrl, model: 'm' } });
     const d = api.defaults().ask;
     const cli = JSON.parse(
-      execFileSync(sextantBin, ['frame', path.join(fixtures, 'golden-v1.sxt'), question, '-k', String(d.k), '--min-similarity', String(d.min_similarity), '--token-budget', String(d.token_budget), '--json'], {
+      execFileSync(sextantBin, ['frame', path.join(fixtures, 'golden-v2.sxt'), question, '-k', String(d.k), '--min-similarity', String(d.min_similarity), '--token-budget', String(d.token_budget), '--json'], {
         env: { ...process.env, SEXTANT_MODEL_DIR: modelDir },
       }),
     );
@@ -534,12 +537,12 @@ test('custom header values are secrets too, and a partial BM25 override keeps th
     await echo.close();
   }
   const cli = JSON.parse(
-    execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v1.sxt'), 'lamp lens clean', '--mode', 'keyword', '-k', '5', '--bm25-k1', '0.5', '--json']),
+    execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v2.sxt'), 'lamp lens clean', '--mode', 'keyword', '-k', '5', '--bm25-k1', '0.5', '--json']),
   );
-  const js = sextant.search('lamp lens clean', { mode: 'keyword', k: 5, bm25: { k1: 0.5 } });
+  const js = await sextant.search('lamp lens clean', { mode: 'keyword', k: 5, bm25: { k1: 0.5 } });
   assert.deepEqual(js.results.map((r) => r.chunk_id), cli.results.map((r) => r.chunk_id));
   js.results.forEach((r, i) => assert.ok(Math.abs(r.score - cli.results[i].score) <= 1e-5, `${r.score} vs ${cli.results[i].score}`));
   // …and differs from the bundle's own parameters, so the override did reach the core.
-  const plain = sextant.search('lamp lens clean', { mode: 'keyword', k: 5 });
+  const plain = await sextant.search('lamp lens clean', { mode: 'keyword', k: 5 });
   assert.notDeepEqual(plain.results.map((r) => r.score), js.results.map((r) => r.score));
 });

@@ -1,4 +1,5 @@
 // A static file server on loopback for browser tests: correct MIME types (application/wasm),
+// optional delays per path (`{ delays: [[/model/, 3000]] }`),
 // Content-Length, and a log of the requests it served: a file's entry has its `path`, `bytes`
 // (the body sent on the wire) and `raw` (its uncompressed size). With `{ gzip: true }` it
 // compresses compressible responses for clients that accept gzip, as a real host would, for
@@ -37,12 +38,15 @@ function acceptsGzip(req) {
   });
 }
 
-export async function startStaticServer(folder, { port = 0, headers = {}, gzip = false } = {}) {
+export async function startStaticServer(folder, { port = 0, headers = {}, gzip = false, delays = [] } = {}) {
   const dir = path.resolve(folder);
   const log = [];
   const compressed = new Map(); // `${file}\0${mtimeMs}\0${size}` → gzipped bytes
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://localhost');
+    // `delays`: [pattern, ms] pairs that hold back matching paths, as a slow link would.
+    const delay = delays.find(([pattern]) => pattern.test(url.pathname))?.[1];
+    if (delay) await new Promise((r) => setTimeout(r, delay));
     let pathname;
     try {
       pathname = decodeURIComponent(url.pathname);

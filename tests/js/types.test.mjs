@@ -77,27 +77,27 @@ test('declared option fields are the core\'s, and the error codes its table', ()
   assert.deepEqual(declared.intersection('ContextOptions').sort(), keys(d.context));
   const jsOnly = ['llm', 'signal', 'on_context', 'on_token', 'on_retry', 'fetch', 'random'];
   assert.deepEqual(declared.fields('AskOptions').filter((f) => !jsOnly.includes(f)).sort(), keys(d.ask));
-  assert.deepEqual(declared.fields('LoadOptions').filter((f) => !['bundle', 'model', 'tokenizer', 'on_progress', 'fetch'].includes(f)).sort(), keys(d.load));
+  assert.deepEqual(declared.fields('LoadOptions').filter((f) => !['index', 'model', 'tokenizer', 'on_progress', 'fetch'].includes(f)).sort(), keys(d.load));
   assert.deepEqual(declared.unionLiterals('ErrorCode').sort(), d.error_codes.map((c) => c.code).sort());
   assert.deepEqual(declared.fields('Defaults').sort(), keys(d));
 });
 
 test('declared result fields are what the package returns', async () => {
-  const bundle = await readFile(path.join(fixtures, 'golden-v1.sxt'));
+  const bundle = await readFile(path.join(fixtures, 'golden-v2.sxt'));
   const sextant = await api.Sextant.load({
-    bundle,
+    index: bundle,
     model: await readFile(path.join(modelDir, 'model.onnx')),
     tokenizer: await readFile(path.join(modelDir, 'tokenizer.json')),
   });
   const llm = await startLlmServer();
   try {
     const keys = (o) => Object.keys(o).sort();
-    const response = sextant.search('fog horn', { k: 2 });
+    const response = await sextant.search('fog horn', { k: 2 });
     assert.deepEqual(declared.fields('SearchResponse').sort(), keys(response));
     assert.deepEqual(declared.fields('SearchResult').sort(), keys(response.results[0]));
     assert.deepEqual(declared.fields('StageTimings').sort(), keys(response.timings));
     assert.deepEqual(declared.fields('Framed').sort(), keys(sextant.frame(response.results)));
-    assert.deepEqual(declared.fields('ContextResponse').sort(), keys(sextant.context('fog horn')));
+    assert.deepEqual(declared.fields('ContextResponse').sort(), keys(await sextant.context('fog horn')));
     const answer = await sextant.ask('what does the fog horn do', { llm: { base_url: llm.baseUrl, model: 'm' } });
     assert.deepEqual(declared.fields('Answer').sort(), keys(answer));
     assert.deepEqual(declared.fields('CitationReport').sort(), keys(api.verifyCitations('x [a#1]', ['a#1'])));

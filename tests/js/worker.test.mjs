@@ -4,7 +4,7 @@
 // (scripts/test-js.sh prepares both).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,17 +23,17 @@ let rssAtStart;
 
 const hash = (file) => createHash('sha256').update(readFileSync(file)).digest('hex').slice(0, 16);
 
-/** Static assets laid out as `sextant build --site` lays them out, around the Cranfield bundle. */
+/** Static assets laid out as `sextant build --site` lays them out, around the Cranfield index. */
 function cranfieldAssets() {
   const dir = mkdtempSync(path.join(tmpdir(), 'sextant-worker-assets-'));
   mkdirSync(path.join(dir, 'sextant'));
-  const files = {
-    bundle: [path.join(parityDir, 'cranfield.sxt'), 'index', 'sxt'],
-    model: [path.join(modelDir, 'model.onnx'), 'model', 'onnx'],
-    tokenizer: [path.join(modelDir, 'tokenizer.json'), 'tokenizer', 'json'],
-  };
-  const manifest = { version: 1, generator: 'worker test', pages: 1400, chunks: 0, bytes: {} };
-  for (const [key, [file, stem, ext]] of Object.entries(files)) {
+  execFileSync(sextantBin, ['unpack', path.join(parityDir, 'cranfield.sxt'), '-o', path.join(dir, 'sextant/index')], { stdio: 'pipe' });
+  const index = readdirSync(path.join(dir, 'sextant/index')).find((f) => f.startsWith('manifest.'));
+  const manifest = { version: 2, generator: 'worker test', pages: 1400, chunks: 0, bytes: {}, index: `index/${index}` };
+  for (const [key, file, stem, ext] of [
+    ['model', path.join(modelDir, 'model.onnx'), 'model', 'onnx'],
+    ['tokenizer', path.join(modelDir, 'tokenizer.json'), 'tokenizer', 'json'],
+  ]) {
     const name = `${stem}.${hash(file)}.${ext}`;
     copyFileSync(file, path.join(dir, 'sextant', name));
     manifest[key] = name;
@@ -83,7 +83,7 @@ test('assets load lazily on the first request, and memory stays well under 128 M
   const loaded = await (await get('/healthz')).json();
   assert.equal(loaded.engine, 'loaded');
   assert.equal(loaded.model.dims, 384);
-  assert.deepEqual(loaded.format, { major: 1, minor: 0 });
+  assert.deepEqual(loaded.format, { major: 2, minor: 0 });
   assert.equal(loaded.weights, 'int8', 'the Worker holds int8 weights by default');
   const after = rss(workerd.pid);
   console.log(`workerd: wasm memory ${(loaded.wasm_memory_bytes / 1e6).toFixed(1)} MB; process RSS ${(rssAtStart / 1e6).toFixed(1)} MB at start, ${(after / 1e6).toFixed(1)} MB loaded; load ${loaded.load_ms} ms`);
@@ -228,9 +228,10 @@ function oddSite() {
   writeFileSync(corpus, records.map((r) => JSON.stringify(r)).join('\n'));
   const bundle = path.join(dir, 'odd.sxt');
   execFileSync(sextantBin, ['build', corpus, '-o', bundle], { env: { ...process.env, SEXTANT_MODEL_DIR: modelDir }, stdio: 'pipe' });
-  const manifest = { version: 1, generator: 'worker test', pages: 2, chunks: 2, bytes: {} };
+  execFileSync(sextantBin, ['unpack', bundle, '-o', path.join(dir, 'sextant/index')], { stdio: 'pipe' });
+  const index = readdirSync(path.join(dir, 'sextant/index')).find((f) => f.startsWith('manifest.'));
+  const manifest = { version: 2, generator: 'worker test', pages: 2, chunks: 2, bytes: {}, index: `index/${index}` };
   for (const [key, file, stem, ext] of [
-    ['bundle', bundle, 'index', 'sxt'],
     ['model', path.join(modelDir, 'model.onnx'), 'model', 'onnx'],
     ['tokenizer', path.join(modelDir, 'tokenizer.json'), 'tokenizer', 'json'],
   ]) {

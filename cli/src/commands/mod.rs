@@ -7,4 +7,5 @@ pub mod frame;
 pub mod inspect;
 pub mod search;
 pub mod site;
+pub mod unpack;
 pub mod upgrade;

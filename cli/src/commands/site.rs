@@ -42,11 +42,14 @@ pub const OUTPUT_DIR: &str = "sextant";
 /// The index's folder inside the output folder.
 pub const INDEX_DIR: &str = "index";
 /// Package files copied into the hashed package folder.
-const PACKAGE_FILES: [&str; 5] = [
+const PACKAGE_FILES: [&str; 8] = [
     "core.js",
     "browser.js",
+    "keyword.js",
     "sextant_wasm.js",
     "sextant_wasm_bg.wasm",
+    "sextant_keyword.js",
+    "sextant_keyword_bg.wasm",
     "ui/search-worker.js",
 ];
 
@@ -242,10 +245,12 @@ pub fn run(build: SiteBuild) -> Result<()> {
         files.push((f, bytes));
     }
     let package_name = format!("pkg.{}/", short_hash(&package_bytes));
-    let mut wasm_bytes = 0u64;
+    let (mut wasm_bytes, mut keyword_wasm_bytes) = (0u64, 0u64);
     for (f, bytes) in &files {
-        if *f == "sextant_wasm_bg.wasm" {
-            wasm_bytes = bytes.len() as u64;
+        match *f {
+            "sextant_wasm_bg.wasm" => wasm_bytes = bytes.len() as u64,
+            "sextant_keyword_bg.wasm" => keyword_wasm_bytes = bytes.len() as u64,
+            _ => {}
         }
         put(format!("{package_name}{f}"), bytes, true)?;
     }
@@ -267,6 +272,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
             ("model", model.len() as u64),
             ("tokenizer", tokenizer.len() as u64),
             ("wasm", wasm_bytes),
+            ("keyword_wasm", keyword_wasm_bytes),
         ]),
         pages: documents.len(),
         chunks: manifest.counts.chunks,

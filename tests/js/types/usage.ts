@@ -27,17 +27,20 @@ export async function usage(bytes: Uint8Array): Promise<void> {
   const budget: number = d.context.token_budget;
   const status: number = d.error_codes[0].http_status;
   const engine = await Sextant.load({
-    bundle: bytes,
+    index: bytes,
     model: 'https://example.com/model.onnx',
     tokenizer: new URL('https://example.com/tokenizer.json'),
     weights: 'int8',
     on_progress: ({ file, loaded, total }) => console.log(file, loaded, total ?? 0),
   });
-  const found: SearchResponse = engine.search('lamp', { k, mode: 'hybrid', per_document: true, score_threshold: null, min_similarity: 0.2, depth: 40, bm25: { k1: 1.2 }, vector_search: 'exact' });
+  const found: SearchResponse = await engine.search('lamp', { k, mode: 'hybrid', per_document: true, score_threshold: null, min_similarity: 0.2, depth: 40, bm25: { k1: 1.2 }, vector_search: 'exact' });
+  await engine.loadModel({ model: bytes, tokenizer: bytes, weights: 'f32' });
+  await engine.prefetch();
+  const modelReady: boolean = engine.hasModel;
   const first = found.results[0];
   const spans: [number, number][] = highlights(first.text, 'lamp');
   const framed = engine.frame(found.results, { token_budget: budget });
-  const context: ContextResponse = engine.context('lamp', { k: 3, token_budget: 500 });
+  const context: ContextResponse = await engine.context('lamp', { k: 3, token_budget: 500 });
   const system: string = context.messages[0].content + framed.system_prompt;
   const answer: Answer = await engine.ask('how?', {
     llm: { base_url: 'http://127.0.0.1:11434/v1', model: 'llama3', api_key: 'k' },
@@ -52,7 +55,7 @@ export async function usage(bytes: Uint8Array): Promise<void> {
   const report = verifyCitations(answer.answer, answer.chunks);
   const grounded: boolean = report.grounded && answer.truncated === false;
   try {
-    engine.search('');
+    await engine.search('');
   } catch (e) {
     if (e instanceof SextantError) {
       const code: ErrorCode = e.code;
@@ -62,6 +65,6 @@ export async function usage(bytes: Uint8Array): Promise<void> {
   const body = new ReadableStream<Uint8Array>();
   const read = await readChatStream(body, (delta) => console.log(delta), { max_line_bytes: 1 << 20 });
   const fetched: Uint8Array = await fetchBytes('https://example.com/x', 'bundle', (p) => console.log(p.loaded));
-  console.log(spans, system, cited, grounded, read.complete, fetched.length, status, memoryBytes(), retryAfterMs('1'), backoffMs(1), redact('x', ['y']));
+  console.log(spans, system, cited, grounded, modelReady, read.complete, fetched.length, status, memoryBytes(), retryAfterMs('1'), backoffMs(1), redact('x', ['y']));
   engine.free();
 }

@@ -85,12 +85,21 @@ function getEngine(env) {
   engine ??= (async () => {
     const started = Date.now();
     const manifest = await siteManifest(env);
-    const [bundle, model, tokenizer] = await Promise.all([asset(env, manifest.bundle), asset(env, manifest.model), asset(env, manifest.tokenizer)]);
+    if (!manifest.index) throw new HttpError('NOT_BUILT', 'the search assets are from another version of sextant: rebuild them with `make worker` (sextant build --site)');
+    const [model, tokenizer] = await Promise.all([asset(env, manifest.model), asset(env, manifest.tokenizer)]);
     let sextant;
     try {
-      // int8 by default: about 40 MB less memory than f32 weights in a 128 MB isolate, for
-      // slower queries (BENCHMARKS.md). SEXTANT_WEIGHTS = "f32" trades the other way.
-      sextant = await Sextant.load({ bundle, model, tokenizer, weights: weightsOf(env) });
+      // The index is read lazily: the manifest now, each shard or fragment when a query needs
+      // it, through the ASSETS binding. int8 weights by default: about 40 MB less memory than f32
+      // in a 128 MB isolate, for slower queries (BENCHMARKS.md); SEXTANT_WEIGHTS = "f32" trades
+      // the other way.
+      sextant = await Sextant.load({
+        index: `http://assets/sextant/${manifest.index}`,
+        model,
+        tokenizer,
+        weights: weightsOf(env),
+        fetch: (url) => env.ASSETS.fetch(new Request(url)),
+      });
     } catch (e) {
       // A bad value here is the Worker's configuration, not the request: say what to set.
       if (e.code === 'BAD_ARGUMENT') throw new HttpError('BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weightsOf(env))}: ${e.message}; fix it in wrangler.toml [vars]`);
@@ -198,13 +207,13 @@ function maxRequestBytes(env) {
 async function search(url, env) {
   const wasCold = engine === null;
   const sextant = await getEngine(env);
-  const response = sextant.search(url.searchParams.get('q') ?? '', optionsOf(url));
+  const response = await sextant.search(url.searchParams.get('q') ?? '', optionsOf(url));
   return json(response, 200, { 'x-sextant-cold-start': String(wasCold) });
 }
 
 async function context(url, env) {
   const sextant = await getEngine(env);
-  const framed = sextant.context(url.searchParams.get('q') ?? '', optionsOf(url));
+  const framed = await sextant.context(url.searchParams.get('q') ?? '', optionsOf(url));
   return new Response(framed.context, {
     headers: {
       'content-type': 'text/plain; charset=utf-8',
@@ -304,7 +313,7 @@ async function healthz(env) {
     loaded_at: loadedAt,
     load_ms: loadMs,
     weights: weightsOf(env),
-    bundle: manifest.bundle,
+    index: manifest.index,
     pages: manifest.pages,
     chunks: manifest.chunks,
     generator: manifest.generator,
