@@ -291,76 +291,92 @@ impl VectorMeta {
     }
 }
 
-/// Binary codes of chunks `first..first + count`, `dims / 8` bytes each.
+/// Binary codes of a run of chunks in cluster order: each entry a chunk number and its code
+/// (`dims / 8` bytes). The entry at position `p` of all code files together is in vector block
+/// `p / block_chunks`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodeFile {
-    /// Number of the first chunk.
-    pub first: u32,
     /// Bytes of one code.
     pub code_len: usize,
+    /// The chunk of each entry.
+    pub chunks: Vec<u32>,
     /// The codes, concatenated.
     pub codes: Vec<u8>,
 }
 
 impl CodeFile {
-    /// `SXvc`, first (u32), count (u32), codes.
+    /// `SXvc`, count (u32), then per entry its chunk (u32) and code.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = CODES_MAGIC.to_vec();
-        out.extend_from_slice(&self.first.to_le_bytes());
-        out.extend_from_slice(&((self.codes.len() / self.code_len.max(1)) as u32).to_le_bytes());
-        out.extend_from_slice(&self.codes);
+        out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
+        for (chunk, code) in self.chunks.iter().zip(self.codes.chunks_exact(self.code_len.max(1))) {
+            out.extend_from_slice(&chunk.to_le_bytes());
+            out.extend_from_slice(code);
+        }
         out
     }
 
-    /// Reads the codes of chunks `first..first + count` for `dims` dimensions.
-    pub fn from_bytes(bytes: &[u8], first: u32, count: usize, dims: usize) -> Result<Self, DecodeError> {
+    /// Reads `count` entries for `dims` dimensions, each naming a chunk below `total`.
+    pub fn from_bytes(bytes: &[u8], count: usize, dims: usize, total: usize) -> Result<Self, DecodeError> {
         let mut r = ByteReader::new(bytes);
         magic(&mut r, CODES_MAGIC, "codes magic")?;
         let offset = r.offset();
-        if r.u32()? != first || r.u32()? as usize != count {
+        if r.u32()? as usize != count {
             return Err(DecodeError::Invalid {
-                what: "codes range",
+                what: "code count",
                 offset,
             });
         }
         let code_len = dims.div_ceil(8);
-        let codes = r
-            .take(count.checked_mul(code_len).ok_or(DecodeError::Invalid {
-                what: "codes length",
-                offset,
-            })?)?
-            .to_vec();
+        let mut chunks = Vec::with_capacity(count);
+        let mut codes = Vec::with_capacity(count.saturating_mul(code_len));
+        for _ in 0..count {
+            let offset = r.offset();
+            let chunk = r.u32()?;
+            if chunk as usize >= total {
+                return Err(DecodeError::Invalid {
+                    what: "code chunk number",
+                    offset,
+                });
+            }
+            chunks.push(chunk);
+            codes.extend_from_slice(r.take(code_len)?);
+        }
         r.finish("codes trailing bytes")?;
-        Ok(Self { first, code_len, codes })
+        Ok(Self {
+            code_len,
+            chunks,
+            codes,
+        })
     }
 
-    /// The code of each chunk with its number.
+    /// The code of each entry with its chunk number.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &[u8])> {
-        self.codes
-            .chunks_exact(self.code_len.max(1))
-            .zip(self.first..)
-            .map(|(code, chunk)| (chunk, code))
+        self.chunks
+            .iter()
+            .copied()
+            .zip(self.codes.chunks_exact(self.code_len.max(1)))
     }
 }
 
-/// Int8 vectors of chunks `first..first + count`: per chunk a scale and `dims` values, the vector
-/// being `scale · values`.
+/// Int8 vectors of a block of chunks in cluster order: per entry its chunk, a scale and `dims`
+/// values, the vector being `scale · values`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockFile {
-    /// Number of the first chunk.
-    pub first: u32,
     /// Dimensions.
     pub dims: usize,
-    /// Per chunk.
+    /// The chunk of each entry.
+    pub chunks: Vec<u32>,
+    /// Per entry.
     pub scales: Vec<f32>,
-    /// Per chunk, `dims` each.
+    /// Per entry, `dims` each.
     pub values: Vec<i8>,
 }
 
 impl BlockFile {
-    /// Quantizes vectors (each `dims` long) of chunks from `first`: per vector its largest
-    /// magnitude maps to 127.
-    pub fn quantize(first: u32, vectors: &[Vec<f32>], dims: usize) -> Self {
+    /// Quantizes the vectors of `chunks` (each `dims` long): per vector its largest magnitude maps
+    /// to 127.
+    pub fn quantize(chunks: &[u32], vectors: &[&[f32]], dims: usize) -> Self {
         let mut scales = Vec::with_capacity(vectors.len());
         let mut values = Vec::with_capacity(vectors.len() * dims);
         for v in vectors {
@@ -370,46 +386,49 @@ impl BlockFile {
             values.extend(v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8));
         }
         Self {
-            first,
             dims,
+            chunks: chunks.to_vec(),
             scales,
             values,
         }
     }
 
-    /// `SXvb`, first (u32), count (u32), scales (f32), values (i8).
+    /// `SXvb`, count (u32), per entry its chunk (u32) and scale (f32), then the values (i8).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = BLOCKS_MAGIC.to_vec();
-        out.extend_from_slice(&self.first.to_le_bytes());
-        out.extend_from_slice(&(self.scales.len() as u32).to_le_bytes());
-        for s in &self.scales {
-            out.extend_from_slice(&s.to_le_bytes());
+        out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
+        for (chunk, scale) in self.chunks.iter().zip(&self.scales) {
+            out.extend_from_slice(&chunk.to_le_bytes());
+            out.extend_from_slice(&scale.to_le_bytes());
         }
         out.extend(self.values.iter().map(|&v| v as u8));
         out
     }
 
-    /// Reads the vectors of chunks `first..first + count` for `dims` dimensions.
-    pub fn from_bytes(bytes: &[u8], first: u32, count: usize, dims: usize) -> Result<Self, DecodeError> {
+    /// Reads a block of `count` entries for `dims` dimensions, each naming a chunk below `total`.
+    pub fn from_bytes(bytes: &[u8], count: usize, dims: usize, total: usize) -> Result<Self, DecodeError> {
         let mut r = ByteReader::new(bytes);
         magic(&mut r, BLOCKS_MAGIC, "vector block magic")?;
         let offset = r.offset();
-        if r.u32()? != first || r.u32()? as usize != count {
+        if r.u32()? as usize != count {
             return Err(DecodeError::Invalid {
-                what: "vector block range",
+                what: "vector block count",
                 offset,
             });
         }
+        let mut chunks = Vec::with_capacity(count);
         let mut scales = Vec::with_capacity(count);
         for _ in 0..count {
             let offset = r.offset();
+            let chunk = r.u32()?;
             let s = r.f32()?;
-            if !(s.is_finite() && s > 0.0) {
+            if chunk as usize >= total || !(s.is_finite() && s > 0.0) {
                 return Err(DecodeError::Invalid {
-                    what: "vector scale",
+                    what: "vector block entry",
                     offset,
                 });
             }
+            chunks.push(chunk);
             scales.push(s);
         }
         let len = count.checked_mul(dims).ok_or(DecodeError::Invalid {
@@ -419,8 +438,8 @@ impl BlockFile {
         let values = r.take(len)?.iter().map(|&b| b as i8).collect();
         r.finish("vector block trailing bytes")?;
         Ok(Self {
-            first,
             dims,
+            chunks,
             scales,
             values,
         })
@@ -428,7 +447,7 @@ impl BlockFile {
 
     /// The dot product of `query` with chunk `number`'s vector, if this block holds it.
     pub fn dot(&self, number: u32, query: &[f32]) -> Option<f32> {
-        let i = number.checked_sub(self.first)? as usize;
+        let i = self.chunks.iter().position(|&c| c == number)?;
         let scale = *self.scales.get(i)?;
         let values = self.values.get(i * self.dims..(i + 1) * self.dims)?;
         // Four accumulators in a fixed order, so native and wasm agree bit for bit.
@@ -438,4 +457,68 @@ impl BlockFile {
         }
         Some(scale * ((acc[0] + acc[1]) + (acc[2] + acc[3])))
     }
+}
+
+/// Chunks in cluster order: a balanced binary tree cut along each node's principal direction,
+/// down to leaves of at most `leaf` chunks aligned on multiples of `leaf`, so that a vector block
+/// holds similar vectors and a query's candidates fall in few blocks. Deterministic (fixed
+/// starting direction, ties broken by chunk number).
+pub fn cluster_order(vectors: &[Vec<f32>], dims: usize, leaf: usize) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..vectors.len() as u32).collect();
+    let mut stack = vec![(0usize, order.len())];
+    let leaf = leaf.max(1);
+    while let Some((start, end)) = stack.pop() {
+        let n = end - start;
+        if n <= leaf {
+            continue;
+        }
+        let items = &mut order[start..end];
+        let mut mean = vec![0f64; dims];
+        for &c in items.iter() {
+            for (m, x) in mean.iter_mut().zip(&vectors[c as usize]) {
+                *m += f64::from(*x);
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= n as f64);
+        // Power iteration for the principal direction, from a fixed start.
+        let mut direction: Vec<f64> = (0..dims).map(|i| 1.0 + (i % 7) as f64 / 7.0).collect();
+        for _ in 0..8 {
+            let mut next = vec![0f64; dims];
+            for &c in items.iter() {
+                let v = &vectors[c as usize];
+                let along: f64 = v
+                    .iter()
+                    .zip(&mean)
+                    .zip(&direction)
+                    .map(|((x, m), d)| (f64::from(*x) - m) * d)
+                    .sum();
+                for ((acc, x), m) in next.iter_mut().zip(v).zip(&mean) {
+                    *acc += along * (f64::from(*x) - m);
+                }
+            }
+            let norm = next.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if norm == 0.0 {
+                break;
+            }
+            direction = next.into_iter().map(|x| x / norm).collect();
+        }
+        let projection = |c: u32| -> f64 {
+            vectors[c as usize]
+                .iter()
+                .zip(&mean)
+                .zip(&direction)
+                .map(|((x, m), d)| (f64::from(*x) - m) * d)
+                .sum()
+        };
+        let mut keyed: Vec<(f64, u32)> = items.iter().map(|&c| (projection(c), c)).collect();
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (slot, (_, c)) in items.iter_mut().zip(keyed) {
+            *slot = c;
+        }
+        let mid = start + leaf * n.div_ceil(2 * leaf);
+        let mid = mid.min(end);
+        stack.push((start, mid));
+        stack.push((mid, end));
+    }
+    order
 }

@@ -12,7 +12,8 @@
 //! - vectors: a calibration (`meta`), binary codes of every chunk (one bit a dimension: the
 //!   candidate stage, `layout.code_file_chunks` chunks a file) and int8 vectors in blocks of
 //!   `layout.block_chunks` chunks for rescoring the best `layout.rescore` candidates with the float
-//!   query.
+//!   query. Codes and blocks list chunks in cluster order (`files::cluster_order`): a block holds
+//!   similar vectors, so a query's best candidates share few blocks.
 //!
 //! [`IndexStore`] holds the manifest and whichever files have been added, each checked against
 //! its name's hash and the manifest before it is used; the query pipeline asks it which files a
@@ -21,6 +22,8 @@
 
 pub mod files;
 pub mod packed;
+#[cfg(all(test, feature = "indexer"))]
+pub(crate) mod tests;
 #[cfg(feature = "indexer")]
 pub mod writer;
 
@@ -116,6 +119,12 @@ impl FileRun {
         let name = self.files.get(i)?;
         let first = i * per;
         Some((i, name, first as u32, per.min(total.saturating_sub(first))))
+    }
+
+    /// Entries in file `i` of a run over `total` chunks.
+    fn count(&self, i: usize, total: usize) -> usize {
+        let per = self.chunks_per_file.max(1);
+        per.min(total.saturating_sub(i * per))
     }
 
     fn check(&self, total: usize, what: &'static str) -> Result<(), BundleError> {
@@ -254,6 +263,21 @@ enum Role {
     Blocks(usize),
 }
 
+/// Checks vector block `b` holds the chunks the code files put in it.
+fn check_block(block_of: &[u32], b: usize, block: &BlockFile) -> Result<(), String> {
+    if block
+        .chunks
+        .iter()
+        .all(|&c| block_of.get(c as usize) == Some(&(b as u32)))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "vector block {b} holds chunks the code files put in other blocks"
+        ))
+    }
+}
+
 /// The manifest and the files added so far, each checked and decoded.
 #[derive(Debug)]
 pub struct IndexStore {
@@ -264,6 +288,8 @@ pub struct IndexStore {
     fragments: HashMap<usize, Fragment>,
     meta: Option<VectorMeta>,
     codes: HashMap<usize, CodeFile>,
+    /// Once every code file is added: the vector block of each chunk.
+    block_of: Option<Vec<u32>>,
     blocks: HashMap<usize, BlockFile>,
 }
 
@@ -295,6 +321,7 @@ impl IndexStore {
             fragments: HashMap::new(),
             meta: None,
             codes: HashMap::new(),
+            block_of: None,
             blocks: HashMap::new(),
         }
     }
@@ -351,23 +378,25 @@ impl IndexStore {
                 }
                 Role::Codes(i) => {
                     let run = &self.manifest.files.vectors.codes;
-                    let (_, _, first, count) = run
-                        .of((i * run.chunks_per_file) as u32, chunks)
-                        .ok_or_else(|| bad("no such code file".into()))?;
-                    self.codes.insert(
-                        i,
-                        CodeFile::from_bytes(bytes, first, count, dims).map_err(|e| bad(e.to_string()))?,
-                    );
+                    let count = run.count(i, chunks);
+                    let file = CodeFile::from_bytes(bytes, count, dims, chunks).map_err(|e| bad(e.to_string()))?;
+                    self.codes.insert(i, file);
+                    if self.codes.len() == run.files.len() {
+                        let block_of = self.map_blocks().map_err(bad)?;
+                        for (b, block) in &self.blocks {
+                            check_block(&block_of, *b, block).map_err(bad)?;
+                        }
+                        self.block_of = Some(block_of);
+                    }
                 }
                 Role::Blocks(i) => {
                     let run = &self.manifest.files.vectors.blocks;
-                    let (_, _, first, count) = run
-                        .of((i * run.chunks_per_file) as u32, chunks)
-                        .ok_or_else(|| bad("no such vector block".into()))?;
-                    self.blocks.insert(
-                        i,
-                        BlockFile::from_bytes(bytes, first, count, dims).map_err(|e| bad(e.to_string()))?,
-                    );
+                    let count = run.count(i, chunks);
+                    let file = BlockFile::from_bytes(bytes, count, dims, chunks).map_err(|e| bad(e.to_string()))?;
+                    if let Some(block_of) = &self.block_of {
+                        check_block(block_of, i, &file).map_err(bad)?;
+                    }
+                    self.blocks.insert(i, file);
                 }
             }
         }
@@ -439,15 +468,36 @@ impl IndexStore {
         (0..count).filter_map(|i| self.codes.get(&i)).flat_map(CodeFile::iter)
     }
 
-    /// The vector blocks holding `chunks` that are not added yet.
+    /// The block of each chunk, from the code files' order (every chunk exactly once).
+    fn map_blocks(&self) -> Result<Vec<u32>, String> {
+        let per_block = self.manifest.files.vectors.blocks.chunks_per_file.max(1);
+        let mut block_of = vec![u32::MAX; self.manifest.counts.chunks];
+        for (position, (chunk, _)) in self.codes().enumerate() {
+            let slot = block_of
+                .get_mut(chunk as usize)
+                .ok_or_else(|| "a code names a chunk past the count".to_string())?;
+            if *slot != u32::MAX {
+                return Err(format!("chunk {chunk} has two codes"));
+            }
+            *slot = (position / per_block) as u32;
+        }
+        if block_of.contains(&u32::MAX) {
+            return Err("some chunks have no code".into());
+        }
+        Ok(block_of)
+    }
+
+    /// The vector blocks holding `chunks` that are not added yet (once every code file is).
     pub fn block_needs(&self, chunks: impl IntoIterator<Item = u32>) -> Vec<String> {
-        let run = &self.manifest.files.vectors.blocks;
-        let total = self.manifest.counts.chunks;
+        let Some(block_of) = &self.block_of else {
+            return Vec::new();
+        };
+        let files = &self.manifest.files.vectors.blocks.files;
         let mut out: Vec<String> = chunks
             .into_iter()
-            .filter_map(|c| run.of(c, total))
-            .filter(|(i, ..)| !self.blocks.contains_key(i))
-            .map(|(_, name, ..)| name.to_string())
+            .filter_map(|c| block_of.get(c as usize).copied())
+            .filter(|b| !self.blocks.contains_key(&(*b as usize)))
+            .filter_map(|b| files.get(b as usize).cloned())
             .collect();
         out.sort();
         out.dedup();
@@ -456,9 +506,8 @@ impl IndexStore {
 
     /// The int8 dot product of `query` with chunk `chunk`'s vector, if its block is added.
     pub fn dot(&self, chunk: u32, query: &[f32]) -> Option<f32> {
-        let run = &self.manifest.files.vectors.blocks;
-        let (i, ..) = run.of(chunk, self.manifest.counts.chunks)?;
-        self.blocks.get(&i)?.dot(chunk, query)
+        let block = *self.block_of.as_ref()?.get(chunk as usize)?;
+        self.blocks.get(&(block as usize))?.dot(chunk, query)
     }
 
     /// The fragments holding `chunks` that are not added yet.

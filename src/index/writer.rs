@@ -7,7 +7,7 @@ use crate::bundle::{crate_versions, BundleError, Counts, DocumentInfo, FormatVer
 use crate::chunk::{Chunk, ChunkParams};
 use crate::embed::ModelSpec;
 
-use super::files::{file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
+use super::files::{cluster_order, file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::{FileRun, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles, INDEX_MAJOR, INDEX_MINOR};
 
 /// A written index: its manifest and its files (name, bytes), each once.
@@ -138,19 +138,25 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
     // Vectors: calibration, binary codes, int8 blocks.
     let meta = VectorMeta::calibrate(input.vectors, dims);
     let meta_name = add("vmeta", "bin", meta.to_bytes());
+    // Both in cluster order, so a query's best candidates share few blocks.
+    let order = cluster_order(input.vectors, dims, input.layout.block_chunks);
     let code_len = dims.div_ceil(8);
     let mut codes = Vec::new();
-    for (i, run) in input.vectors.chunks(input.layout.code_file_chunks).enumerate() {
+    for run in order.chunks(input.layout.code_file_chunks) {
         let file = CodeFile {
-            first: (i * input.layout.code_file_chunks) as u32,
             code_len,
-            codes: run.iter().flat_map(|v| meta.code(v)).collect(),
+            chunks: run.to_vec(),
+            codes: run
+                .iter()
+                .flat_map(|&c| meta.code(&input.vectors[c as usize]))
+                .collect(),
         };
         codes.push(add("codes", "bin", file.to_bytes()));
     }
     let mut blocks = Vec::new();
-    for (i, run) in input.vectors.chunks(input.layout.block_chunks).enumerate() {
-        let block = BlockFile::quantize((i * input.layout.block_chunks) as u32, run, dims);
+    for run in order.chunks(input.layout.block_chunks) {
+        let vectors: Vec<&[f32]> = run.iter().map(|&c| input.vectors[c as usize].as_slice()).collect();
+        let block = BlockFile::quantize(run, &vectors, dims);
         blocks.push(add("vec", "bin", block.to_bytes()));
     }
 

@@ -211,3 +211,150 @@ pub fn assemble(
     }
     results
 }
+
+#[cfg(all(test, feature = "indexer"))]
+mod tests {
+    use super::*;
+    use crate::index::tests::{build, full_store, tiny, Lcg};
+    use crate::index::Layout;
+
+    fn c(chunk: u32, score: f32, dense_rank: Option<u32>, keyword_rank: Option<u32>) -> Candidate {
+        Candidate {
+            chunk,
+            score,
+            dense_rank,
+            keyword_rank,
+        }
+    }
+
+    #[test]
+    fn single_modes_keep_their_list_and_ranks() {
+        let dense = [(4, 0.9), (1, 0.5)];
+        let keyword = [(1, 7.0), (3, 2.0)];
+        assert_eq!(
+            fuse(Mode::Dense, &dense, &keyword),
+            [c(4, 0.9, Some(1), None), c(1, 0.5, Some(2), None)]
+        );
+        assert_eq!(
+            fuse(Mode::Keyword, &dense, &keyword),
+            [c(1, 7.0, None, Some(1)), c(3, 2.0, None, Some(2))]
+        );
+    }
+
+    #[test]
+    fn hybrid_fuses_with_rrf_and_keeps_both_ranks() {
+        let dense = [(4, 0.9), (1, 0.5)];
+        let keyword = [(1, 7.0), (3, 2.0)];
+        let fused = fuse(Mode::Hybrid, &dense, &keyword);
+        let order: Vec<u32> = fused.iter().map(|h| h.chunk).collect();
+        assert_eq!(order, [1, 4, 3], "1 is in both lists");
+        assert_eq!((fused[0].dense_rank, fused[0].keyword_rank), (Some(2), Some(1)));
+        assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
+        assert_eq!((fused[1].dense_rank, fused[1].keyword_rank), (Some(1), None));
+        assert_eq!((fused[2].dense_rank, fused[2].keyword_rank), (None, Some(2)));
+    }
+
+    #[test]
+    fn filter_applies_threshold_per_document_and_k() {
+        let doc_of = |chunk: u32| (chunk < 10).then_some(chunk / 2);
+        let candidates = vec![
+            c(0, 0.9, None, None),
+            c(1, 0.8, None, None),  // same document as 0
+            c(2, 0.3, None, None),  // under the threshold
+            c(99, 0.7, None, None), // unknown chunk
+            c(4, 0.6, None, None),
+            c(6, 0.5, None, None),
+        ];
+        let kept = |k, threshold, per_document| -> Vec<u32> {
+            filter(candidates.clone(), k, threshold, per_document, doc_of)
+                .iter()
+                .map(|h| h.chunk)
+                .collect()
+        };
+        assert_eq!(kept(10, Some(0.4), true), [0, 4, 6]);
+        assert_eq!(kept(2, None, false), [0, 1]);
+        assert_eq!(kept(10, None, false), [0, 1, 2, 4, 6]);
+    }
+
+    #[test]
+    fn retrieval_steps_rank_by_their_own_scores() {
+        let store = full_store(&tiny());
+        let analyzer = crate::analyzer::Analyzer::english();
+        let keyword = keyword_candidates(&store, &analyzer.terms("lamp lens"), Bm25Params::default(), 10);
+        let order: Vec<u32> = keyword.iter().map(|(c, _)| *c).collect();
+        assert_eq!(order, [2, 0], "both words beat one; the fog chunk has neither");
+        let query = [0.0, 0.6, 0.8];
+        let all = binary_candidates(store.meta().unwrap(), store.codes(), &query, 10);
+        assert_eq!(all, [0, 1, 2], "every chunk when the count reaches their number");
+        let dot = |c: u32| store.dot(c, &query);
+        let dense = rescore(&all, &dot, 10, None);
+        assert_eq!(dense.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [2, 1, 0]);
+        assert!((dense[0].1 - 0.8).abs() < 0.01);
+        let close = rescore(&all, &dot, 10, Some(0.5));
+        assert_eq!(close.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [2, 1]);
+        assert_eq!(rescore(&all, &dot, 1, None).len(), 1, "depth");
+    }
+
+    #[test]
+    fn binary_candidates_hold_most_of_the_exact_top_ten() {
+        let seed = 17;
+        println!("seed {seed}");
+        let mut rng = Lcg(seed);
+        // 2000 chunks around 40 topics in 64 dimensions; queries near a topic.
+        let dims = 64;
+        let topics: Vec<Vec<f32>> = (0..40).map(|_| (0..dims).map(|_| rng.next_f32()).collect()).collect();
+        let vectors: Vec<Vec<f32>> = (0..2000).map(|i| rng.near(&topics[i % 40], 0.6)).collect();
+        let texts: Vec<String> = (0..2000).map(|i| format!("chunk {i}")).collect();
+        let store = full_store(&build(&texts, &vectors, 10, Layout::default()));
+        let (mut found, mut wanted) = (0, 0);
+        for q in 0..20 {
+            let query = rng.near(&topics[q * 2], 0.6);
+            let mut exact: Vec<(u32, f32)> = vectors
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as u32, v.iter().zip(&query).map(|(a, b)| a * b).sum()))
+                .collect();
+            exact.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let candidates = binary_candidates(store.meta().unwrap(), store.codes(), &query, 100);
+            assert_eq!(candidates.len(), 100);
+            wanted += 10;
+            found += exact[..10]
+                .iter()
+                .filter(|(c, _)| candidates.binary_search(c).is_ok())
+                .count();
+        }
+        let recall = found as f64 / wanted as f64;
+        println!("recall@10 of 100 binary candidates: {recall:.3}");
+        assert!(recall >= 0.9, "recall {recall}");
+    }
+
+    #[test]
+    fn assemble_fills_fields_and_each_retrievers_rank_and_score() {
+        let store = full_store(&tiny());
+        let dense = [(2, 0.8), (1, 0.6)];
+        let keyword = [(2, 3.5)];
+        let kept = [c(2, 0.0325, Some(1), Some(1)), c(1, 0.0161, Some(2), None)];
+        let results = assemble(&store, &kept, &dense, &keyword);
+        assert_eq!(results.len(), 2);
+        let top = &results[0];
+        assert_eq!(
+            (
+                top.rank,
+                top.chunk_id.as_str(),
+                top.doc_id.as_str(),
+                top.title.as_str(),
+                top.url.as_str()
+            ),
+            (1, "b#0", "b", "B", "/b#0")
+        );
+        assert_eq!(top.text, "lamp lens");
+        assert_eq!(top.dense, Some(RetrieverHit { rank: 1, score: 0.8 }));
+        assert_eq!(top.keyword, Some(RetrieverHit { rank: 1, score: 3.5 }));
+        assert_eq!(results[1].rank, 2);
+        assert_eq!(results[1].dense, Some(RetrieverHit { rank: 2, score: 0.6 }));
+        assert_eq!(results[1].keyword, None);
+        // A rank past the end of its list gives no hit rather than a wrong score.
+        let odd = assemble(&store, &[c(0, 1.0, Some(9), None)], &dense, &keyword);
+        assert_eq!(odd[0].dense, None);
+    }
+}

@@ -1,0 +1,428 @@
+//! The index files and store: names are content, the store asks for exactly what a query needs,
+//! readers refuse bad bytes with errors (never a panic), and cluster order keeps similar vectors in
+//! one block.
+
+use proptest::prelude::*;
+
+use super::files::*;
+use super::writer::{write_index, BuiltIndex, IndexInput};
+use super::*;
+use crate::bundle::DocumentInfo;
+use crate::chunk::Chunk;
+use crate::embed::Pooling;
+
+/// A small deterministic generator (the seed is printed by the tests that use it).
+pub(crate) struct Lcg(pub(crate) u64);
+
+impl Lcg {
+    pub(crate) fn next_f32(&mut self) -> f32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    /// A unit vector near `center` (noise of about `noise` a dimension).
+    pub(crate) fn near(&mut self, center: &[f32], noise: f32) -> Vec<f32> {
+        let v: Vec<f32> = center.iter().map(|c| c + noise * self.next_f32()).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+        v.into_iter().map(|x| x / norm).collect()
+    }
+}
+
+pub(crate) fn model(dims: usize) -> ModelSpec {
+    ModelSpec {
+        sha256: "0".repeat(64),
+        tokenizer_sha256: "1".repeat(64),
+        dims,
+        max_tokens: 8,
+        pooling: Pooling::Mean,
+        normalize: true,
+        query_prefix: String::new(),
+        passage_prefix: String::new(),
+    }
+}
+
+pub(crate) fn chunk(id: &str, doc: u32, text: &str) -> Chunk {
+    Chunk {
+        id: id.into(),
+        doc,
+        index: 0,
+        url: format!("/{id}"),
+        heading_path: vec!["H".into()],
+        text: text.into(),
+        content_hash: crate::digest::sha256_hex(text.as_bytes()),
+    }
+}
+
+pub(crate) fn document(id: &str) -> DocumentInfo {
+    DocumentInfo {
+        id: id.into(),
+        source: id.into(),
+        url: None,
+        title: id.to_uppercase(),
+        metadata: Default::default(),
+    }
+}
+
+/// An index of `texts` (one document per `per_doc` chunks) with `vectors`.
+pub(crate) fn build(texts: &[String], vectors: &[Vec<f32>], per_doc: usize, layout: Layout) -> BuiltIndex {
+    let documents: Vec<DocumentInfo> = (0..texts.len().div_ceil(per_doc))
+        .map(|d| document(&format!("d{d}")))
+        .collect();
+    let chunks: Vec<Chunk> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| chunk(&format!("d{}#{}", i / per_doc, i % per_doc), (i / per_doc) as u32, t))
+        .collect();
+    let model = model(vectors.first().map_or(3, Vec::len));
+    write_index(IndexInput {
+        documents: &documents,
+        chunks: &chunks,
+        duplicates_dropped: 0,
+        vectors,
+        model: &model,
+        chunking: crate::chunk::ChunkParams::default(),
+        bm25: Bm25Params::default(),
+        layout,
+    })
+    .expect("a valid input writes")
+}
+
+/// Three chunks in two documents, vectors along the axes.
+pub(crate) fn tiny() -> BuiltIndex {
+    let texts = ["lamp oil", "fog horn", "lamp lens"].map(String::from);
+    let vectors = vec![vec![1.0, 0.0, 0.0], vec![0.0, 1.0, 0.0], vec![0.0, 0.0, 1.0]];
+    let documents = [document("a"), document("b")];
+    let chunks = [
+        chunk("a#0", 0, &texts[0]),
+        chunk("a#1", 0, &texts[1]),
+        chunk("b#0", 1, &texts[2]),
+    ];
+    write_index(IndexInput {
+        documents: &documents,
+        chunks: &chunks,
+        duplicates_dropped: 0,
+        vectors: &vectors,
+        model: &model(3),
+        chunking: crate::chunk::ChunkParams::default(),
+        bm25: Bm25Params::default(),
+        layout: Layout {
+            fragment_chunks: 2,
+            block_chunks: 2,
+            code_file_chunks: 2,
+            ..Layout::default()
+        },
+    })
+    .unwrap()
+}
+
+/// A store holding every file of `built`.
+pub(crate) fn full_store(built: &BuiltIndex) -> IndexStore {
+    let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+    let mut store = IndexStore::new(manifest);
+    for (name, bytes) in &built.files {
+        store.add(name, bytes).unwrap();
+    }
+    assert!(store.is_complete());
+    store
+}
+
+/// Words for synthetic chunks.
+const WORDS: [&str; 12] = [
+    "lamp", "oil", "fog", "horn", "lens", "tower", "keeper", "storm", "light", "ship", "rock", "bell",
+];
+
+/// `n` chunks in `clusters` clusters (chunk `i` in cluster `i % clusters`), 32 dimensions.
+fn clustered(seed: u64, n: usize, clusters: usize) -> (Vec<String>, Vec<Vec<f32>>, Vec<usize>) {
+    let mut rng = Lcg(seed);
+    let centers: Vec<Vec<f32>> = (0..clusters)
+        .map(|_| (0..32).map(|_| rng.next_f32()).collect())
+        .collect();
+    let mut texts = Vec::new();
+    let mut vectors = Vec::new();
+    let mut cluster = Vec::new();
+    for i in 0..n {
+        let c = i % clusters;
+        vectors.push(rng.near(&centers[c], 0.05));
+        texts.push(format!(
+            "{} {} {i}",
+            WORDS[i % WORDS.len()],
+            WORDS[(i / 3) % WORDS.len()]
+        ));
+        cluster.push(c);
+    }
+    (texts, vectors, cluster)
+}
+
+#[test]
+fn every_file_is_named_by_its_content_and_listed_once() {
+    let built = tiny();
+    let names = built.manifest.file_names();
+    assert_eq!(names.len(), built.files.len());
+    for (name, bytes) in &built.files {
+        assert!(content_matches(name, bytes), "{name}");
+        assert!(names.contains(&name.as_str()), "{name} is listed");
+        let mut flipped = bytes.clone();
+        flipped[0] ^= 1;
+        assert!(!content_matches(name, &flipped), "{name} with a flipped byte");
+    }
+    // Writing twice gives the same bytes.
+    let again = tiny();
+    assert_eq!(
+        serde_json::to_vec(&again.manifest).unwrap(),
+        serde_json::to_vec(&built.manifest).unwrap()
+    );
+    assert_eq!(again.files, built.files);
+}
+
+#[test]
+fn the_store_asks_for_exactly_the_files_a_step_needs() {
+    let built = tiny();
+    let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+    let files: HashMap<&str, &[u8]> = built.files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    let mut store = IndexStore::new(manifest.clone());
+    let terms = vec!["lamp".to_string()];
+    let needs = store.keyword_needs(&terms);
+    assert_eq!(needs.len(), 2, "norms and the shard of lamp: {needs:?}");
+    assert!(needs.contains(&manifest.files.norms));
+    for name in &needs {
+        store.add(name, files[name.as_str()]).unwrap();
+    }
+    assert!(store.keyword_needs(&terms).is_empty());
+    assert_eq!(store.postings("lamp").map(|p| p.df), Some(2));
+    assert!(!store.is_complete());
+
+    // Blocks are unknown until every code file is in.
+    assert!(store.block_needs([0, 1, 2]).is_empty());
+    let code_needs = store.code_needs();
+    assert_eq!(
+        code_needs.len(),
+        1 + manifest.files.vectors.codes.files.len(),
+        "meta and codes"
+    );
+    for name in &code_needs {
+        store.add(name, files[name.as_str()]).unwrap();
+    }
+    assert_eq!(store.codes().count(), 3);
+    let one = store.block_needs([2]);
+    assert_eq!(one.len(), 1);
+    assert_eq!(store.block_needs([0, 1, 2]).len(), 2, "three chunks in blocks of two");
+    assert_eq!(store.dot(2, &[0.0, 0.0, 1.0]), None, "not added yet");
+    store.add(&one[0], files[one[0].as_str()]).unwrap();
+    let dot = store.dot(2, &[0.0, 0.0, 1.0]).unwrap();
+    assert!((dot - 1.0).abs() < 0.01, "{dot}");
+
+    assert_eq!(store.fragment_needs([2]), [manifest.files.fragments.files[1].clone()]);
+    assert_eq!(
+        store.fragment_needs([0, 1]),
+        [manifest.files.fragments.files[0].clone()]
+    );
+}
+
+#[test]
+fn the_store_refuses_files_it_does_not_list_or_that_are_not_their_name() {
+    let built = tiny();
+    let mut store = IndexStore::new(built.manifest.clone());
+    let (name, bytes) = &built.files[0];
+    assert!(matches!(
+        store.add("kw.0123456789abcdef.bin", bytes),
+        Err(BundleError::UnknownFile { .. })
+    ));
+    let mut damaged = bytes.clone();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0x40;
+    let err = store.add(name, &damaged).unwrap_err();
+    assert!(matches!(err, BundleError::BadFile { .. }), "{err}");
+    assert!(err.to_string().contains(name.as_str()), "{err}");
+    // A file added under another file's name is refused too.
+    let (other, _) = &built.files[1];
+    assert!(matches!(store.add(other, bytes), Err(BundleError::BadFile { .. })));
+}
+
+#[test]
+fn manifests_that_do_not_add_up_are_refused() {
+    let built = tiny();
+    let good = serde_json::to_value(&built.manifest).unwrap();
+    let mutate = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = good.clone();
+        f(&mut v);
+        IndexManifest::from_json(&serde_json::to_vec(&v).unwrap())
+    };
+    assert!(mutate(&|_| ()).is_ok());
+    assert!(matches!(
+        mutate(&|v| v["format"]["major"] = 3.into()),
+        Err(BundleError::UnsupportedVersion { .. })
+    ));
+    assert!(
+        mutate(&|v| v["counts"]["chunks"] = 99.into()).is_err(),
+        "runs cover the chunks"
+    );
+    assert!(mutate(&|v| v["analyzer"] = "klingon".into()).is_err());
+    assert!(mutate(&|v| v["files"]["fragments"]["chunks_per_file"] = 0.into()).is_err());
+    assert!(
+        mutate(&|v| v["added_later"] = 1.into()).is_ok(),
+        "a later minor version's field is ignored"
+    );
+    assert!(IndexManifest::from_json(b"{").is_err());
+}
+
+#[test]
+fn int8_blocks_keep_dot_products_within_a_percent() {
+    let seed = 7;
+    println!("seed {seed}");
+    let mut rng = Lcg(seed);
+    let dims = 64;
+    let vectors: Vec<Vec<f32>> = (0..16).map(|_| rng.near(&vec![0.0; dims], 1.0)).collect();
+    let refs: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
+    let chunks: Vec<u32> = (100..116).collect();
+    let block = BlockFile::quantize(&chunks, &refs, dims);
+    let back = BlockFile::from_bytes(&block.to_bytes(), 16, dims, 200).unwrap();
+    assert_eq!(back, block);
+    let query = rng.near(&vec![0.0; dims], 1.0);
+    for (c, v) in chunks.iter().zip(&vectors) {
+        let exact: f32 = v.iter().zip(&query).map(|(a, b)| a * b).sum();
+        let int8 = back.dot(*c, &query).unwrap();
+        assert!((exact - int8).abs() < 0.01, "chunk {c}: {exact} vs {int8}");
+    }
+    assert_eq!(back.dot(5, &query), None, "a chunk it does not hold");
+    assert!(
+        BlockFile::from_bytes(&block.to_bytes(), 16, dims, 110).is_err(),
+        "chunk past the count"
+    );
+}
+
+#[test]
+fn binary_codes_and_calibration_round_trip() {
+    let (_, vectors, _) = clustered(3, 40, 4);
+    let meta = VectorMeta::calibrate(&vectors, 32);
+    assert_eq!(VectorMeta::from_bytes(&meta.to_bytes(), 32).unwrap(), meta);
+    assert!(VectorMeta::from_bytes(&meta.to_bytes(), 31).is_err());
+    let file = CodeFile {
+        code_len: 4,
+        chunks: (0..40).rev().collect(),
+        codes: vectors.iter().rev().flat_map(|v| meta.code(v)).collect(),
+    };
+    let back = CodeFile::from_bytes(&file.to_bytes(), 40, 32, 40).unwrap();
+    assert_eq!(back, file);
+    assert!(CodeFile::from_bytes(&file.to_bytes(), 39, 32, 40).is_err(), "count");
+    // A vector's own code scores best among codes for it, against a far one.
+    let tables = meta.lookup_table(&vectors[0]);
+    let score = |code: &[u8]| -> f32 { code.iter().zip(&tables).map(|(b, t)| t[*b as usize]).sum() };
+    assert!(score(&meta.code(&vectors[0])) > score(&meta.code(&vectors[1])));
+}
+
+#[test]
+fn cluster_order_is_a_deterministic_permutation_that_fills_blocks_by_cluster() {
+    let seed = 11;
+    println!("seed {seed}");
+    // Four clusters of 24 chunks, interleaved; blocks of 8.
+    let (_, vectors, cluster) = clustered(seed, 96, 4);
+    let order = cluster_order(&vectors, 32, 8);
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..96).collect::<Vec<u32>>());
+    assert_eq!(cluster_order(&vectors, 32, 8), order);
+    let pure = order
+        .chunks(8)
+        .filter(|block| block.iter().all(|&c| cluster[c as usize] == cluster[block[0] as usize]))
+        .count();
+    assert_eq!(pure, 12, "every block of 8 holds one cluster");
+    // Degenerate inputs.
+    assert!(cluster_order(&[], 32, 8).is_empty());
+    assert_eq!(cluster_order(&vectors[..3], 32, 8), [0, 1, 2]);
+    let same = vec![vec![0.5f32; 4]; 20];
+    let mut same_order = cluster_order(&same, 4, 8);
+    same_order.sort_unstable();
+    assert_eq!(same_order, (0..20).collect::<Vec<u32>>());
+}
+
+#[test]
+fn a_query_near_one_cluster_needs_few_blocks() {
+    let seed = 5;
+    println!("seed {seed}");
+    let (texts, vectors, cluster) = clustered(seed, 256, 16);
+    let built = build(&texts, &vectors, 4, Layout::default());
+    let store = full_store(&built);
+    // The 16 chunks of cluster 3 lie in 2 blocks of 8 (numbered order would spread them over 16).
+    let members: Vec<u32> = (0..256u32).filter(|&c| cluster[c as usize] == 3).collect();
+    let mut lazy = IndexStore::new(built.manifest.clone());
+    for name in lazy.code_needs() {
+        let bytes = &built.files.iter().find(|(n, _)| *n == name).unwrap().1;
+        lazy.add(&name, bytes).unwrap();
+    }
+    assert_eq!(lazy.block_needs(members.iter().copied()).len(), 2);
+    // And the store's int8 dot matches the float one.
+    for &c in &members {
+        let exact: f32 = vectors[c as usize]
+            .iter()
+            .zip(&vectors[members[0] as usize])
+            .map(|(a, b)| a * b)
+            .sum();
+        let int8 = store.dot(c, &vectors[members[0] as usize]).unwrap();
+        assert!((exact - int8).abs() < 0.01);
+    }
+}
+
+#[test]
+fn a_block_that_disagrees_with_the_codes_is_refused() {
+    let (texts, vectors, _) = clustered(2, 32, 4);
+    let built = build(&texts, &vectors, 4, Layout::default());
+    let mut manifest = built.manifest.clone();
+    // Swap two blocks in the manifest: each file is intact, but holds chunks of the other.
+    manifest.files.vectors.blocks.files.swap(0, 1);
+    let bytes = |name: &str| built.files.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    for add_blocks_first in [false, true] {
+        let mut store = IndexStore::new(manifest.clone());
+        let block = manifest.files.vectors.blocks.files[0].clone();
+        let mut result = Ok(());
+        if add_blocks_first {
+            store.add(&block, &bytes(&block)).unwrap();
+        }
+        for name in store.code_needs() {
+            result = result.and(store.add(&name, &bytes(&name)));
+        }
+        if !add_blocks_first {
+            result = store.add(&block, &bytes(&block));
+        }
+        let err = result.unwrap_err();
+        assert!(err.to_string().contains("other blocks"), "{err}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn readers_never_panic_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256), n in 0usize..8) {
+        let _ = Norms::from_bytes(&bytes, n, n);
+        let _ = keyword_from_bytes(&bytes, n);
+        let _ = Fragment::from_bytes(&bytes, 0, n);
+        let _ = VectorMeta::from_bytes(&bytes, n);
+        let _ = CodeFile::from_bytes(&bytes, n, 16, n);
+        let _ = BlockFile::from_bytes(&bytes, n, 4, n);
+        let _ = IndexManifest::from_json(&bytes);
+    }
+
+    #[test]
+    fn readers_never_panic_on_damaged_files(flip in any::<prop::sample::Index>(), byte in any::<u8>(), cut in any::<prop::sample::Index>()) {
+        let built = tiny();
+        let m = &built.manifest;
+        for (name, bytes) in &built.files {
+            let mut damaged = bytes.clone();
+            let i = flip.index(damaged.len());
+            damaged[i] ^= byte | 1;
+            let truncated = &bytes[..cut.index(bytes.len())];
+            for b in [damaged.as_slice(), truncated] {
+                let _ = Norms::from_bytes(b, m.counts.chunks, m.counts.documents);
+                let _ = keyword_from_bytes(b, m.counts.chunks);
+                let _ = Fragment::from_bytes(b, 0, 2);
+                let _ = VectorMeta::from_bytes(b, 3);
+                let _ = CodeFile::from_bytes(b, 2, 3, 3);
+                let _ = BlockFile::from_bytes(b, 2, 3, 3);
+            }
+            prop_assert!(!content_matches(name, &damaged));
+        }
+    }
+}
