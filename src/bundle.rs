@@ -261,13 +261,12 @@ pub struct Manifest {
     pub counts: Counts,
 }
 
-/// Versions of the crates that shape a bundle's bytes (pinned with `=` in Cargo.toml; a test
-/// checks these against Cargo.lock).
+/// Versions of the crates that shape an index's bytes (pinned with `=` in Cargo.toml; a test
+/// checks these against Cargo.lock): the tokenizer and the model runner make the vectors and the
+/// chunk boundaries. (Format 1 also recorded instant-distance and bincode, its graph's encoders.)
 pub fn crate_versions() -> BTreeMap<String, String> {
     [
         ("sextant", env!("CARGO_PKG_VERSION")),
-        ("instant-distance", "0.6.1"),
-        ("bincode", "1.3.3"),
         ("tokenizers", "0.23.2"),
         ("tract-onnx", "0.23.9"),
     ]
