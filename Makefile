@@ -2,7 +2,7 @@
 # script in scripts/ that also runs on its own.
 SHELL := /bin/bash
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-adversarial clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-adversarial clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -47,6 +47,12 @@ bench-worker: setup cli wasm
 
 bench-pagefind: setup cli wasm
 	scripts/bench-pagefind.sh
+
+bench-session: setup wasm
+	scripts/bench-session.sh
+
+bench-build: setup wasm
+	scripts/bench-build.sh
 
 bench-adversarial: setup wasm
 	scripts/bench-adversarial.sh

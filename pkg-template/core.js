@@ -357,8 +357,10 @@ class IndexFiles {
         if (!this.#pending.has(name)) {
           const url = new URL(name, this.#base).href;
           const added = fetchBytes(url, 'index file', null, this.#fetch).then((bytes) => call(() => engine.addFile(name, bytes)));
-          // A failed fetch may be tried again by a later query.
-          added.catch(() => this.#pending.delete(name));
+          // Only while in flight: once added (or failed), a later query that needs the file
+          // again (the engine let go of it, or the fetch failed) fetches it again.
+          const settle = () => this.#pending.delete(name);
+          added.then(settle, settle);
           this.#pending.set(name, added);
         }
         return this.#pending.get(name);
@@ -414,11 +416,17 @@ export function makeApi(wasm, initialise) {
     return call(() => wasm.highlights(String(text), String(query)));
   };
 
-  /** Runs a step of the engine until it needs no more files, fetching what it asks for. */
-  async function untilDone(engine, files, step) {
+  /**
+   * Runs a step of the engine until it needs no more files, fetching what it asks for; then, with
+   * `maxIndexBytes`, lets the engine drop the least recently used files beyond it.
+   */
+  async function untilDone(engine, files, step, maxIndexBytes) {
     for (let round = 0; round < 8; round++) {
       const result = call(step);
-      if (!result || !Array.isArray(result.need)) return result;
+      if (!result || !Array.isArray(result.need)) {
+        if (maxIndexBytes != null) engine.trim(maxIndexBytes);
+        return result;
+      }
       await files.add(engine, result.need);
     }
     throw new SextantError('INTERNAL', 'the index kept asking for files; reload the page, or build the index again');
@@ -427,10 +435,12 @@ export function makeApi(wasm, initialise) {
   class Sextant {
     #engine;
     #files;
+    #maxIndexBytes;
 
-    constructor(engine, files) {
+    constructor(engine, files, maxIndexBytes) {
       this.#engine = engine;
       this.#files = files;
+      this.#maxIndexBytes = maxIndexBytes;
     }
 
     /**
@@ -439,15 +449,20 @@ export function makeApi(wasm, initialise) {
      * are fetched from beside it as queries need them) or a packed index (`.sxt`, URL or bytes).
      * model and tokenizer are URLs or bytes. on_progress({file, loaded, total}) reports downloads.
      * weights: 'f32' (default, fastest) or 'int8' (less memory, slower queries). fetch: the fetch
-     * used for every URL (a Worker passes its ASSETS binding's).
+     * used for every URL (a Worker passes its ASSETS binding's). max_index_bytes: over a split
+     * index, the most bytes of keyword shards, fragments and vector blocks kept between queries
+     * (the least recently used go first, fetched again if needed; default: no limit).
      */
-    static async load({ index, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...load_options } = {}) {
+    static async load({ index, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, max_index_bytes, ...load_options } = {}) {
       if (index == null) throw new SextantError('BAD_ARGUMENT', 'load() needs an index: the URL of its manifest, or a packed .sxt (URL or bytes)');
-      await ready();
+      if (max_index_bytes != null && !(Number.isFinite(max_index_bytes) && max_index_bytes >= 0)) {
+        throw new SextantError('BAD_ARGUMENT', `max_index_bytes must be a number of bytes (0 or more), not ${JSON.stringify(max_index_bytes)}`);
+      }
       if ((model == null) !== (tokenizer == null)) {
         throw new SextantError('BAD_ARGUMENT', 'pass both model and tokenizer, or neither (keyword search only)');
       }
-      const indexBytes = await toBytes(index, 'index', on_progress, fetchImpl);
+      // The index (or its manifest) downloads while the WebAssembly compiles.
+      const [indexBytes] = await Promise.all([toBytes(index, 'index', on_progress, fetchImpl), ready()]);
       let engine;
       let files = null;
       if (indexBytes[0] === 0x7b /* '{' */) {
@@ -457,7 +472,8 @@ export function makeApi(wasm, initialise) {
       } else {
         engine = call(() => new wasm.Engine(indexBytes));
       }
-      const sextant = new Sextant(engine, files ?? NO_FILES);
+      // A packed index holds every file from the start and cannot fetch one again: never trimmed.
+      const sextant = new Sextant(engine, files ?? NO_FILES, files ? max_index_bytes : undefined);
       if (model != null) await sextant.loadModel({ model, tokenizer, on_progress, fetch: fetchImpl, ...load_options });
       return sextant;
     }
@@ -480,7 +496,7 @@ export function makeApi(wasm, initialise) {
 
     /** await search(query, options) → {results, timings, vector_method}. */
     async search(query, options) {
-      return untilDone(this.#engine, this.#files, () => this.#engine.search(String(query), options));
+      return untilDone(this.#engine, this.#files, () => this.#engine.search(String(query), options), this.#maxIndexBytes);
     }
 
     /** frame(results, {token_budget}) → {context, included, omitted, tokens, budget, system_prompt}. */
@@ -490,7 +506,7 @@ export function makeApi(wasm, initialise) {
 
     /** await context(question, options) → the results framed, with the chat messages to send. */
     async context(question, options) {
-      return untilDone(this.#engine, this.#files, () => this.#engine.context(String(question), options));
+      return untilDone(this.#engine, this.#files, () => this.#engine.context(String(question), options), this.#maxIndexBytes);
     }
 
     manifest() {
@@ -525,7 +541,7 @@ export function makeApi(wasm, initialise) {
         throw new SextantError('BAD_ARGUMENT', 'ask() needs llm: { base_url, model, api_key? }');
       }
       const url = chatUrl(llm.base_url);
-      const prepared = await untilDone(this.#engine, this.#files, () => this.#engine.prepareAsk(question, options));
+      const prepared = await untilDone(this.#engine, this.#files, () => this.#engine.prepareAsk(question, options), this.#maxIndexBytes);
       on_context?.(prepared);
       const sent = prepared.results.filter((r) => prepared.included.includes(r.chunk_id));
       if (prepared.refused) {

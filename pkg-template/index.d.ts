@@ -69,6 +69,10 @@ export interface LoadOptions {
   weights?: Weights;
   /** The fetch used for URLs (default: globalThis.fetch). */
   fetch?: typeof fetch;
+  /** Over a split index: the most bytes of keyword shards, fragments and vector blocks kept
+   *  between queries; the least recently used go first and are fetched again when needed
+   *  (default: no limit). */
+  max_index_bytes?: number;
 }
 
 export interface Bm25Params {
@@ -90,7 +94,7 @@ export interface SearchOptions {
   min_similarity?: number | null;
   /** Keep only the best chunk of each document. */
   per_document?: boolean;
-  /** BM25 parameters for this query (default: the bundle's). */
+  /** BM25 parameters for this query (default: the index's). */
   bm25?: Partial<Bm25Params> | null;
   vector_search?: 'auto' | 'exact';
 }

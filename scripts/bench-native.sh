@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Native benchmarks on Cranfield, all in one run (release build):
-#   build time and throughput, bundle bytes per section, nDCG@10 / MRR@10 / Recall@100 per mode,
-#   per-stage query latency, HNSW recall against exact, and onnxruntime embedding the same
-#   queries as the anchor for embedding speed.
+#   cold build time and throughput, index bytes per kind of file, nDCG@10 / MRR@10 / Recall@100
+#   per mode, the quantized index against the f32 vectors it comes from (quality and candidate
+#   recall), per-stage query latency, and onnxruntime embedding the same queries as the anchor
+#   for embedding speed.
 # Usage: scripts/bench-native.sh [rounds]   (results for BENCHMARKS.md)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -12,17 +13,20 @@ DATA=tests/fixtures/cranfield
 OUT=${BENCH_DIR:-$HOME/.cache/sextant/bench}
 mkdir -p "$OUT"
 cargo build --quiet --release -p sextant-cli
-cargo build --quiet --release --example bench_native
+cargo build --quiet --release --example bench_native --example quantization
 BIN=$CARGO_TARGET_DIR/release/sextant
 
 echo "## machine"
 echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%Y-%m-%d)"
 
 echo "## build (sextant build $DATA/corpus.jsonl)"
-"$BIN" build "$DATA/corpus.jsonl" -o "$OUT/cranfield.sxt" --json | tee "$OUT/build.json"
+"$BIN" build "$DATA/corpus.jsonl" -o "$OUT/cranfield.sxt" --no-cache --json | tee "$OUT/build.json"
 
 echo "## quality (sextant eval --all-modes)"
 "$BIN" eval "$OUT/cranfield.sxt" --queries "$DATA/queries.jsonl" --qrels "$DATA/qrels.tsv" --all-modes
+
+echo "## quantized against f32 (examples/quantization.rs)"
+"$CARGO_TARGET_DIR/release/examples/quantization" "$DATA/corpus.jsonl" "$DATA/queries.jsonl" "$DATA/qrels.tsv" "$SEXTANT_MODEL_DIR"
 
 echo "## query latency (examples/bench_native.rs, $ROUNDS rounds)"
 "$CARGO_TARGET_DIR/release/examples/bench_native" "$OUT/cranfield.sxt" "$DATA/queries.jsonl" "$SEXTANT_MODEL_DIR" "$ROUNDS"

@@ -20,8 +20,8 @@
 //! keyword_shard_bytes = 8192
 //! fragment_chunks = 8
 //! code_file_chunks = 8192
-//! block_chunks = 8
-//! rescore = 100
+//! block_chunks = 4
+//! rescore = 50
 //!
 //! [input]      # see InputConfig
 //! include = []            # globs of paths to index (relative to each input); empty: all

@@ -165,6 +165,17 @@ impl Engine {
         self.inner.add_file(name, bytes).map_err(|e| js_error(e.code(), e))
     }
 
+    /// `trim(maxBytes)`: lets go of the least recently used files of a split index until those
+    /// held take at most `maxBytes` (the last query's stay); returns how many were dropped.
+    pub fn trim(&mut self, max_bytes: f64) -> u32 {
+        let max = if max_bytes.is_finite() && max_bytes > 0.0 {
+            max_bytes as usize
+        } else {
+            0
+        };
+        self.inner.trim(max) as u32
+    }
+
     /// `loadModel(model, tokenizer, {weights?})`: attaches the index's model (digests checked
     /// first). `weights: "int8"` trades query speed for memory.
     #[cfg(feature = "model")]

@@ -13,8 +13,15 @@ pub fn read_config(path: Option<&Path>) -> Result<BuildConfig> {
     };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
     toml::from_str(&text).map_err(|e| {
+        // Format 2 has no HNSW graph: say what replaced the section rather than only that it is
+        // unknown.
+        let hint = if text.lines().any(|l| l.trim() == "[hnsw]") {
+            "; [hnsw] is gone since index format 2 (no graph: binary codes then int8 rescoring), its place taken by [layout] (see `rescore`)"
+        } else {
+            ""
+        };
         anyhow::anyhow!(
-            "invalid config {}: {}; see the README's configuration section for the keys",
+            "invalid config {}: {}{hint}; see the README's configuration section for the keys",
             path.display(),
             e.to_string().trim_end()
         )

@@ -25,9 +25,9 @@ impl Clock for InstantClock {
     }
 }
 
-/// The bytes of a bundle file.
+/// The bytes of an index file (a packed `.sxt` or a split index's manifest).
 pub fn read_bundle(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("reading bundle {}", path.display()))
+    std::fs::read(path).with_context(|| format!("reading index {}", path.display()))
 }
 
 /// Opens an index: a packed `.sxt`, or the manifest of a split index (`sextant build --site`

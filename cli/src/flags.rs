@@ -39,10 +39,10 @@ pub struct SearchFlags {
     /// Keep only the best chunk of each document.
     #[arg(long)]
     pub per_document: bool,
-    /// BM25 k1 for this query (default: the bundle's).
+    /// BM25 k1 for this query (default: the index's).
     #[arg(long)]
     pub bm25_k1: Option<f32>,
-    /// BM25 b for this query (default: the bundle's).
+    /// BM25 b for this query (default: the index's).
     #[arg(long)]
     pub bm25_b: Option<f32>,
     /// How the dense retriever searches.
@@ -55,7 +55,7 @@ pub struct SearchFlags {
 }
 
 impl SearchFlags {
-    /// The options (a BM25 parameter not given is the bundle's).
+    /// The options (a BM25 parameter not given is the index's).
     pub fn options(&self) -> SearchOptions {
         let bm25 = (self.bm25_k1.is_some() || self.bm25_b.is_some()).then_some(Bm25Override {
             k1: self.bm25_k1,

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Hybrid (meaning + keyword) search bundles for the browser, the edge and offline.
+/// Hybrid (meaning + keyword) search indexes for the browser, the edge and offline.
 #[derive(Parser, Debug)]
 #[command(name = "sextant", version, about, long_about = None)]
 struct Cli {
@@ -29,11 +29,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Index documents (Markdown/MDX, HTML, text, BEIR JSONL; files or directories) into a bundle.
+    /// Index documents (Markdown/MDX, HTML, text, BEIR JSONL; files or directories), or a built static site.
     Build(commands::build::BuildArgs),
-    /// Search a bundle.
+    /// Search an index.
     Search(commands::search::SearchArgs),
-    /// Search a bundle and print the results framed as LLM context.
+    /// Search an index and print the results framed as LLM context.
     Frame(commands::frame::FrameArgs),
     /// Print the embedding of a text (for debugging and parity checks).
     Embed(commands::embed::EmbedArgs),
@@ -45,7 +45,7 @@ enum Command {
     Upgrade(commands::upgrade::UpgradeArgs),
     /// Show an index's manifest and files, verifying every digest.
     Inspect {
-        /// The bundle file.
+        /// The packed index (.sxt).
         bundle: PathBuf,
         /// Print JSON.
         #[arg(long)]

@@ -202,7 +202,7 @@ fn inspect_verifies_and_reports_the_manifest() {
         v["manifest"]["model"]["sha256"],
         "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
     );
-    assert_eq!(v["manifest"]["layout"]["rescore"], 100);
+    assert_eq!(v["manifest"]["layout"]["rescore"], 50);
     assert!(v["files"].as_u64().unwrap() >= 6);
     let human = ok(&["inspect", s(tiny_bundle())]);
     assert!(human.contains("all digests verified"));
@@ -302,6 +302,10 @@ fn bad_inputs_fail_clearly_and_write_nothing() {
     std::fs::write(&config, "[chunking]\nchunk_sise = 100\n").unwrap();
     let err = fails(&["build", s(&text_only), "-o", s(&out), "--config", s(&config)]);
     assert!(err.contains("unknown field") && err.contains("chunk_sise"), "{err}");
+
+    std::fs::write(&config, "[hnsw]\nef_search = 100\n").unwrap();
+    let err = fails(&["build", s(&text_only), "-o", s(&out), "--config", s(&config)]);
+    assert!(err.contains("[hnsw] is gone") && err.contains("[layout]"), "{err}");
 
     let err = fails(&["build", s(&text_only), "-o", "/no/such/dir/out.sxt"]);
     assert!(err.contains("output directory /no/such/dir does not exist"), "{err}");

@@ -11,7 +11,39 @@ import { Sextant as KeywordSextant, highlights, defaults } from '../keyword.js';
 let keyword = null; // the keyword-only engine
 let full = null; // the full engine, once the model is loaded
 let fullLoading = null; // Promise of the full engine
+let pendingFull = null; // what loads the full engine, until it starts
 const running = new Map();
+// How long after loading the full engine waits for a first query before it loads anyway.
+const FULL_ENGINE_IDLE_MS = 1500;
+
+// Both engines read the same index files: each is fetched once, here, and handed to both.
+// They are immutable (named by their content), so keeping their bytes for the page's life is safe.
+const INDEX_FILE = /\/index\/[a-z]+\.[0-9a-f]{16}\.[a-z]+$/;
+const indexBodies = new Map();
+function sharedFetch(input, init) {
+  const url = String(input instanceof Request ? input.url : input);
+  if (!INDEX_FILE.test(new URL(url, self.location.href).pathname)) return fetch(input, init);
+  let entry = indexBodies.get(url);
+  if (!entry) {
+    entry = fetch(input, init).then(async (response) => {
+      if (!response.ok) {
+        indexBodies.delete(url); // a later query asks again
+        return { response };
+      }
+      return { bytes: await response.arrayBuffer() };
+    });
+    entry.catch(() => indexBodies.delete(url));
+    indexBodies.set(url, entry);
+  }
+  return entry.then(({ response, bytes }) => (response ? response.clone() : new Response(bytes)));
+}
+
+/** Starts loading the full engine, if it is waiting to. */
+function startFull() {
+  const start = pendingFull;
+  pendingFull = null;
+  start?.();
+}
 
 function reply(message) {
   self.postMessage(message);
@@ -25,6 +57,7 @@ function loadFull(data) {
       index: data.index,
       model: data.model,
       tokenizer: data.tokenizer,
+      fetch: sharedFetch,
       on_progress: (p) => reply({ id: 0, type: 'progress', ...p }),
     });
     full = engine;
@@ -48,21 +81,32 @@ function loadFull(data) {
 async function handle(data) {
   const { id, type } = data;
   if (type === 'load') {
-    keyword = await KeywordSextant.load({ index: data.index });
+    keyword = await KeywordSextant.load({ index: data.index, fetch: sharedFetch });
     const m = keyword.manifest();
     reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, defaults: defaults() });
-    if (data.model && data.tokenizer) loadFull(data);
+    if (data.model && data.tokenizer) {
+      // The wasm and the model (megabytes) start once the first keyword results are out, so they
+      // never share the connection with the files that first query needs; or after a moment, if
+      // no query comes.
+      pendingFull = () => loadFull(data);
+      setTimeout(startFull, FULL_ENGINE_IDLE_MS);
+    }
   } else if (type === 'search') {
     const engine = full ?? keyword;
     const options = full ? data.options : { ...data.options, mode: 'keyword' };
-    const response = await engine.search(data.query, options);
-    // The words BM25 matched, from the core's own analyzer (stems included), for highlighting.
-    for (const result of response.results) result.highlights = highlights(result.text, data.query);
-    reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? 'hybrid' : 'keyword', ...response });
+    try {
+      const response = await engine.search(data.query, options);
+      // The words BM25 matched, from the core's own analyzer (stems included), for highlighting.
+      for (const result of response.results) result.highlights = highlights(result.text, data.query);
+      reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? 'hybrid' : 'keyword', ...response });
+    } finally {
+      startFull();
+    }
   } else if (type === 'ask') {
     const controller = new AbortController();
     running.set(id, controller);
     try {
+      startFull();
       const engine = full ?? (await fullLoading);
       if (!engine) throw Object.assign(new Error('the model is not loaded, so there is nothing to answer with'), { code: 'NO_MODEL' });
       const answer = await engine.ask(data.question, {

@@ -10,8 +10,8 @@ const here = new URL('.', import.meta.url); // …/sextant/
 const siteRoot = new URL('..', here);
 const SETTINGS_KEY = 'sextant-llm';
 // Results asked for while typing: more than one page's worth, so results group by page with
-// heading sub-results.
-const SEARCH_RESULTS = 20;
+// heading sub-results; each needs its text fragment, so not many more (BENCHMARKS.md, issue 10).
+const SEARCH_RESULTS = 10;
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);

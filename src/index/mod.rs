@@ -28,6 +28,7 @@ pub(crate) mod tests;
 pub mod writer;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -54,10 +55,10 @@ pub struct Layout {
     pub fragment_chunks: usize,
     /// Chunks per file of binary codes. Default 8192 (48 bytes a chunk for 384 dimensions).
     pub code_file_chunks: usize,
-    /// Chunks per block of int8 vectors. Default 8.
+    /// Chunks per block of int8 vectors. Default 4.
     pub block_chunks: usize,
     /// Candidates of the binary stage rescored with int8 vectors (at least the query's depth).
-    /// Default 100.
+    /// Default 50.
     pub rescore: usize,
 }
 
@@ -67,8 +68,8 @@ impl Default for Layout {
             keyword_shard_bytes: 8192,
             fragment_chunks: 8,
             code_file_chunks: 8192,
-            block_chunks: 8,
-            rescore: 100,
+            block_chunks: 4,
+            rescore: 50,
         }
     }
 }
@@ -278,19 +279,46 @@ fn check_block(block_of: &[u32], b: usize, block: &BlockFile) -> Result<(), Stri
     }
 }
 
+/// A file a query may touch (keyword shard, fragment, vector block), with its size and the
+/// query that last used it, so [`IndexStore::trim`] can let go of the least recently used.
+#[derive(Debug)]
+struct Held<T> {
+    value: T,
+    bytes: usize,
+    used: AtomicU64,
+}
+
+impl<T> Held<T> {
+    fn new(value: T, bytes: usize, now: u64) -> Self {
+        Self {
+            value,
+            bytes,
+            used: AtomicU64::new(now),
+        }
+    }
+
+    /// The value, marked as used by query `now`.
+    fn get(&self, now: u64) -> &T {
+        self.used.store(now, Ordering::Relaxed);
+        &self.value
+    }
+}
+
 /// The manifest and the files added so far, each checked and decoded.
 #[derive(Debug)]
 pub struct IndexStore {
     manifest: IndexManifest,
     roles: HashMap<String, Vec<Role>>,
     norms: Option<Norms>,
-    keyword: HashMap<usize, TermTable>,
-    fragments: HashMap<usize, Fragment>,
+    keyword: HashMap<usize, Held<TermTable>>,
+    fragments: HashMap<usize, Held<Fragment>>,
     meta: Option<VectorMeta>,
     codes: HashMap<usize, CodeFile>,
     /// Once every code file is added: the vector block of each chunk.
     block_of: Option<Vec<u32>>,
-    blocks: HashMap<usize, BlockFile>,
+    blocks: HashMap<usize, Held<BlockFile>>,
+    /// Counts queries ([`IndexStore::begin_query`]): what a held file records when used.
+    clock: AtomicU64,
 }
 
 impl IndexStore {
@@ -323,7 +351,64 @@ impl IndexStore {
             codes: HashMap::new(),
             block_of: None,
             blocks: HashMap::new(),
+            clock: AtomicU64::new(0),
         }
+    }
+
+    /// Starts a query (or a query's next attempt once files arrived): files it uses from now on
+    /// are the most recently used.
+    pub fn begin_query(&self) {
+        self.clock.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the keyword shards, fragments and vector blocks held.
+    pub fn held_bytes(&self) -> usize {
+        self.keyword.values().map(|h| h.bytes).sum::<usize>()
+            + self.fragments.values().map(|h| h.bytes).sum::<usize>()
+            + self.blocks.values().map(|h| h.bytes).sum::<usize>()
+    }
+
+    /// Lets go of the least recently used keyword shards, fragments and vector blocks until those
+    /// held take at most `max_bytes`, keeping the ones the latest query used (a later query that
+    /// needs a dropped file asks for it again). The norms, calibration and codes stay. Returns how
+    /// many files were dropped. Only for split indexes, whose files can be fetched again.
+    pub fn trim(&mut self, max_bytes: usize) -> usize {
+        let mut held = self.held_bytes();
+        if held <= max_bytes {
+            return 0;
+        }
+        let now = self.now();
+        let mut candidates: Vec<(u64, u8, usize, usize)> = Vec::new();
+        let mut collect = |kind: u8, used: &AtomicU64, i: usize, bytes: usize| {
+            let used = used.load(Ordering::Relaxed);
+            if used < now {
+                candidates.push((used, kind, i, bytes));
+            }
+        };
+        self.keyword.iter().for_each(|(i, h)| collect(0, &h.used, *i, h.bytes));
+        self.fragments
+            .iter()
+            .for_each(|(i, h)| collect(1, &h.used, *i, h.bytes));
+        self.blocks.iter().for_each(|(i, h)| collect(2, &h.used, *i, h.bytes));
+        candidates.sort_unstable();
+        let mut dropped = 0;
+        for (_, kind, i, bytes) in candidates {
+            if held <= max_bytes {
+                break;
+            }
+            match kind {
+                0 => self.keyword.remove(&i).map(|_| ()),
+                1 => self.fragments.remove(&i).map(|_| ()),
+                _ => self.blocks.remove(&i).map(|_| ()),
+            };
+            held -= bytes;
+            dropped += 1;
+        }
+        dropped
     }
 
     /// The manifest.
@@ -363,7 +448,8 @@ impl IndexStore {
                     if table.first_term() != first || next.is_some_and(|n| table.last_term().is_some_and(|l| l >= n)) {
                         return Err(bad("its terms are not the range the manifest gives it".into()));
                     }
-                    self.keyword.insert(i, table);
+                    self.keyword
+                        .insert(i, Held::new(table, bytes.len(), self.clock.load(Ordering::Relaxed)));
                 }
                 Role::Fragment(i) => {
                     let run = &self.manifest.files.fragments;
@@ -374,7 +460,8 @@ impl IndexStore {
                     if fragment.chunks.iter().any(|c| c.doc as usize >= documents) {
                         return Err(bad("a chunk names a document past the count".into()));
                     }
-                    self.fragments.insert(i, fragment);
+                    self.fragments
+                        .insert(i, Held::new(fragment, bytes.len(), self.clock.load(Ordering::Relaxed)));
                 }
                 Role::Codes(i) => {
                     let run = &self.manifest.files.vectors.codes;
@@ -384,7 +471,7 @@ impl IndexStore {
                     if self.codes.len() == run.files.len() {
                         let block_of = self.map_blocks().map_err(bad)?;
                         for (b, block) in &self.blocks {
-                            check_block(&block_of, *b, block).map_err(bad)?;
+                            check_block(&block_of, *b, &block.value).map_err(bad)?;
                         }
                         self.block_of = Some(block_of);
                     }
@@ -396,7 +483,8 @@ impl IndexStore {
                     if let Some(block_of) = &self.block_of {
                         check_block(block_of, i, &file).map_err(bad)?;
                     }
-                    self.blocks.insert(i, file);
+                    self.blocks
+                        .insert(i, Held::new(file, bytes.len(), self.clock.load(Ordering::Relaxed)));
                 }
             }
         }
@@ -441,7 +529,7 @@ impl IndexStore {
 
     /// The postings of `term`, if its shard is added and holds it.
     pub fn postings(&self, term: &str) -> Option<crate::bm25::Postings<'_>> {
-        self.keyword.get(&self.shard_of(term)?)?.lookup(term)
+        self.keyword.get(&self.shard_of(term)?)?.get(self.now()).lookup(term)
     }
 
     /// The files the binary candidate stage needs that are not added yet (norms included).
@@ -507,7 +595,7 @@ impl IndexStore {
     /// The int8 dot product of `query` with chunk `chunk`'s vector, if its block is added.
     pub fn dot(&self, chunk: u32, query: &[f32]) -> Option<f32> {
         let block = *self.block_of.as_ref()?.get(chunk as usize)?;
-        self.blocks.get(&(block as usize))?.dot(chunk, query)
+        self.blocks.get(&(block as usize))?.get(self.now()).dot(chunk, query)
     }
 
     /// The fragments holding `chunks` that are not added yet.
@@ -529,7 +617,7 @@ impl IndexStore {
     pub fn fragment(&self, chunk: u32) -> Option<&Fragment> {
         let run = &self.manifest.files.fragments;
         let (i, ..) = run.of(chunk, self.manifest.counts.chunks)?;
-        self.fragments.get(&i)
+        self.fragments.get(&i).map(|h| h.get(self.now()))
     }
 
     /// Whether every file of the index is added (a packed index).

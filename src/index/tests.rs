@@ -343,7 +343,11 @@ fn a_query_near_one_cluster_needs_few_blocks() {
     let seed = 5;
     println!("seed {seed}");
     let (texts, vectors, cluster) = clustered(seed, 256, 16);
-    let built = build(&texts, &vectors, 4, Layout::default());
+    let layout = Layout {
+        block_chunks: 8,
+        ..Layout::default()
+    };
+    let built = build(&texts, &vectors, 4, layout);
     let store = full_store(&built);
     // The 16 chunks of cluster 3 lie in 2 blocks of 8 (numbered order would spread them over 16).
     let members: Vec<u32> = (0..256u32).filter(|&c| cluster[c as usize] == 3).collect();
@@ -389,6 +393,32 @@ fn a_block_that_disagrees_with_the_codes_is_refused() {
         let err = result.unwrap_err();
         assert!(err.to_string().contains("other blocks"), "{err}");
     }
+}
+
+#[test]
+fn trimming_drops_the_least_recently_used_files_and_keeps_the_last_querys() {
+    let (texts, vectors, _) = clustered(9, 64, 4);
+    let built = build(&texts, &vectors, 4, Layout::default());
+    let mut store = full_store(&built);
+    let all = store.held_bytes();
+    assert!(all > 0);
+    assert_eq!(store.trim(all), 0, "within the limit: nothing dropped");
+    // A "query" that uses chunk 5's fragment and vector block.
+    store.begin_query();
+    assert!(store.fragment(5).is_some());
+    assert!(store.dot(5, &vectors[5]).is_some());
+    let dropped = store.trim(0);
+    assert!(dropped > 0);
+    assert!(store.fragment(5).is_some(), "the last query's fragment stays");
+    assert!(store.dot(5, &vectors[5]).is_some(), "and its block");
+    assert!(store.fragment(60).is_none(), "others go");
+    assert_eq!(store.fragment_needs([60]).len(), 1, "and are asked for again");
+    assert!(store.norms().is_some() && store.meta().is_some() && store.codes().count() == 64);
+    // Added again, a dropped file is usable again.
+    let name = &store.fragment_needs([60])[0].clone();
+    let bytes = &built.files.iter().find(|(n, _)| n == name).unwrap().1;
+    store.add(name, bytes).unwrap();
+    assert!(store.fragment(60).is_some());
 }
 
 proptest! {

@@ -280,6 +280,14 @@ impl Engine {
         self.store.add(name, bytes)
     }
 
+    /// Bounds the memory of a split index: lets go of the least recently used keyword shards,
+    /// fragments and vector blocks until those held take at most `max_bytes`, keeping what the
+    /// last query used (see [`IndexStore::trim`]). Returns how many files were dropped; a later
+    /// query that needs one answers `Need` for it again.
+    pub fn trim(&mut self, max_bytes: usize) -> usize {
+        self.store.trim(max_bytes)
+    }
+
     /// Loads the index's model from the bytes of `model.onnx` and `tokenizer.json` and attaches
     /// it: the digests are checked first (a wrong model fails fast, before the slow load), then
     /// the model is run the way the index says (pooling, window, prefixes), its weights held as
@@ -400,6 +408,7 @@ impl Engine {
         clock: &dyn Clock,
     ) -> Result<Step<SearchResponse>, SearchError> {
         let start = clock.now_ms();
+        self.store.begin_query();
         let depth = options.depth();
         let manifest = self.store.manifest();
         let mut timings = StageTimings::default();

@@ -125,3 +125,24 @@ test('a damaged or missing file is a typed error naming it, and the index keeps 
   const stale = await api.Sextant.load({ index: `${server.url}/index/manifest.other.json` });
   await assert.rejects(stale.search('bundle', { mode: 'keyword' }), (e) => e.code === 'FETCH_FAILED' && e.message.includes('norms.0000000000000000.bin'));
 });
+
+test('max_index_bytes lets go of the least recently used files, which later queries fetch again', async () => {
+  const unbounded = await api.Sextant.load({ index: indexUrl() });
+  const bounded = await api.Sextant.load({ index: indexUrl(), max_index_bytes: 0 });
+  const queries = ['bundle checksums', 'prompt injection', 'worker locally', 'bundle checksums'];
+  const start = server.log.length;
+  for (const q of queries) {
+    const a = await bounded.search(q, { mode: 'keyword', k: 5 });
+    const b = await unbounded.search(q, { mode: 'keyword', k: 5 });
+    assert.deepEqual(a.results.map((r) => r.chunk_id), b.results.map((r) => r.chunk_id), q);
+  }
+  // The bounded engine fetched the first query's shards and fragments again for its repeat; the
+  // unbounded one did not.
+  const counts = new Map();
+  for (const name of fetched(start).filter((n) => /^(kw|frag)\./.test(n))) counts.set(name, (counts.get(name) ?? 0) + 1);
+  assert.ok([...counts.values()].some((n) => n >= 3), 'no file was fetched again after being let go');
+  // A packed index holds every file and is never trimmed.
+  await assert.rejects(api.Sextant.load({ index: indexUrl(), max_index_bytes: -1 }), (e) => e.code === 'BAD_ARGUMENT' && /max_index_bytes/.test(e.message));
+  bounded.free();
+  unbounded.free();
+});

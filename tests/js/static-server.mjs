@@ -85,7 +85,7 @@ export async function startStaticServer(folder, { port = 0, headers = {}, gzip =
         body = await readFile(file);
       }
       const gzipped = 'content-encoding' in encoding;
-      log.push({ path: url.pathname, bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}) });
+      log.push({ path: url.pathname, at: performance.now(), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}) });
       res.writeHead(200, {
         'content-type': type,
         'content-length': body.length,

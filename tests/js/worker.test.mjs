@@ -20,6 +20,7 @@ let base;
 let workerd;
 let llm;
 let rssAtStart;
+let assetsDir;
 
 const hash = (file) => createHash('sha256').update(readFileSync(file)).digest('hex').slice(0, 16);
 
@@ -49,7 +50,7 @@ before(async () => {
     return { events: sseAnswer(`Heated models need similar thermal stresses [${ids[0]}].`), delayMs: 10 };
   });
   workerd = await startWorkerd({
-    assetsDir: cranfieldAssets(),
+    assetsDir: (assetsDir = cranfieldAssets()),
     name: 'test',
     env: { LLM_BASE_URL: llm.baseUrl, LLM_MODEL: 'edge-test-model', LLM_API_KEY: 'sk-edge', SEXTANT_TOKEN: TOKEN, CORS_ORIGINS: ORIGIN },
   });
@@ -90,6 +91,13 @@ test('assets load lazily on the first request, and memory stays well under 128 M
   // Well under the 128 MB isolate limit with int8 weights (~60 MB with this 2,719-chunk bundle;
   // f32 weights would take ~100 MB: BENCHMARKS.md).
   assert.ok(loaded.wasm_memory_bytes < 80e6, `wasm memory ${loaded.wasm_memory_bytes} bytes`);
+  // Two queries read only some of the index: the Worker does not hold the whole corpus.
+  const indexDir = path.join(assetsDir, 'sextant/index');
+  const files = readdirSync(indexDir).filter((f) => !f.startsWith('manifest.'));
+  const total = files.reduce((n, f) => n + readFileSync(path.join(indexDir, f)).length, 0);
+  console.log(`workerd: ${loaded.index_files_read} of ${files.length} index files read (${loaded.index_bytes_read} of ${total} bytes)`);
+  assert.ok(loaded.index_files_read > 0 && loaded.index_files_read < files.length / 2, `${loaded.index_files_read} files read`);
+  assert.ok(loaded.index_bytes_read < total / 2, `${loaded.index_bytes_read} bytes read`);
 });
 
 test('/search gives the native CLI top 10 for Cranfield queries', async () => {

@@ -21,7 +21,7 @@ pub struct BuildArgs {
     /// Files or directories to index (directories are walked recursively; hidden files skipped).
     #[arg(required_unless_present = "site", conflicts_with = "site")]
     inputs: Vec<PathBuf>,
-    /// Where to write the bundle.
+    /// Where to write the index (packed, one `.sxt` file).
     #[arg(short, long, required_unless_present = "site", conflicts_with = "site")]
     output: Option<PathBuf>,
     /// Index a built static site (every HTML page; URLs from paths) and write its search files
@@ -32,7 +32,7 @@ pub struct BuildArgs {
     /// repository's pkg/ written by `make wasm`).
     #[arg(long, requires = "site")]
     package: Option<PathBuf>,
-    /// A sextant.toml with [model], [chunking], [bm25], [hnsw] and [input] settings.
+    /// A sextant.toml with [model], [chunking], [bm25], [layout] and [input] settings.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Folder with model.onnx and tokenizer.json (default: $SEXTANT_MODEL_DIR, else the cache

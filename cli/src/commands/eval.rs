@@ -16,7 +16,7 @@ use crate::flags::mode_parser;
 
 #[derive(clap::Args, Debug)]
 pub struct EvalArgs {
-    /// The bundle file.
+    /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
     bundle: PathBuf,
     /// BEIR queries JSONL ({"_id", "text"} a line).
     #[arg(long)]

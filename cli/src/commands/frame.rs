@@ -12,7 +12,7 @@ use crate::flags::SearchFlags;
 
 #[derive(clap::Args, Debug)]
 pub struct FrameArgs {
-    /// The bundle file.
+    /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
     bundle: PathBuf,
     /// The query.
     query: String,

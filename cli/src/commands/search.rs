@@ -13,7 +13,7 @@ use crate::flags::SearchFlags;
 
 #[derive(clap::Args, Debug)]
 pub struct SearchArgs {
-    /// The bundle file.
+    /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
     bundle: PathBuf,
     /// The query (or use --queries).
     #[arg(required_unless_present = "queries", conflicts_with = "queries")]

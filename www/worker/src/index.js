@@ -7,7 +7,7 @@
 //   GET  /context?q=&token_budget=…  → the framed context, text/plain
 //   POST /ask {question, k, …}        → server-sent events: `token`… then `done` (verified
 //                                       citations) or `error`
-//   GET  /healthz                     → the bundle's manifest summary and memory in use
+//   GET  /healthz                     → the index's manifest summary, memory in use and the index files read
 // Anything else is served from the static assets (the demo site), or 404.
 //
 // Query parameters and body fields are the core's option names (`defaults().search`,
@@ -37,6 +37,7 @@ const TYPES = {
 let engine = null; // Promise<Sextant>, made on the first request that needs it
 let loadedAt = null;
 let loadMs = null;
+const indexRead = { files: 0, bytes: 0 }; // index files read through ASSETS, as queries needed them
 
 class HttpError extends Error {
   constructor(code, message, headers = {}) {
@@ -98,7 +99,15 @@ function getEngine(env) {
         model,
         tokenizer,
         weights: weightsOf(env),
-        fetch: (url) => env.ASSETS.fetch(new Request(url)),
+        max_index_bytes: maxIndexBytes(env),
+        fetch: async (url) => {
+          const response = await env.ASSETS.fetch(new Request(url));
+          if (!response.ok) return response;
+          const bytes = await response.arrayBuffer();
+          indexRead.files += 1;
+          indexRead.bytes += bytes.byteLength;
+          return new Response(bytes, { status: response.status, headers: response.headers });
+        },
       });
     } catch (e) {
       // A bad value here is the Worker's configuration, not the request: say what to set.
@@ -197,6 +206,13 @@ async function readBody(request, limit) {
     at += part.length;
   }
   return new TextDecoder().decode(bytes);
+}
+
+/** Index bytes kept between requests: SEXTANT_MAX_INDEX_BYTES, 24 MB by default. */
+const DEFAULT_MAX_INDEX_BYTES = 24e6;
+function maxIndexBytes(env) {
+  const configured = Number(env.SEXTANT_MAX_INDEX_BYTES);
+  return env.SEXTANT_MAX_INDEX_BYTES && Number.isInteger(configured) && configured >= 0 ? configured : DEFAULT_MAX_INDEX_BYTES;
 }
 
 function maxRequestBytes(env) {
@@ -320,6 +336,9 @@ async function healthz(env) {
     model: m ? { sha256: m.model.sha256, dims: m.model.dims, pooling: m.model.pooling } : null,
     format: m ? m.format : null,
     wasm_memory_bytes: sextant ? memoryBytes() : null,
+    max_index_bytes: maxIndexBytes(env),
+    index_files_read: indexRead.files,
+    index_bytes_read: indexRead.bytes,
   });
 }
 
