@@ -2,7 +2,7 @@
 # script in scripts/ that also runs on its own.
 SHELL := /bin/bash
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-adversarial clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -53,6 +53,9 @@ bench-session: setup wasm
 
 bench-build: setup wasm
 	scripts/bench-build.sh
+
+bench-layout: setup wasm
+	scripts/bench-layout.sh
 
 bench-adversarial: setup wasm
 	scripts/bench-adversarial.sh

@@ -202,7 +202,7 @@ function armWatcher({ engine, query }) {
       const list = document.querySelector('.sextant-results');
       if (!list || list.dataset.query !== query) return null;
       const pages = list.querySelectorAll('.sextant-page').length;
-      if (pages) return { count: pages };
+      if (pages) return { count: pages, mode: list.dataset.mode };
       return status.startsWith('No results') ? { count: 0 } : null;
     }
     const message = document.querySelector('.pagefind-ui__message')?.textContent.trim() ?? '';
@@ -218,6 +218,7 @@ function armWatcher({ engine, query }) {
     state.done = performance.now();
     state.count = seen.count ?? null;
     state.error = seen.error ?? null;
+    state.mode = seen.mode ?? null;
     observer.disconnect();
   });
   observer.observe(document.documentElement, { subtree: true, childList: true, attributes: true, characterData: true });
@@ -251,12 +252,15 @@ async function session(site, engine, queries, conditions) {
       const s = await page.evaluate(() => window.benchQuery);
       if (s.error) throw new Error(`${engine}: ${s.error}`);
       await page.waitForTimeout(PAUSE_MS);
+      // sextant shows keyword results until its full engine is ready, then the same query's hybrid ones.
+      const finalMode = engine === 'sextant' ? await page.evaluate(() => document.querySelector('.sextant-results')?.dataset.mode ?? null) : null;
       const end = server.log.length;
       results.push({
         query,
         results: s.count,
         ms: Math.round(s.done - s.firstKey),
         after_typing_ms: Math.round(s.done - s.lastKey),
+        ...(engine === 'sextant' ? { first_mode: s.mode, mode: finalMode } : {}),
         bytes: sumBytes(engine, server.log.slice(mark, end)),
       });
       mark = end;
@@ -338,13 +342,14 @@ for (const name of [...new Set(report.map((r) => r.site))]) {
     const other = b.other ? ` (+${size(b.other)} other)` : '';
     console.log(`| ${r.engine === 'sextant' ? 'sextant' : 'Pagefind'} | ${r.connection} | ${q1} | ${rest} | ${size(b.index)} | ${size(b.wasm)} | ${size(b.model)} | ${size(b.code)} | ${size(b.total)}${other} |`);
   }
-  console.log('\nPer query (time to first result / bytes on the wire; page load in query 1):\n');
+  console.log('\nPer query (time to first result / bytes on the wire; page load in query 1; for sextant the mode of the first results → after the pause):\n');
   console.log(`| query | ${runs.map((r) => `${r.engine} ${r.connection.split(' ')[0]}`).join(' | ')} |`);
   console.log(`|---|${runs.map(() => '---|').join('')}`);
   for (const [i, q] of runs[0].results.entries()) {
     const cells = runs.map((r) => {
       const x = r.results[i];
-      return `${ms(x.ms)} / ${size(x.bytes.total)}${x.results === 0 ? ' (no results)' : ''}`;
+      const mode = x.first_mode ? ` · ${x.first_mode === x.mode ? x.mode : `${x.first_mode}→${x.mode}`}` : '';
+      return `${ms(x.ms)} / ${size(x.bytes.total)}${mode}${x.results === 0 ? ' (no results)' : ''}`;
     });
     console.log(`| ${q.query} | ${cells.join(' | ')} |`);
   }

@@ -2,7 +2,7 @@
 // p50/p95 over the query texts, memory after them, and how much of the index they read. The anchor, in the
 // same run: the built package in Node searching the same assets with the same queries.
 // node bench/worker.mjs <assets dir> <queries.jsonl> [rounds]
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startWorkerd, rss } from '../tests/js/workerd.mjs';
@@ -10,6 +10,10 @@ import { startWorkerd, rss } from '../tests/js/workerd.mjs';
 const [assetsDir, queriesPath, roundsArg] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 2);
 const queries = readFileSync(queriesPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).text.slice(0, 512));
+// The whole index on disk, to set the bytes the Worker read against.
+const indexDir = path.join(assetsDir, 'sextant/index');
+const indexFiles = readdirSync(indexDir);
+const indexTotal = { files: indexFiles.length, mb: indexFiles.reduce((n, f) => n + statSync(path.join(indexDir, f)).size, 0) / 1e6 };
 const pct = (v, p) => {
   const s = [...v].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.round((p / 100) * (s.length - 1)))];
@@ -40,7 +44,7 @@ for (const weights of ['int8', 'f32']) {
         warm_search_ms: { p50: pct(warm, 50), p95: pct(warm, 95), n: warm.length },
         wasm_memory_mb: health.wasm_memory_bytes / 1e6,
         workerd_rss_mb: { start: rssStart / 1e6, loaded: rss(workerd.pid) / 1e6 },
-        index_read: { files: health.index_files_read, mb: health.index_bytes_read / 1e6 },
+        index_read: { files: health.index_files_read, mb: health.index_bytes_read / 1e6, of: indexTotal },
         chunks: health.chunks,
       }),
     );

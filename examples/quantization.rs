@@ -13,7 +13,7 @@
 //! f32 top 10 among the binary stage's R candidates (R = 20, 50, 100, 200) and in the final top 10.
 //!
 //! `cargo run --release --example quantization -- <corpus.jsonl> <queries.jsonl> <qrels.tsv> <model dir> [sextant.toml]`
-//! (`make bench-quality` runs it on Cranfield). Prints JSON on the last line.
+//! (`make bench` runs it on Cranfield). Prints JSON on the last line.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -40,6 +40,7 @@ PY
 echo "## $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%Y-%m-%d)"
 run "anchor $ANCHOR, cold" "$OLD" build --site "$WORK/site-old" --package pkg
 run "this tree, cold (empty cache)" "$NEW" build --site "$WORK/site-new" --cache-dir "$WORK/cache"
+ls "$WORK/site-new/sextant/index" > "$WORK/before.txt"
 python3 - "$WORK/site-new/library/json.html" <<'PY'
 import sys
 p = sys.argv[1]
@@ -48,4 +49,11 @@ i = s.index('<p>', s.index('<h1'))
 open(p, 'w').write(s[:i] + '<p>Edited: json.dumps writes compact output when separators are given.</p>' + s[i:])
 PY
 run "this tree, one page edited" "$NEW" build --site "$WORK/site-new" --cache-dir "$WORK/cache"
+# What a redeploy uploads: the index files that are new after the edit (names are content hashes).
+ls "$WORK/site-new/sextant/index" | comm -13 "$WORK/before.txt" - | (cd "$WORK/site-new/sextant/index" && xargs -r stat -c '%n %s') |
+  python3 -c 'import collections, json, sys
+kinds = collections.Counter(); size = 0
+for line in sys.stdin:
+    name, n = line.split(); kinds[name.split(".")[0]] += 1; size += int(n)
+print(json.dumps({"new_index_files_after_edit": sum(kinds.values()), "bytes": size, "by_kind": dict(sorted(kinds.items())), "of": int(sys.argv[1])}))' "$(ls "$WORK/site-new/sextant/index" | wc -l)"
 run "this tree, nothing changed" "$NEW" build --site "$WORK/site-new" --cache-dir "$WORK/cache"

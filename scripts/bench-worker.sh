@@ -19,7 +19,8 @@ case "${WORKER_SITE:-demo}" in
     SITE="$(mktemp -d)"
     trap 'rm -rf "$SITE"' EXIT
     cp -rL "$PYDOC/." "$SITE/"
-    "$SEXTANT_BIN" build --site "$SITE" >/dev/null
+    cargo build --quiet --release -p sextant-cli # 18,000 chunks to embed: not the debug CLI
+    "$CARGO_TARGET_DIR/release/sextant" build --site "$SITE" >/dev/null
     node bench/worker.mjs "$SITE" bench/python-queries.jsonl "${1:-2}"
     ;;
   *) echo "bench-worker: unknown WORKER_SITE '${WORKER_SITE}' (demo, python)" >&2; exit 2 ;;
