@@ -8,11 +8,14 @@
 //!    vectors) and the manifest; pack them into one file, or write them as a site's files.
 
 use crate::bm25::Bm25Error;
-use crate::bundle::{Bundle, BundleError, DocumentInfo};
+#[cfg(feature = "indexer")]
+use crate::bundle::Bundle;
+use crate::bundle::{BundleError, DocumentInfo};
 use crate::chunk::{collect_chunks, split_document, ChunkParamError, ChunkedCorpus, Document};
 use crate::config::BuildConfig;
 use crate::embed::{EmbedError, ModelSpec, ModelTokenizer};
 use crate::index::writer::{write_index, BuiltIndex, IndexInput};
+#[cfg(feature = "indexer")]
 use crate::index::Layout;
 
 /// Why a bundle could not be built.
@@ -160,6 +163,7 @@ pub fn assemble(
     })?)
 }
 
+#[cfg(feature = "indexer")]
 /// Converts a format-1 bundle into a format-2 index, without embedding again: the same
 /// documents, chunks and BM25 parameters, its f32 vectors quantized, cut as `layout` says.
 pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, IndexError> {

@@ -11,6 +11,8 @@ pub mod bundle;
 pub mod chunk;
 pub mod cite;
 pub mod codec;
+#[cfg(feature = "collection")]
+pub mod collection;
 pub mod config;
 pub mod digest;
 pub mod embed;
@@ -19,9 +21,9 @@ pub mod eval;
 pub mod frame;
 pub mod fusion;
 pub mod index;
-#[cfg(feature = "indexer")]
+#[cfg(feature = "collection")]
 pub mod indexer;
-#[cfg(feature = "indexer")]
+#[cfg(feature = "loaders")]
 pub mod loader;
 pub mod options;
 pub mod prompt;

@@ -337,3 +337,129 @@ pub fn verify_citations(answer: &str, sent: JsValue) -> Result<JsValue, JsValue>
 pub fn defaults() -> Result<JsValue, JsValue> {
     to_js(&core_defaults())
 }
+
+/// `new Collection(model, tokenizer, config?)`: a collection built in the page or a Web Worker
+/// (see `crate::collection`); `config` is `sextant.toml` as JSON (`{chunking: {...}, ...}`).
+#[cfg(feature = "collection")]
+#[wasm_bindgen]
+pub struct Collection {
+    inner: crate::collection::Collection,
+    embedder: crate::embed::TractEmbedder,
+}
+
+#[cfg(feature = "collection")]
+fn collection_error(e: crate::collection::CollectionError) -> JsValue {
+    use crate::collection::CollectionError as E;
+    let code = match &e {
+        E::Load(_) | E::BadPath(_) | E::Index(_) => ErrorCode::BadArgument,
+        E::BadVectors(_) => ErrorCode::CorruptBundle,
+    };
+    js_error(code, e)
+}
+
+#[cfg(feature = "collection")]
+#[wasm_bindgen]
+impl Collection {
+    /// `new Collection(model, tokenizer, config?)`: an empty collection embedding with this
+    /// model (`model.onnx` and `tokenizer.json` bytes), built as `config` says.
+    #[wasm_bindgen(constructor)]
+    pub fn new(model: Vec<u8>, tokenizer: &[u8], config: JsValue) -> Result<Collection, JsValue> {
+        use crate::embed::Embedder;
+        let config: crate::config::BuildConfig =
+            options(&crate::config::BuildConfig::default(), config, "collection config")?;
+        let embedder = crate::embed::TractEmbedder::from_vec(model, tokenizer, &config.model)
+            .map_err(|e| js_error(ErrorCode::BadModel, e))?;
+        let inner = crate::collection::Collection::new(config, embedder.spec());
+        Ok(Collection { inner, embedder })
+    }
+
+    /// `addFile(path, bytes)` → `{path, documents, chunks, pending}`: a Markdown, HTML, text or
+    /// JSONL file (by extension), replacing the file at `path`.
+    #[wasm_bindgen(js_name = addFile)]
+    pub fn add_file(&mut self, path: &str, bytes: &[u8]) -> Result<JsValue, JsValue> {
+        let summary = self
+            .inner
+            .add_file(path, bytes, self.embedder.tokenizer())
+            .map_err(collection_error)?;
+        to_js(&summary)
+    }
+
+    /// `addDocuments(path, documents)`: documents read in JS (a PDF's pages as sections), in
+    /// the core's `Document` shape, under the file `path`.
+    #[wasm_bindgen(js_name = addDocuments)]
+    pub fn add_documents(&mut self, path: &str, documents: JsValue) -> Result<JsValue, JsValue> {
+        let documents: Vec<crate::chunk::Document> =
+            serde_wasm_bindgen::from_value(documents).map_err(|e| bad_argument(format!("invalid documents: {e}")))?;
+        let summary = self
+            .inner
+            .add_documents(path, documents, self.embedder.tokenizer())
+            .map_err(collection_error)?;
+        to_js(&summary)
+    }
+
+    /// `removeFile(path)` → whether there was one.
+    #[wasm_bindgen(js_name = removeFile)]
+    pub fn remove_file(&mut self, path: &str) -> bool {
+        self.inner.remove_file(path)
+    }
+
+    /// `files()` → every file's `{path, documents, chunks, pending}`, in build order.
+    pub fn files(&self) -> Result<JsValue, JsValue> {
+        to_js(&self.inner.files())
+    }
+
+    /// `pendingCount()` → chunk texts still to embed.
+    #[wasm_bindgen(js_name = pendingCount)]
+    pub fn pending_count(&self) -> u32 {
+        self.inner.pending().len() as u32
+    }
+
+    /// `embedPending(max)` → how many chunk texts it embedded (at most `max`): call it in a
+    /// loop, reporting progress and checking for pause or cancel between calls.
+    #[wasm_bindgen(js_name = embedPending)]
+    pub fn embed_pending(&mut self, max: u32) -> Result<u32, JsValue> {
+        use crate::embed::Embedder;
+        let texts: Vec<String> = self.inner.pending().into_iter().take(max as usize).collect();
+        for text in &texts {
+            let vector = self
+                .embedder
+                .embed(text, TextKind::Passage)
+                .map_err(|e| js_error(ErrorCode::EmbedFailed, e))?;
+            self.inner.set_vector(text, vector).map_err(collection_error)?;
+        }
+        Ok(texts.len() as u32)
+    }
+
+    /// `build(partial)` → the packed index (`.sxt` bytes) of the collection, as `sextant build`
+    /// writes it for the same files. With chunks pending: an error, or with `partial` an index
+    /// to search by keyword only.
+    pub fn build(&self, partial: bool) -> Result<Vec<u8>, JsValue> {
+        use crate::embed::Embedder;
+        let built = self
+            .inner
+            .build(self.embedder.spec(), partial)
+            .map_err(collection_error)?;
+        crate::index::packed::pack(&built.manifest, &built.files).map_err(|e| js_error(ErrorCode::Internal, e))
+    }
+
+    /// `vectors()` → the vectors computed so far, to save; `loadVectors(bytes)` restores them.
+    pub fn vectors(&self) -> Vec<u8> {
+        self.inner.vectors_to_bytes()
+    }
+
+    /// `loadVectors(bytes)` → how many vectors were restored (damaged bytes: `CORRUPT_BUNDLE`,
+    /// nothing changed).
+    #[wasm_bindgen(js_name = loadVectors)]
+    pub fn load_vectors(&mut self, bytes: &[u8]) -> Result<u32, JsValue> {
+        self.inner
+            .load_vectors(bytes)
+            .map(|n| n as u32)
+            .map_err(collection_error)
+    }
+
+    /// `pruneVectors()`: forgets vectors no file needs any more.
+    #[wasm_bindgen(js_name = pruneVectors)]
+    pub fn prune_vectors(&mut self) {
+        self.inner.prune_vectors();
+    }
+}

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use sextant::digest::sha256_hex;
 use sextant::embed::ModelSpec;
-use sha2::{Digest, Sha256};
 
 const MAGIC: &[u8; 8] = b"SXEMBC1\n";
 
@@ -35,10 +34,8 @@ pub struct EmbeddingCache {
     fresh: Vec<([u8; 32], Vec<f32>)>,
 }
 
-/// The cache key of a text.
-pub fn text_key(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
-}
+/// The cache key of a text: the same as a browser collection's (`sextant::collection`).
+pub use sextant::collection::text_key;
 
 impl EmbeddingCache {
     /// Opens (or starts) the cache of `spec` in `dir`. An unreadable cache is started afresh.

@@ -24,7 +24,7 @@ pub mod files;
 pub mod packed;
 #[cfg(all(test, feature = "indexer"))]
 pub(crate) mod tests;
-#[cfg(feature = "indexer")]
+#[cfg(feature = "collection")]
 pub mod writer;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,299 @@
+//! A collection built where its documents are (the browser's research workspace): files are
+//! added and removed one at a time and chunked at once; their chunks are embedded when the caller
+//! asks, a few at a time, so a Web Worker can report progress, pause and cancel; and the whole is
+//! written as a format-2 index whenever asked. The steps are `sextant build`'s
+//! ([`crate::indexer`]): the same files give the same chunks, vectors and index bytes.
+//!
+//! Vectors are kept by the digest of the text embedded ([`text_key`]), like the CLI's embedding
+//! cache, so adding or removing a file never embeds unchanged text again, and the vectors can be
+//! saved and restored ([`Collection::vectors_to_bytes`]) beside the files themselves.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use sha2::{Digest, Sha256};
+
+use crate::chunk::{collect_chunks, ChunkedCorpus, Document};
+use crate::codec::ByteReader;
+use crate::config::BuildConfig;
+use crate::embed::{ModelSpec, ModelTokenizer};
+use crate::index::writer::BuiltIndex;
+use crate::indexer::{assemble, split, validate, IndexError};
+use crate::loader::{load_file, LoadError};
+
+/// The key of an embedded text: SHA-256 of the text as the model saw it (passage prefix + chunk).
+pub fn text_key(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// The first bytes of saved vectors.
+const VECTORS_MAGIC: &[u8; 8] = b"SXTVECS\x01";
+
+/// Why a collection refused a change.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectionError {
+    /// The file could not be read as a document.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Chunking, ids or configuration.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A file's path is not one a collection can hold.
+    #[error("{0}")]
+    BadPath(String),
+    /// Saved vectors could not be read.
+    #[error("saved vectors are damaged: {0}; embed the collection again")]
+    BadVectors(String),
+}
+
+/// One file of the collection, as shown to the user.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileSummary {
+    /// Its path, `/`-separated: the id of its document (JSONL: the prefix of its lines' sources).
+    pub path: String,
+    /// Documents it holds (JSONL: one a line).
+    pub documents: usize,
+    /// Chunks cut from it (before duplicates across files are dropped).
+    pub chunks: usize,
+    /// Of those, chunks whose vector is not computed yet.
+    pub pending: usize,
+}
+
+#[derive(Debug, Clone)]
+struct FileEntry {
+    documents: Vec<Document>,
+    splits: Vec<Vec<Vec<String>>>,
+}
+
+/// Documents by file, their chunk texts, and the vectors computed so far.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    config: BuildConfig,
+    prefix: String,
+    dims: usize,
+    /// By path components, so files come in the order `sextant build` walks a folder (each
+    /// folder's entries sorted by name).
+    files: BTreeMap<Vec<String>, FileEntry>,
+    vectors: HashMap<[u8; 32], Vec<f32>>,
+}
+
+fn components(path: &str) -> Result<Vec<String>, CollectionError> {
+    let parts: Vec<String> = path.split('/').map(str::to_string).collect();
+    if path.is_empty() || parts.iter().any(|p| p.is_empty() || p == "." || p == "..") {
+        return Err(CollectionError::BadPath(format!(
+            "{path:?} is not a relative path like notes/a.md (no empty, '.' or '..' parts); rename the file"
+        )));
+    }
+    Ok(parts)
+}
+
+impl Collection {
+    /// An empty collection built with `config` for the model `spec` describes.
+    pub fn new(config: BuildConfig, spec: &ModelSpec) -> Self {
+        Self {
+            config,
+            prefix: spec.passage_prefix.clone(),
+            dims: spec.dims,
+            files: BTreeMap::new(),
+            vectors: HashMap::new(),
+        }
+    }
+
+    /// Reads a file (Markdown, HTML, text or BEIR-style JSONL, by extension) and chunks it; a
+    /// file already at `path` is replaced. Nothing changes when it fails.
+    pub fn add_file(
+        &mut self,
+        path: &str,
+        bytes: &[u8],
+        tokenizer: &ModelTokenizer,
+    ) -> Result<FileSummary, CollectionError> {
+        components(path)?;
+        let documents = load_file(path, bytes, &self.config.input)?;
+        self.add_documents(path, documents, tokenizer)
+    }
+
+    /// Adds documents read elsewhere (a PDF's pages, a DOCX's text) under the file `path`,
+    /// replacing what was there. Their ids must be unique in the collection.
+    pub fn add_documents(
+        &mut self,
+        path: &str,
+        documents: Vec<Document>,
+        tokenizer: &ModelTokenizer,
+    ) -> Result<FileSummary, CollectionError> {
+        let key = components(path)?;
+        // Validate against every other file's documents: ids are unique collection-wide.
+        let others: Vec<Document> = self
+            .files
+            .iter()
+            .filter(|(k, _)| **k != key)
+            .flat_map(|(_, f)| {
+                f.documents.iter().map(|d| Document {
+                    sections: Vec::new(),
+                    ..d.clone()
+                })
+            })
+            .chain(documents.iter().cloned())
+            .collect();
+        validate(&others, &self.config, tokenizer)?;
+        let splits = documents
+            .iter()
+            .map(|d| split(d, &self.config, tokenizer))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.files.insert(key, FileEntry { documents, splits });
+        Ok(self.summary(path).expect("just added"))
+    }
+
+    /// Removes a file and its documents; false if there was none at `path`. Its vectors stay
+    /// (another file may share a chunk's text) until [`Collection::prune_vectors`].
+    pub fn remove_file(&mut self, path: &str) -> bool {
+        components(path).is_ok_and(|key| self.files.remove(&key).is_some())
+    }
+
+    /// Every file, in build order.
+    pub fn files(&self) -> Vec<FileSummary> {
+        self.files.keys().filter_map(|k| self.summary(&k.join("/"))).collect()
+    }
+
+    fn summary(&self, path: &str) -> Option<FileSummary> {
+        let entry = self.files.get(&components(path).ok()?)?;
+        let texts: Vec<&String> = entry.splits.iter().flatten().flatten().collect();
+        Some(FileSummary {
+            path: path.to_string(),
+            documents: entry.documents.len(),
+            chunks: texts.len(),
+            pending: texts.iter().filter(|t| !self.has_vector(t)).count(),
+        })
+    }
+
+    fn key(&self, text: &str) -> [u8; 32] {
+        text_key(&format!("{}{text}", self.prefix))
+    }
+
+    fn has_vector(&self, text: &str) -> bool {
+        self.vectors.contains_key(&self.key(text))
+    }
+
+    /// Chunk texts without a vector yet, each once, in build order (embed them as passages).
+    pub fn pending(&self) -> Vec<String> {
+        let mut seen = HashSet::new();
+        self.files
+            .values()
+            .flat_map(|f| f.splits.iter().flatten().flatten())
+            .filter(|t| !self.has_vector(t) && seen.insert(t.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Keeps the vector of a chunk text (as [`crate::embed::Embedder::embed`] gave it for a passage).
+    pub fn set_vector(&mut self, text: &str, vector: Vec<f32>) -> Result<(), CollectionError> {
+        if vector.len() != self.dims || vector.iter().any(|x| !x.is_finite()) {
+            return Err(CollectionError::BadVectors(format!(
+                "a vector of {} values (or one not finite) for a model of {}",
+                vector.len(),
+                self.dims
+            )));
+        }
+        self.vectors.insert(self.key(text), vector);
+        Ok(())
+    }
+
+    /// Forgets vectors no file's chunk needs any more.
+    pub fn prune_vectors(&mut self) {
+        let needed: HashSet<[u8; 32]> = self
+            .files
+            .values()
+            .flat_map(|f| f.splits.iter().flatten().flatten())
+            .map(|t| self.key(t))
+            .collect();
+        self.vectors.retain(|k, _| needed.contains(k));
+    }
+
+    fn corpus(&self) -> (Vec<Document>, ChunkedCorpus) {
+        let documents: Vec<Document> = self.files.values().flat_map(|f| f.documents.iter().cloned()).collect();
+        let splits: Vec<Vec<Vec<String>>> = self.files.values().flat_map(|f| f.splits.iter().cloned()).collect();
+        (documents.clone(), collect_chunks(&documents, splits))
+    }
+
+    /// The format-2 index of the collection, as `sextant build` writes it for the same files.
+    /// With chunks still pending, `partial` decides: an error, or an index whose pending chunks
+    /// have zero vectors — search it by keyword only until [`Collection::pending`] is empty.
+    pub fn build(&self, spec: &ModelSpec, partial: bool) -> Result<BuiltIndex, CollectionError> {
+        let (documents, corpus) = self.corpus();
+        if corpus.chunks.is_empty() {
+            return Err(IndexError::EmptyCorpus.into());
+        }
+        let mut missing = 0;
+        let vectors: Vec<Vec<f32>> = corpus
+            .chunks
+            .iter()
+            .map(|c| match self.vectors.get(&self.key(&c.text)) {
+                Some(v) => v.clone(),
+                None => {
+                    missing += 1;
+                    vec![0.0; self.dims]
+                }
+            })
+            .collect();
+        if missing > 0 && !partial {
+            return Err(IndexError::Config(format!(
+                "{missing} chunks are not embedded yet; embed the pending chunks first, or build a partial index for keyword search"
+            ))
+            .into());
+        }
+        Ok(assemble(&documents, &corpus, &vectors, spec, &self.config)?)
+    }
+
+    /// The vectors, to save: sorted by key, so the same vectors give the same bytes.
+    pub fn vectors_to_bytes(&self) -> Vec<u8> {
+        let mut keys: Vec<&[u8; 32]> = self.vectors.keys().collect();
+        keys.sort_unstable();
+        let mut out = Vec::with_capacity(16 + keys.len() * (32 + 4 * self.dims));
+        out.extend_from_slice(VECTORS_MAGIC);
+        out.extend_from_slice(&(self.dims as u32).to_le_bytes());
+        out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+        for k in keys {
+            out.extend_from_slice(k);
+            for x in &self.vectors[k] {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Restores saved vectors (added to those held). Damaged bytes change nothing.
+    pub fn load_vectors(&mut self, bytes: &[u8]) -> Result<usize, CollectionError> {
+        let bad = |e: String| CollectionError::BadVectors(e);
+        let mut r = ByteReader::new(bytes);
+        let magic = r.take(8).map_err(|e| bad(e.to_string()))?;
+        if magic != VECTORS_MAGIC {
+            return Err(bad("not a sextant vectors file".into()));
+        }
+        let dims = r.u32().map_err(|e| bad(e.to_string()))? as usize;
+        if dims != self.dims {
+            return Err(bad(format!("{dims} dimensions where the model has {}", self.dims)));
+        }
+        let count = r.u32().map_err(|e| bad(e.to_string()))? as usize;
+        let record = 32 + 4 * dims;
+        if r.remaining() != count.saturating_mul(record) {
+            return Err(bad(format!("{} bytes for {count} vectors of {dims}", r.remaining())));
+        }
+        let mut loaded = Vec::with_capacity(count);
+        for _ in 0..count {
+            let key: [u8; 32] = r
+                .take(32)
+                .map_err(|e| bad(e.to_string()))?
+                .try_into()
+                .expect("32 bytes");
+            let raw = r.take(4 * dims).map_err(|e| bad(e.to_string()))?;
+            let v: Vec<f32> = raw
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
+                .collect();
+            if v.iter().any(|x| !x.is_finite()) {
+                return Err(bad("a value is not finite".into()));
+            }
+            loaded.push((key, v));
+        }
+        self.vectors.extend(loaded);
+        Ok(count)
+    }
+}
