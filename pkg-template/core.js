@@ -25,7 +25,8 @@ function rethrow(error) {
   return new SextantError('INTERNAL', String(error));
 }
 
-function call(fn) {
+/** Runs a wasm call, turning what it throws into an Error with a code. */
+export function call(fn) {
   try {
     return fn();
   } catch (e) {
@@ -624,5 +625,8 @@ export function makeApi(wasm, initialise) {
     }
   }
 
-  return { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes };
+  /** A Sextant over an engine made in wasm (a collection's), holding every file. */
+  const wrapEngine = (engine) => new Sextant(engine, NO_FILES);
+
+  return { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, wrapEngine };
 }

@@ -22,6 +22,12 @@ wasm-bindgen --target web --remove-name-section --remove-producers-section --out
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sextant.wasm"
 wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_keyword \
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-keyword/sextant.wasm"
+# The collection engine (the full one plus the document loaders and the index writer) for
+# building indexes in the browser. Same profile as the full engine, so tract is compiled once;
+# built after the full engine's wasm-bindgen, since both write the same sextant.wasm.
+cargo build --quiet --target wasm32-unknown-unknown --no-default-features --features collection --profile wasm --lib
+wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_collection \
+  "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sextant.wasm"
 
 # wasm-opt runs only when WASM_OPT names a binaryen wasm-opt: measured on this build it made the
 # gzip larger and queries no faster (BENCHMARKS.md), and Debian's binaryen 108 breaks
@@ -33,8 +39,8 @@ if [ -n "${WASM_OPT:-}" ]; then
   mv pkg/sextant_wasm_bg.opt.wasm pkg/sextant_wasm_bg.wasm
 fi
 
-cp pkg-template/core.js pkg-template/browser.js pkg-template/keyword.js pkg-template/node.js pkg-template/workerd.js \
-  pkg-template/index.d.ts pkg-template/README.md pkg/
+cp pkg-template/core.js pkg-template/browser.js pkg-template/keyword.js pkg-template/collection.js pkg-template/node.js pkg-template/workerd.js \
+  pkg-template/index.d.ts pkg-template/collection.d.ts pkg-template/README.md pkg/
 cp -r pkg-template/ui pkg/ui
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json > pkg/package.json
@@ -42,4 +48,6 @@ size=$(stat -c %s pkg/sextant_wasm_bg.wasm)
 gz=$(gzip -9 -c pkg/sextant_wasm_bg.wasm | wc -c)
 ksize=$(stat -c %s pkg/sextant_keyword_bg.wasm)
 kgz=$(gzip -9 -c pkg/sextant_keyword_bg.wasm | wc -c)
-echo "pkg: sextant-search $version, wasm $size bytes ($gz gzip), keyword-only wasm $ksize bytes ($kgz gzip)"
+csize=$(stat -c %s pkg/sextant_collection_bg.wasm)
+cgz=$(gzip -9 -c pkg/sextant_collection_bg.wasm | wc -c)
+echo "pkg: sextant-search $version, wasm $size bytes ($gz gzip), keyword-only wasm $ksize bytes ($kgz gzip), collection wasm $csize bytes ($cgz gzip)"

@@ -2,7 +2,8 @@
 //! added and removed one at a time and chunked at once; their chunks are embedded when the caller
 //! asks, a few at a time, so a Web Worker can report progress, pause and cancel; and the whole is
 //! written as a format-2 index whenever asked. The steps are `sextant build`'s
-//! ([`crate::indexer`]): the same files give the same chunks, vectors and index bytes.
+//! ([`crate::indexer`]): natively, the same files give the same index bytes; in wasm, the same
+//! chunks and keyword index, and vectors that differ at most in float rounding.
 //!
 //! Vectors are kept by the digest of the text embedded ([`text_key`]), like the CLI's embedding
 //! cache, so adding or removing a file never embeds unchanged text again, and the vectors can be

@@ -344,7 +344,7 @@ pub fn defaults() -> Result<JsValue, JsValue> {
 #[wasm_bindgen]
 pub struct Collection {
     inner: crate::collection::Collection,
-    embedder: crate::embed::TractEmbedder,
+    embedder: std::sync::Arc<crate::embed::TractEmbedder>,
 }
 
 #[cfg(feature = "collection")]
@@ -370,7 +370,10 @@ impl Collection {
         let embedder = crate::embed::TractEmbedder::from_vec(model, tokenizer, &config.model)
             .map_err(|e| js_error(ErrorCode::BadModel, e))?;
         let inner = crate::collection::Collection::new(config, embedder.spec());
-        Ok(Collection { inner, embedder })
+        Ok(Collection {
+            inner,
+            embedder: std::sync::Arc::new(embedder),
+        })
     }
 
     /// `addFile(path, bytes)` → `{path, documents, chunks, pending}`: a Markdown, HTML, text or
@@ -440,6 +443,20 @@ impl Collection {
             .build(self.embedder.spec(), partial)
             .map_err(collection_error)?;
         crate::index::packed::pack(&built.manifest, &built.files).map_err(|e| js_error(ErrorCode::Internal, e))
+    }
+
+    /// `engine(partial)` → an `Engine` over the collection's index sharing this model (no
+    /// second copy). A partial index (chunks still pending) gets no model: it answers keyword
+    /// queries and refuses dense and hybrid ones with `NO_MODEL`, never ranks by zero vectors.
+    pub fn engine(&self, partial: bool) -> Result<Engine, JsValue> {
+        let packed = self.build(partial)?;
+        let mut inner = crate::search::Engine::from_bytes(&packed).map_err(|e| js_error(e.code(), e))?;
+        if self.inner.pending().is_empty() {
+            inner
+                .attach_model(self.embedder.clone())
+                .map_err(|e| js_error(ErrorCode::Internal, e))?;
+        }
+        Ok(Engine { inner })
     }
 
     /// `vectors()` → the vectors computed so far, to save; `loadVectors(bytes)` restores them.

@@ -19,6 +19,7 @@ import {
   type ErrorCode,
   type SearchResponse,
 } from 'sextant-search';
+import { Collection, type FileSummary, type CollectionSearchResponse } from 'sextant-search/collection';
 
 export async function usage(bytes: Uint8Array): Promise<void> {
   await ready();
@@ -68,3 +69,18 @@ export async function usage(bytes: Uint8Array): Promise<void> {
   console.log(spans, system, cited, grounded, modelReady, read.complete, fetched.length, status, memoryBytes(), retryAfterMs('1'), backoffMs(1), redact('x', ['y']));
   engine.free();
 }
+
+async function collection(model: Uint8Array, tokenizer: Uint8Array): Promise<void> {
+  const c = await Collection.create({ model, tokenizer, config: { chunking: { max_tokens: 200 } } });
+  const added: FileSummary = await c.addFile('notes/a.md', '# A\n\ntext');
+  c.addDocuments('paper.pdf', [{ id: 'paper.pdf', source: 'paper.pdf', title: 'Paper', sections: [{ heading_path: ['Page 1'], anchor: 'page=1', text: 'text' }] }]);
+  const stop = new AbortController();
+  const embedded: number = await c.embed({ batch: 4, signal: stop.signal, on_progress: ({ done, total }) => console.log(done / total) });
+  const found: CollectionSearchResponse = await c.search('text', { k: 5 });
+  const packed: Uint8Array = c.export();
+  const restored: number = c.loadVectors(c.vectors());
+  console.log(added.pending, embedded, found.mode, found.results.length, packed.length, restored, c.pending, c.files().length, c.removeFile('notes/a.md'));
+  c.pruneVectors();
+  c.free();
+}
+console.log(collection);

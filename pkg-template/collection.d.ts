@@ -1,0 +1,66 @@
+// Types of `sextant-search/collection`: indexes built where the documents are (see collection.js).
+import type { Mode, SearchOptions, SearchResponse } from './index.js';
+export { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } from './index.js';
+
+/** Model files: URLs, bytes or Blobs. */
+export type Source = string | URL | Uint8Array | ArrayBuffer | Blob;
+
+/** One file of a collection. */
+export interface FileSummary {
+  /** Its path, `/`-separated (the id of its document). */
+  path: string;
+  /** Documents it holds (JSONL: one a line). */
+  documents: number;
+  /** Chunks cut from it. */
+  chunks: number;
+  /** Of those, chunks not embedded yet. */
+  pending: number;
+}
+
+/** A document read outside the core (a PDF's pages as sections). */
+export interface DocumentInput {
+  id: string;
+  source: string;
+  url?: string | null;
+  title: string;
+  metadata?: Record<string, string>;
+  sections: { heading_path: string[]; anchor?: string | null; text: string }[];
+}
+
+export interface CreateOptions {
+  model: Source;
+  tokenizer: Source;
+  /** sextant.toml's content as an object. */
+  config?: Record<string, unknown>;
+  fetch?: typeof fetch;
+}
+
+export interface EmbedOptions {
+  /** Chunks per step between yields (default 4). */
+  batch?: number;
+  on_progress?: (progress: { done: number; total: number }) => void;
+  /** Stops between steps with ABORTED; what was embedded stays. */
+  signal?: AbortSignal;
+}
+
+export interface CollectionSearchResponse extends SearchResponse {
+  /** The mode that ran: keyword while chunks are pending. */
+  mode: Mode;
+}
+
+export class Collection {
+  static create(options: CreateOptions): Promise<Collection>;
+  addFile(path: string, content: string | Uint8Array | ArrayBuffer | Blob): Promise<FileSummary>;
+  addDocuments(path: string, documents: DocumentInput[]): FileSummary;
+  removeFile(path: string): boolean;
+  files(): FileSummary[];
+  readonly pending: number;
+  embed(options?: EmbedOptions): Promise<number>;
+  search(query: string, options?: SearchOptions): Promise<CollectionSearchResponse>;
+  /** The packed index (.sxt) that `sextant search`, Node and the Worker load. */
+  export(): Uint8Array;
+  vectors(): Uint8Array;
+  loadVectors(bytes: Uint8Array): number;
+  pruneVectors(): void;
+  free(): void;
+}

@@ -1,0 +1,134 @@
+// Collections in the built package (`sextant-search/collection`), in Node: files added one by
+// one give the index `sextant build` writes for the same files (the same results), keyword search
+// works before embedding ends, embedding reports progress and stops on a signal, removed files
+// are gone from results, and saved vectors restore without embedding again.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { fixtures, modelDir, sextantBin, consumerProject, exampleFiles, taggedBlock, root } from './harness.mjs';
+
+const tiny = path.join(fixtures, 'tiny');
+const FILES = ['notes.txt', 'pages/security.html', 'guide/search.mdx', 'faq.jsonl', 'guide/install.md'];
+let api;
+let model;
+let tokenizer;
+
+before(async () => {
+  const project = consumerProject();
+  writeFileSync(path.join(project, 'collection.mjs'), "export * from 'sextant-search/collection';\n");
+  api = await import(pathToFileURL(path.join(project, 'collection.mjs')).href);
+  model = readFileSync(path.join(modelDir, 'model.onnx'));
+  tokenizer = readFileSync(path.join(modelDir, 'tokenizer.json'));
+});
+
+let collection;
+after(() => collection?.free());
+
+async function expectCode(promiseOrFn, code) {
+  let error;
+  try {
+    await (typeof promiseOrFn === 'function' ? promiseOrFn() : promiseOrFn);
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error, `expected an error with code ${code}`);
+  assert.equal(error.code, code, `${error.code}: ${error.message}`);
+  return error;
+}
+
+test('a collection built file by file searches, embeds and exports the CLI index of the same files', async () => {
+  collection = await api.Collection.create({ model, tokenizer });
+  for (const f of FILES) {
+    const summary = await collection.addFile(f, readFileSync(path.join(tiny, f)));
+    assert.equal(summary.path, f);
+    assert.ok(summary.chunks > 0 && summary.pending === summary.chunks, JSON.stringify(summary));
+  }
+  await expectCode(collection.addFile('extra.rst', readFileSync(path.join(tiny, 'extra.rst'))), 'BAD_ARGUMENT');
+  await expectCode(collection.addFile('../escape.md', '# x'), 'BAD_ARGUMENT');
+  assert.deepEqual(collection.files().map((f) => f.path), ['faq.jsonl', 'guide/install.md', 'guide/search.mdx', 'notes.txt', 'pages/security.html']);
+
+  // Before embedding: keyword results, whatever the mode asked, and no export.
+  const total = collection.pending;
+  assert.ok(total > 0);
+  const early = await collection.search('install', { mode: 'hybrid' });
+  assert.equal(early.mode, 'keyword');
+  assert.ok(early.results.length > 0);
+  await expectCode(() => collection.export(), 'NOT_READY');
+
+  // Embedding reports progress and stops between batches on a signal, keeping what it did.
+  const stop = new AbortController();
+  const progress = [];
+  await expectCode(
+    collection.embed({ batch: 2, signal: stop.signal, on_progress: (p) => (progress.push(p), p.done >= 4 && stop.abort()) }),
+    'ABORTED',
+  );
+  assert.equal(progress.at(-1).done, 4);
+  assert.equal(collection.pending, total - 4);
+  const rest = [];
+  assert.equal(await collection.embed({ on_progress: (p) => rest.push(p) }), total - 4);
+  assert.deepEqual(rest.at(-1), { done: total - 4, total: total - 4 });
+  assert.equal(collection.pending, 0);
+
+  // Hybrid now. The export is the CLI's index of the same files: the same documents, chunks,
+  // keyword shards, fragments and binary codes, byte for byte; the int8 vectors and their
+  // calibration may differ in the last bits (wasm's float arithmetic is not the native CPU's;
+  // natively the whole index is identical, cli/tests/collection.rs), never in the results.
+  const exported = collection.export();
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-collection-'));
+  const cli = path.join(dir, 'cli.sxt');
+  execFileSync(sextantBin, ['build', tiny, '-o', cli, '--no-cache'], { stdio: 'pipe' });
+  writeFileSync(path.join(dir, 'ours.sxt'), exported);
+  const files = (sxt) => {
+    execFileSync(sextantBin, ['unpack', path.join(dir, sxt), '-o', path.join(dir, `${sxt}.d`)], { stdio: 'pipe' });
+    return readdirSync(path.join(dir, `${sxt}.d`)).filter((f) => !/^(vec|vmeta|manifest)\./.test(f));
+  };
+  assert.deepEqual(files('ours.sxt'), files('cli.sxt'));
+  assert.ok(files('cli.sxt').some((f) => f.startsWith('codes.')));
+  for (const query of ['how do I install it', 'security model', 'what does search rank by']) {
+    for (const mode of ['hybrid', 'dense', 'keyword']) {
+      const ours = await collection.search(query, { k: 5, mode });
+      assert.equal(ours.mode, mode);
+      const fromCli = JSON.parse(execFileSync(sextantBin, ['search', cli, query, '-k', '5', '--mode', mode, '--json'], { encoding: 'utf8' }));
+      assert.deepEqual(ours.results.map((r) => r.chunk_id), fromCli.results.map((r) => r.chunk_id), `${mode}: ${query}`);
+    }
+  }
+
+  // A removed file is gone from results; re-adding it embeds nothing.
+  const security = (r) => r.doc_id === 'pages/security.html';
+  assert.ok((await collection.search('security', { mode: 'keyword', k: 20 })).results.some(security));
+  assert.equal(collection.removeFile('pages/security.html'), true);
+  assert.equal(collection.removeFile('pages/security.html'), false);
+  assert.ok(!(await collection.search('security', { mode: 'keyword', k: 20 })).results.some(security));
+  await collection.addFile('pages/security.html', readFileSync(path.join(tiny, 'pages/security.html')));
+  assert.equal(collection.pending, 0);
+
+  // Saved vectors restore a new collection without embedding; damaged ones are refused.
+  const saved = collection.vectors();
+  const again = await api.Collection.create({ model, tokenizer });
+  try {
+    for (const f of FILES) await again.addFile(f, readFileSync(path.join(tiny, f)));
+    assert.equal(again.pending, total);
+    await expectCode(() => again.loadVectors(saved.slice(0, saved.length - 3)), 'CORRUPT_BUNDLE');
+    assert.equal(again.pending, total);
+    again.loadVectors(saved);
+    assert.equal(again.pending, 0);
+    assert.ok(Buffer.from(again.export()).equals(Buffer.from(exported)));
+  } finally {
+    again.free();
+  }
+});
+
+test('the README collection example works as written', () => {
+  const code = taggedBlock(readFileSync(path.join(root, 'pkg-template/README.md'), 'utf8'), 'collection-example');
+  const work = mkdtempSync(path.join(consumerProject(), 'example-'));
+  exampleFiles(work);
+  writeFileSync(path.join(work, 'example.mjs'), code);
+  const lines = execFileSync(process.execPath, ['example.mjs'], { cwd: work, encoding: 'utf8' }).trim().split('\n');
+  assert.equal(lines[0], 'keyword');
+  assert.match(lines.at(-2), /^\d+\/\d+$/);
+  assert.equal(lines.at(-1), 'hybrid Lighthouses');
+});
