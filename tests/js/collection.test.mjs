@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { fixtures, modelDir, sextantBin, consumerProject, exampleFiles, taggedBlock, root } from './harness.mjs';
+import { fixtures, modelDir, sextantBin, consumerProject, exampleFiles, taggedBlock, root, expectCode } from './harness.mjs';
 
 const tiny = path.join(fixtures, 'tiny');
 const FILES = ['notes.txt', 'pages/security.html', 'guide/search.mdx', 'faq.jsonl', 'guide/install.md'];
@@ -27,18 +27,6 @@ before(async () => {
 
 let collection;
 after(() => collection?.free());
-
-async function expectCode(promiseOrFn, code) {
-  let error;
-  try {
-    await (typeof promiseOrFn === 'function' ? promiseOrFn() : promiseOrFn);
-  } catch (e) {
-    error = e;
-  }
-  assert.ok(error, `expected an error with code ${code}`);
-  assert.equal(error.code, code, `${error.code}: ${error.message}`);
-  return error;
-}
 
 test('a collection built file by file searches, embeds and exports the CLI index of the same files', async () => {
   collection = await api.Collection.create({ model, tokenizer });

@@ -1,5 +1,6 @@
 // Shared by the JS test suites: the *built* package (pkg/, packed with `npm pack` and installed
 // into a scratch project, as a user would), fixture paths and the model files.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, copyFileSync, existsSync } from 'node:fs';
 import { tmpdir, homedir } from 'node:os';
@@ -53,4 +54,18 @@ export function taggedBlock(markdown, name) {
   const match = markdown.slice(at).match(/```[a-z]*\n([\s\S]*?)```/);
   if (!match) throw new Error(`no code block after <!-- tested: ${name} -->`);
   return match[1];
+}
+
+/** Awaits a promise (or calls a function) that must fail with a SextantError of `code`; returns it. */
+export async function expectCode(promiseOrFn, code) {
+  let error;
+  try {
+    await (typeof promiseOrFn === 'function' ? promiseOrFn() : promiseOrFn);
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error, `expected an error with code ${code}`);
+  assert.ok(error instanceof Error, `not an Error: ${error}`);
+  assert.equal(error.code, code, `${error.code}: ${error.message}`);
+  return error;
 }

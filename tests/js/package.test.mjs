@@ -9,7 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { tmpdir } from 'node:os';
 import { readFileSync, statSync } from 'node:fs';
-import { fixtures, modelDir, sextantBin, importPackage, consumerProject, exampleFiles, taggedBlock, root } from './harness.mjs';
+import { fixtures, modelDir, sextantBin, importPackage, consumerProject, exampleFiles, taggedBlock, root, expectCode } from './harness.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
 
 let api;
@@ -27,19 +27,6 @@ before(async () => {
 });
 
 after(() => sextant?.free());
-
-async function expectCode(promiseOrFn, code) {
-  let error;
-  try {
-    await (typeof promiseOrFn === 'function' ? promiseOrFn() : promiseOrFn);
-  } catch (e) {
-    error = e;
-  }
-  assert.ok(error, `expected an error with code ${code}`);
-  assert.ok(error instanceof Error, `not an Error: ${error}`);
-  assert.equal(error.code, code, `${error.code}: ${error.message}`);
-  return error;
-}
 
 test('the package exports its API, types and conditions', async () => {
   for (const name of ['Sextant', 'SextantError', 'verifyCitations', 'highlights', 'defaults', 'ready', 'readChatStream', 'fetchBytes']) {
