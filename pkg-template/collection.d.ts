@@ -41,6 +41,8 @@ export interface EmbedOptions {
   on_progress?: (progress: { done: number; total: number }) => void;
   /** Stops between steps with ABORTED; what was embedded stays. */
   signal?: AbortSignal;
+  /** With storage: vectors are saved at least this often while embedding (default 5000). */
+  save_every_ms?: number;
 }
 
 export interface CollectionSearchResponse extends SearchResponse {
@@ -48,11 +50,26 @@ export interface CollectionSearchResponse extends SearchResponse {
   mode: Mode;
 }
 
+/** Where an opened collection keeps its files and vectors. */
+export interface CollectionStorage {
+  list(): Promise<string[]>;
+  read(name: string): Promise<Uint8Array | null>;
+  write(name: string, bytes: Uint8Array): Promise<void>;
+  remove(name: string): Promise<void>;
+}
+
+export function opfsStorage(name: string): CollectionStorage;
+export function listCollections(): Promise<string[]>;
+export function deleteCollection(name: string): Promise<void>;
+export function storageInfo(options?: { persist?: boolean }): Promise<{ usage: number | null; quota: number | null; persisted: boolean }>;
+
 export class Collection {
   static create(options: CreateOptions): Promise<Collection>;
+  /** Opens (or creates) a named collection kept in `storage` (default: OPFS), writing changes through. */
+  static open(name: string, options: CreateOptions & { storage?: CollectionStorage }): Promise<Collection>;
   addFile(path: string, content: string | Uint8Array | ArrayBuffer | Blob): Promise<FileSummary>;
-  addDocuments(path: string, documents: DocumentInput[]): FileSummary;
-  removeFile(path: string): boolean;
+  addDocuments(path: string, documents: DocumentInput[]): Promise<FileSummary>;
+  removeFile(path: string): Promise<boolean>;
   files(): FileSummary[];
   readonly pending: number;
   embed(options?: EmbedOptions): Promise<number>;
@@ -61,6 +78,10 @@ export class Collection {
   export(): Uint8Array;
   vectors(): Uint8Array;
   loadVectors(bytes: Uint8Array): number;
-  pruneVectors(): void;
+  pruneVectors(): Promise<void>;
+  /** Resolves when every change so far is in storage. */
+  flush(): Promise<void>;
+  /** After open(): stored entries that no longer read, with why. */
+  skipped?: { entry: string; code: string; message: string }[];
   free(): void;
 }

@@ -31,13 +31,156 @@ async function bytesOf(value, file, fetchImpl) {
 
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+/**
+ * Where a named collection keeps its files and vectors: the browser's origin-private file system
+ * (OPFS), under `sextant-collections/<name>/`. Any object with the same four methods works (Node:
+ * a folder; tests: memory).
+ */
+export function opfsStorage(name) {
+  const dir = async (create) => {
+    if (!globalThis.navigator?.storage?.getDirectory) {
+      throw new SextantError('BAD_ARGUMENT', 'this browser has no origin-private file system (navigator.storage.getDirectory); pass a storage object to Collection.open');
+    }
+    const root = await navigator.storage.getDirectory();
+    const all = await root.getDirectoryHandle('sextant-collections', { create });
+    return all.getDirectoryHandle(name, { create });
+  };
+  return {
+    async list() {
+      const out = [];
+      for await (const [entry] of (await dir(true)).entries()) out.push(entry);
+      return out.sort();
+    },
+    async read(file) {
+      try {
+        const handle = await (await dir(true)).getFileHandle(file);
+        return new Uint8Array(await (await handle.getFile()).arrayBuffer());
+      } catch (e) {
+        if (e?.name === 'NotFoundError') return null;
+        throw e;
+      }
+    },
+    // createWritable() writes to a swap file that replaces the old one on close: never half-written.
+    async write(file, bytes) {
+      const handle = await (await dir(true)).getFileHandle(file, { create: true });
+      const writable = await handle.createWritable();
+      await writable.write(bytes);
+      await writable.close();
+    },
+    async remove(file) {
+      try {
+        await (await dir(true)).removeEntry(file);
+      } catch (e) {
+        if (e?.name !== 'NotFoundError') throw e;
+      }
+    },
+  };
+}
+
+const COLLECTION_NAME = /^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,63}$/u;
+const META = 'collection.json';
+const VECTORS = 'vectors.bin';
+// A stored file's name: its path, escaped (no '/'), after a prefix saying how it was added.
+const fileEntry = (path) => `file.${encodeURIComponent(path)}`;
+const documentsEntry = (path) => `docs.${encodeURIComponent(path)}.json`;
+
+/** The names of the collections kept in this browser's storage (OPFS). */
+export async function listCollections() {
+  if (!globalThis.navigator?.storage?.getDirectory) return [];
+  const root = await navigator.storage.getDirectory();
+  const all = await root.getDirectoryHandle('sextant-collections', { create: true });
+  const names = [];
+  for await (const [name, handle] of all.entries()) if (handle.kind === 'directory') names.push(name);
+  return names.sort();
+}
+
+/** Deletes a named collection from this browser's storage. */
+export async function deleteCollection(name) {
+  const root = await navigator.storage.getDirectory();
+  const all = await root.getDirectoryHandle('sextant-collections', { create: true });
+  await all.removeEntry(String(name), { recursive: true }).catch((e) => {
+    if (e?.name !== 'NotFoundError') throw e;
+  });
+}
+
+/**
+ * The storage this origin uses and may use, and whether the browser keeps it under storage
+ * pressure; `persist: true` asks for that (a browser may ask the user or decide by itself).
+ */
+export async function storageInfo({ persist = false } = {}) {
+  const storage = globalThis.navigator?.storage;
+  if (!storage) return { usage: null, quota: null, persisted: false };
+  const persisted = persist && storage.persist ? await storage.persist() : await (storage.persisted?.() ?? false);
+  const { usage = null, quota = null } = (await storage.estimate?.()) ?? {};
+  return { usage, quota, persisted };
+}
+
 export class Collection {
   #inner;
   #engine = null; // the Sextant over the current index, rebuilt after a change
   #engineIsPartial = false;
+  #storage = null; // where changes are written through (Collection.open)
+  #saving = Promise.resolve();
 
-  constructor(inner) {
+  constructor(inner, storage = null) {
     this.#inner = inner;
+    this.#storage = storage;
+  }
+
+  /**
+   * Opens (or creates) the collection `name` kept in `storage` (default: this browser's OPFS):
+   * its files are read again and its vectors restored, so nothing is embedded twice. Every
+   * later change is written through. A stored file that no longer reads is skipped and reported
+   * in `skipped`; damaged vectors are dropped (those chunks are embedded again).
+   */
+  static async open(name, { model, tokenizer, config, storage, fetch: fetchImpl = globalThis.fetch } = {}) {
+    if (!COLLECTION_NAME.test(String(name))) {
+      throw new SextantError('BAD_ARGUMENT', `${JSON.stringify(name)} is not a collection name: 1 to 64 letters, digits, spaces, '.', '_' or '-', starting with a letter or digit`);
+    }
+    const store = storage ?? opfsStorage(String(name));
+    const meta = await store.read(META);
+    const saved = meta ? JSON.parse(new TextDecoder().decode(meta)) : null;
+    if (saved && config && JSON.stringify(saved.config ?? null) !== JSON.stringify(config)) {
+      throw new SextantError('BAD_ARGUMENT', `the collection ${JSON.stringify(name)} was made with another config; open it without one, or create a new collection`);
+    }
+    const effective = saved ? saved.config ?? undefined : config;
+    const collection = await Collection.create({ model, tokenizer, config: effective, fetch: fetchImpl });
+    collection.skipped = [];
+    for (const entry of await store.list()) {
+      const bytes = await store.read(entry);
+      try {
+        if (entry.startsWith('file.')) {
+          collection.#inner.addFile(decodeURIComponent(entry.slice(5)), bytes);
+        } else if (entry.startsWith('docs.') && entry.endsWith('.json')) {
+          collection.#inner.addDocuments(decodeURIComponent(entry.slice(5, -5)), JSON.parse(new TextDecoder().decode(bytes)));
+        }
+      } catch (e) {
+        collection.skipped.push({ entry, code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
+      }
+    }
+    const vectors = await store.read(VECTORS);
+    if (vectors) {
+      try {
+        collection.#inner.loadVectors(vectors);
+      } catch (e) {
+        collection.skipped.push({ entry: VECTORS, code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
+      }
+    }
+    if (!saved) await store.write(META, new TextEncoder().encode(JSON.stringify({ version: 1, config: config ?? null })));
+    collection.#storage = store;
+    return collection;
+  }
+
+  /** Runs storage writes one after another; resolves when this one is done. */
+  #save(write) {
+    if (!this.#storage) return Promise.resolve();
+    this.#saving = this.#saving.then(write, write);
+    return this.#saving;
+  }
+
+  /** Resolves when every change so far is in storage. */
+  async flush() {
+    await this.#saving;
   }
 
   /**
@@ -66,6 +209,10 @@ export class Collection {
     const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : await bytesOf(content, path);
     const summary = call(() => this.#inner.addFile(String(path), bytes));
     this.#changed();
+    await this.#save(async () => {
+      await this.#storage.remove(documentsEntry(String(path)));
+      await this.#storage.write(fileEntry(String(path)), bytes);
+    });
     return summary;
   }
 
@@ -73,16 +220,26 @@ export class Collection {
    * Adds documents read elsewhere under the file `path` (a PDF's pages, a DOCX's text), each
    * `{id, source, url, title, metadata, sections: [{heading_path, anchor, text}]}`.
    */
-  addDocuments(path, documents) {
+  async addDocuments(path, documents) {
     const summary = call(() => this.#inner.addDocuments(String(path), documents));
     this.#changed();
+    await this.#save(async () => {
+      await this.#storage.remove(fileEntry(String(path)));
+      await this.#storage.write(documentsEntry(String(path)), new TextEncoder().encode(JSON.stringify(documents)));
+    });
     return summary;
   }
 
   /** Removes the file at `path` and its documents; false if there was none. */
-  removeFile(path) {
+  async removeFile(path) {
     const removed = this.#inner.removeFile(String(path));
-    if (removed) this.#changed();
+    if (removed) {
+      this.#changed();
+      await this.#save(async () => {
+        await this.#storage.remove(fileEntry(String(path)));
+        await this.#storage.remove(documentsEntry(String(path)));
+      });
+    }
     return removed;
   }
 
@@ -101,17 +258,28 @@ export class Collection {
    * on_progress({done, total}) after each batch; `signal` stops it between batches with
    * ABORTED (what was embedded stays). Resolves with the number embedded.
    */
-  async embed({ batch = 4, on_progress, signal } = {}) {
+  async embed({ batch = 4, on_progress, signal, save_every_ms = 5000 } = {}) {
     const total = this.pending;
     let done = 0;
-    while (done < total) {
-      if (signal?.aborted) throw new SextantError('ABORTED', `embedding stopped after ${done} of ${total} chunks; call embed() again to go on`);
-      const n = call(() => this.#inner.embedPending(Math.max(1, batch | 0)));
-      if (n === 0) break;
-      done += n;
-      this.#changed();
-      on_progress?.({ done, total });
-      await nextTask();
+    let savedAt = Date.now();
+    const saveVectors = () => this.#save(() => this.#storage.write(VECTORS, this.#inner.vectors()));
+    try {
+      while (done < total) {
+        if (signal?.aborted) throw new SextantError('ABORTED', `embedding stopped after ${done} of ${total} chunks; call embed() again to go on`);
+        const n = call(() => this.#inner.embedPending(Math.max(1, batch | 0)));
+        if (n === 0) break;
+        done += n;
+        this.#changed();
+        on_progress?.({ done, total });
+        // With storage, vectors are saved every few seconds: a closed tab loses little work.
+        if (this.#storage && Date.now() - savedAt >= save_every_ms) {
+          savedAt = Date.now();
+          await saveVectors();
+        }
+        await nextTask();
+      }
+    } finally {
+      if (done > 0) await saveVectors();
     }
     return done;
   }
@@ -154,12 +322,14 @@ export class Collection {
   loadVectors(bytes) {
     const n = call(() => this.#inner.loadVectors(bytes));
     this.#changed();
+    this.#save(() => this.#storage.write(VECTORS, this.#inner.vectors()));
     return n;
   }
 
   /** Forgets vectors that no file needs any more (after removals). */
-  pruneVectors() {
+  async pruneVectors() {
     this.#inner.pruneVectors();
+    await this.#save(() => this.#storage.write(VECTORS, this.#inner.vectors()));
   }
 
   /** Releases the WebAssembly memory. */

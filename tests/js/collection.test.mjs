@@ -9,7 +9,10 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cp } from 'node:fs/promises';
 import { fixtures, modelDir, sextantBin, consumerProject, exampleFiles, taggedBlock, root, expectCode } from './harness.mjs';
+import { startStaticServer } from './static-server.mjs';
+import { launch, watchedPage } from './browser.mjs';
 
 const tiny = path.join(fixtures, 'tiny');
 const FILES = ['notes.txt', 'pages/security.html', 'guide/search.mdx', 'faq.jsonl', 'guide/install.md'];
@@ -88,8 +91,8 @@ test('a collection built file by file searches, embeds and exports the CLI index
   // A removed file is gone from results; re-adding it embeds nothing.
   const security = (r) => r.doc_id === 'pages/security.html';
   assert.ok((await collection.search('security', { mode: 'keyword', k: 20 })).results.some(security));
-  assert.equal(collection.removeFile('pages/security.html'), true);
-  assert.equal(collection.removeFile('pages/security.html'), false);
+  assert.equal(await collection.removeFile('pages/security.html'), true);
+  assert.equal(await collection.removeFile('pages/security.html'), false);
   assert.ok(!(await collection.search('security', { mode: 'keyword', k: 20 })).results.some(security));
   await collection.addFile('pages/security.html', readFileSync(path.join(tiny, 'pages/security.html')));
   assert.equal(collection.pending, 0);
@@ -119,4 +122,128 @@ test('the README collection example works as written', () => {
   assert.equal(lines[0], 'keyword');
   assert.match(lines.at(-2), /^\d+\/\d+$/);
   assert.equal(lines.at(-1), 'hybrid Lighthouses');
+});
+
+/** A storage in memory, with the OPFS storage's four methods, counting writes. */
+function memoryStorage() {
+  const files = new Map();
+  return {
+    files,
+    writes: 0,
+    async list() {
+      return [...files.keys()].sort();
+    },
+    async read(name) {
+      return files.get(name) ?? null;
+    },
+    async write(name, bytes) {
+      this.writes++;
+      files.set(name, new Uint8Array(bytes));
+    },
+    async remove(name) {
+      files.delete(name);
+    },
+  };
+}
+
+test('an opened collection writes through to its storage and reopens without embedding again', async () => {
+  const storage = memoryStorage();
+  const first = await api.Collection.open('notes', { model, tokenizer, storage });
+  try {
+    for (const f of FILES) await first.addFile(f, readFileSync(path.join(tiny, f)));
+    await first.addDocuments('paper.pdf', [
+      { id: 'paper.pdf', source: 'paper.pdf', url: null, title: 'A paper', metadata: {}, sections: [{ heading_path: ['Page 2'], anchor: 'page=2', text: 'Lighthouse lenses focus the beam with Fresnel rings.' }] },
+    ]);
+    await first.embed();
+    await first.removeFile('notes.txt');
+    await first.flush();
+    assert.deepEqual([...storage.files.keys()].filter((k) => k.startsWith('file.') || k.startsWith('docs.')).sort(), [
+      'docs.paper.pdf.json', 'file.faq.jsonl', 'file.guide%2Finstall.md', 'file.guide%2Fsearch.mdx', 'file.pages%2Fsecurity.html',
+    ]);
+  } finally {
+    first.free();
+  }
+  const expected = await (async () => {
+    const again = await api.Collection.open('notes', { model, tokenizer, storage });
+    try {
+      assert.deepEqual(again.skipped, []);
+      assert.equal(again.pending, 0, 'reopening embedded something again');
+      assert.deepEqual(again.files().map((f) => f.path), ['faq.jsonl', 'guide/install.md', 'guide/search.mdx', 'pages/security.html', 'paper.pdf']);
+      const hit = (await again.search('fresnel lens', { k: 3 })).results[0];
+      assert.equal(hit.doc_id, 'paper.pdf');
+      assert.deepEqual(hit.heading_path, ['Page 2']);
+      return again.export();
+    } finally {
+      again.free();
+    }
+  })();
+  // Damaged vectors in storage: reported, dropped, embedded again; never a wrong index.
+  const damaged = storage.files.get('vectors.bin').slice(0, 100);
+  storage.files.set('vectors.bin', damaged);
+  const third = await api.Collection.open('notes', { model, tokenizer, storage });
+  try {
+    assert.equal(third.skipped.length, 1);
+    assert.equal(third.skipped[0].code, 'CORRUPT_BUNDLE');
+    assert.ok(third.pending > 0);
+    await third.embed();
+    assert.ok(Buffer.from(third.export()).equals(Buffer.from(expected)));
+  } finally {
+    third.free();
+  }
+  await expectCode(api.Collection.open('../x', { model, tokenizer, storage }), 'BAD_ARGUMENT');
+  await expectCode(api.Collection.open('notes', { model, tokenizer, storage, config: { chunking: { max_tokens: 100 } } }), 'BAD_ARGUMENT');
+});
+
+test('in Chromium, a collection lives in OPFS: reload, and the same results come back without embedding', async () => {
+  const site = mkdtempSync(path.join(tmpdir(), 'sextant-collection-site-'));
+  exampleFiles(site);
+  await cp(path.join(consumerProject(), 'node_modules/sextant-search'), path.join(site, 'sextant'), { recursive: true, dereference: true });
+  for (const f of FILES) await cp(path.join(tiny, f), path.join(site, 'docs', f), { recursive: true });
+  writeFileSync(path.join(site, 'index.html'), '<!doctype html><meta charset="utf-8"><title>collection</title><link rel="icon" href="data:,"><script type="module">import * as c from "./sextant/collection.js"; window.collections = c;</script>');
+  const server = await startStaticServer(site);
+  const context = await launch();
+  try {
+    const page = await watchedPage(context);
+    await page.goto(server.url + '/');
+    await page.waitForFunction(() => window.collections, null, { timeout: 60000 });
+    const first = await page.evaluate(async (files) => {
+      const { Collection, storageInfo, listCollections } = window.collections;
+      const c = await Collection.open('research', { model: '/model.onnx', tokenizer: '/tokenizer.json' });
+      for (const f of files) await c.addFile(f, await (await fetch(`/docs/${f}`)).arrayBuffer());
+      const early = await c.search('security', { k: 3 });
+      let steps = 0;
+      await c.embed({ on_progress: () => steps++ });
+      const hybrid = await c.search('how do I install it', { k: 5 });
+      await c.removeFile('notes.txt');
+      const after = await c.search('how do I install it', { k: 5 });
+      await c.flush();
+      const info = await storageInfo({ persist: true });
+      return { early: early.mode, steps, hybrid: hybrid.mode, ids: after.results.map((r) => r.chunk_id), usage: info.usage, names: await listCollections() };
+    }, FILES);
+    assert.equal(first.early, 'keyword');
+    assert.ok(first.steps > 0);
+    assert.equal(first.hybrid, 'hybrid');
+    assert.ok(first.usage > 0);
+    assert.deepEqual(first.names, ['research']);
+
+    await page.reload();
+    await page.waitForFunction(() => window.collections, null, { timeout: 60000 });
+    const second = await page.evaluate(async () => {
+      const { Collection, deleteCollection, listCollections } = window.collections;
+      const c = await Collection.open('research', { model: '/model.onnx', tokenizer: '/tokenizer.json' });
+      const result = { pending: c.pending, skipped: c.skipped, files: c.files().map((f) => f.path), ids: (await c.search('how do I install it', { k: 5 })).results.map((r) => r.chunk_id) };
+      c.free();
+      await deleteCollection('research');
+      return { ...result, names: await listCollections() };
+    });
+    assert.equal(second.pending, 0, 'the reload embedded again');
+    assert.deepEqual(second.skipped, []);
+    assert.deepEqual(second.files, ['faq.jsonl', 'guide/install.md', 'guide/search.mdx', 'pages/security.html']);
+    assert.deepEqual(second.ids, first.ids);
+    assert.deepEqual(second.names, []);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await context.close();
+    await server.close();
+  }
 });

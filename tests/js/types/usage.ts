@@ -19,7 +19,7 @@ import {
   type ErrorCode,
   type SearchResponse,
 } from 'sextant-search';
-import { Collection, type FileSummary, type CollectionSearchResponse } from 'sextant-search/collection';
+import { Collection, opfsStorage, listCollections, deleteCollection, storageInfo, type FileSummary, type CollectionSearchResponse } from 'sextant-search/collection';
 
 export async function usage(bytes: Uint8Array): Promise<void> {
   await ready();
@@ -73,14 +73,18 @@ export async function usage(bytes: Uint8Array): Promise<void> {
 async function collection(model: Uint8Array, tokenizer: Uint8Array): Promise<void> {
   const c = await Collection.create({ model, tokenizer, config: { chunking: { max_tokens: 200 } } });
   const added: FileSummary = await c.addFile('notes/a.md', '# A\n\ntext');
-  c.addDocuments('paper.pdf', [{ id: 'paper.pdf', source: 'paper.pdf', title: 'Paper', sections: [{ heading_path: ['Page 1'], anchor: 'page=1', text: 'text' }] }]);
+  await c.addDocuments('paper.pdf', [{ id: 'paper.pdf', source: 'paper.pdf', title: 'Paper', sections: [{ heading_path: ['Page 1'], anchor: 'page=1', text: 'text' }] }]);
   const stop = new AbortController();
   const embedded: number = await c.embed({ batch: 4, signal: stop.signal, on_progress: ({ done, total }) => console.log(done / total) });
   const found: CollectionSearchResponse = await c.search('text', { k: 5 });
   const packed: Uint8Array = c.export();
   const restored: number = c.loadVectors(c.vectors());
-  console.log(added.pending, embedded, found.mode, found.results.length, packed.length, restored, c.pending, c.files().length, c.removeFile('notes/a.md'));
-  c.pruneVectors();
+  console.log(added.pending, embedded, found.mode, found.results.length, packed.length, restored, c.pending, c.files().length, await c.removeFile('notes/a.md'));
+  await c.pruneVectors();
+  await c.flush();
+  const kept = await Collection.open('notes', { model, tokenizer, storage: opfsStorage('notes') });
+  console.log(kept.skipped, await listCollections(), (await storageInfo({ persist: true })).usage);
+  await deleteCollection('notes');
   c.free();
 }
 console.log(collection);
