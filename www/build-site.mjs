@@ -68,6 +68,7 @@ function layout(page, html) {
       <ul>
         ${nav}
       </ul>
+      <p><a href="/research/">Research workspace</a>: search your own documents in the browser</p>
     </nav>
     <main>
 ${html}
@@ -89,4 +90,19 @@ for (const page of pages) {
 // The home page is the first page's content.
 await writeFile(path.join(out, 'index.html'), layout({ ...pages[0], slug: '' }, render(pages[0].body)).replace('<title>', '<meta name="robots" content="noindex">\n  <title>'));
 await copyFile(path.join(here, 'site.css'), path.join(out, 'site.css'));
-console.log(`site: ${pages.length} pages in ${out}`);
+
+// The research workspace (/research/): its page, the collection build of the package (pkg/, from
+// `make wasm`) and pdf.js. It takes the model files from the site's sextant/ folder at run time.
+const research = path.join(out, 'research');
+await mkdir(path.join(research, 'pkg'), { recursive: true });
+await mkdir(path.join(research, 'vendor'), { recursive: true });
+for (const f of ['index.html', 'research.js', 'research.css', 'research-worker.js']) await copyFile(path.join(here, 'research', f), path.join(research, f));
+const pkg = path.join(here, '../pkg');
+for (const f of ['core.js', 'collection.js', 'sextant_collection.js', 'sextant_collection_bg.wasm']) {
+  await copyFile(path.join(pkg, f), path.join(research, 'pkg', f)).catch((e) => {
+    throw new Error(`${path.join(pkg, f)} is missing (${e.code}); run \`make wasm\` first`);
+  });
+}
+const pdfjs = path.join(here, 'node_modules/pdfjs-dist/build');
+for (const f of ['pdf.min.mjs', 'pdf.worker.min.mjs']) await copyFile(path.join(pdfjs, f), path.join(research, 'vendor', f));
+console.log(`site: ${pages.length} pages in ${out}, the research workspace in ${research}`);

@@ -4,11 +4,10 @@
 // screenshots land in tests/artifacts/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { root, fixtures, sextantBin, modelDir } from './harness.mjs';
+import { root, fixtures, buildDemoSite } from './harness.mjs';
 import { startStaticServer } from './static-server.mjs';
 import { launch, watchedPage } from './browser.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
@@ -20,10 +19,7 @@ let context;
 
 before(async () => {
   mkdirSync(artifacts, { recursive: true });
-  site = mkdtempSync(path.join(tmpdir(), 'sextant-e2e-site-'));
-  execFileSync(process.execPath, [path.join(root, 'www/build-site.mjs'), site], { stdio: 'pipe' });
-  cpSync(path.join(fixtures, 'site-extra'), site, { recursive: true });
-  execFileSync(sextantBin, ['build', '--site', site], { stdio: 'pipe', env: { ...process.env, SEXTANT_MODEL_DIR: modelDir } });
+  site = buildDemoSite('sextant-e2e-site-', path.join(fixtures, 'site-extra'));
   server = await startStaticServer(site);
   context = await launch();
 });

@@ -2,7 +2,7 @@
 // into a scratch project, as a user would), fixture paths and the model files.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, copyFileSync, existsSync } from 'node:fs';
+import { cpSync, mkdtempSync, mkdirSync, writeFileSync, readdirSync, copyFileSync, existsSync } from 'node:fs';
 import { tmpdir, homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -68,4 +68,14 @@ export async function expectCode(promiseOrFn, code) {
   assert.ok(error instanceof Error, `not an Error: ${error}`);
   assert.equal(error.code, code, `${error.code}: ${error.message}`);
   return error;
+}
+
+/** The demo site (www/build-site.mjs) built into a new temporary folder, with `extra` (a folder)
+ * copied over it, indexed by `sextant build --site`; returns the folder. */
+export function buildDemoSite(prefix, extra) {
+  const site = mkdtempSync(path.join(tmpdir(), prefix));
+  execFileSync(process.execPath, [path.join(root, 'www/build-site.mjs'), site], { stdio: 'pipe' });
+  if (extra) cpSync(extra, site, { recursive: true });
+  execFileSync(sextantBin, ['build', '--site', site], { stdio: 'pipe', env: { ...process.env, SEXTANT_MODEL_DIR: modelDir } });
+  return site;
 }

@@ -1,0 +1,136 @@
+// The research workspace's Web Worker: it holds the open collection (sextant-search/collection,
+// kept in OPFS), so parsing, chunking and embedding never freeze the page. Requests are
+// `{id, op, args}` and get `{id, ok, value}` or `{id, ok: false, error: {code, message}}`; while
+// embedding it posts `{event: 'progress', done, total, pending}` and, when it stops,
+// `{event: 'idle', pending, reason}`. Embedding starts by itself after files are added and stops
+// on `pause` (what was embedded is kept; `resume` goes on).
+import { Collection, listCollections, deleteCollection, storageInfo } from './pkg/collection.js';
+
+let collection = null;
+let name = null;
+let model = null;
+let tokenizer = null;
+let embedding = null; // {controller, promise} while the embed loop runs
+let paused = false;
+
+async function modelFiles() {
+  if (model) return;
+  // The demo site's model files (content-hashed, listed in its entry manifest).
+  const entry = await (await fetch('../sextant/sextant.json', { cache: 'no-store' })).json();
+  const [m, t] = await Promise.all([entry.model, entry.tokenizer].map(async (f) => {
+    const response = await fetch(`../sextant/${f}`);
+    if (!response.ok) throw Object.assign(new Error(`could not fetch the model file ${f}: HTTP ${response.status}`), { code: 'FETCH_FAILED' });
+    return new Uint8Array(await response.arrayBuffer());
+  }));
+  model = m;
+  tokenizer = t;
+}
+
+function state() {
+  return { name, files: collection?.files() ?? [], pending: collection?.pending ?? 0, paused, embedding: Boolean(embedding), skipped: collection?.skipped ?? [] };
+}
+
+function startEmbedding() {
+  if (embedding || paused || !collection || collection.pending === 0) return;
+  const controller = new AbortController();
+  const target = collection;
+  const promise = target
+    .embed({ batch: 2, signal: controller.signal, on_progress: ({ done, total }) => postMessage({ event: 'progress', done, total, pending: target.pending, files: target.files() }) })
+    .then(
+      () => 'done',
+      (e) => (e?.code === 'ABORTED' ? 'paused' : `error: ${e?.message ?? e}`),
+    )
+    .then((reason) => {
+      if (embedding?.controller === controller) embedding = null;
+      // Files added while it ran have chunks of their own: go on with them.
+      if (reason === 'done' && target === collection && collection.pending > 0) return startEmbedding();
+      postMessage({ event: 'idle', reason, ...state() });
+    });
+  embedding = { controller, promise };
+}
+
+async function stopEmbedding() {
+  const running = embedding;
+  if (!running) return;
+  running.controller.abort();
+  await running.promise;
+}
+
+const ops = {
+  async open({ name: wanted }) {
+    await stopEmbedding();
+    collection?.free();
+    collection = null;
+    await modelFiles();
+    collection = await Collection.open(wanted, { model, tokenizer });
+    name = wanted;
+    paused = false;
+    startEmbedding();
+    return state();
+  },
+  async list() {
+    return { names: await listCollections(), storage: await storageInfo({ persist: true }) };
+  },
+  async remove_collection({ name: doomed }) {
+    if (doomed === name) {
+      await stopEmbedding();
+      collection?.free();
+      collection = null;
+      name = null;
+    }
+    await deleteCollection(doomed);
+    return state();
+  },
+  async add_file({ path, bytes }) {
+    const summary = await collection.addFile(path, bytes);
+    startEmbedding();
+    return { summary, ...state() };
+  },
+  async add_documents({ path, documents }) {
+    const summary = await collection.addDocuments(path, documents);
+    startEmbedding();
+    return { summary, ...state() };
+  },
+  async remove_file({ path }) {
+    // The embed loop holds no file: removing one while it runs is safe; restart it so its
+    // total counts what is left.
+    await stopEmbedding();
+    const removed = await collection.removeFile(path);
+    await collection.pruneVectors();
+    startEmbedding();
+    return { removed, ...state() };
+  },
+  async pause() {
+    paused = true;
+    await stopEmbedding();
+    return state();
+  },
+  async resume() {
+    paused = false;
+    startEmbedding();
+    return state();
+  },
+  async search({ query, k }) {
+    const response = await collection.search(query, { k });
+    return { ...response, pending: collection.pending };
+  },
+  async export() {
+    return collection.export();
+  },
+  async state() {
+    return state();
+  },
+};
+
+onmessage = async ({ data: { id, op, args } }) => {
+  try {
+    if (!ops[op]) throw Object.assign(new Error(`unknown operation ${op}`), { code: 'BAD_ARGUMENT' });
+    if (op !== 'open' && op !== 'list' && op !== 'remove_collection' && !collection) {
+      throw Object.assign(new Error('open a collection first'), { code: 'NOT_READY' });
+    }
+    const value = await ops[op](args ?? {});
+    postMessage({ id, ok: true, value });
+  } catch (e) {
+    postMessage({ id, ok: false, error: { code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) } });
+  }
+};

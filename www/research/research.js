@@ -1,0 +1,231 @@
+// The research workspace page: collections in OPFS (through research-worker.js, which holds the
+// open one), files added by drag and drop or the picker, PDFs read here page by page (pdf.js, in
+// its own worker) so each page is a section a citation can point at, embedding progress with
+// pause and resume, search while embedding (keyword until every chunk has its vector), export.
+// Every text from a document is put in the page as text, never as HTML.
+const $ = (id) => document.getElementById(id);
+const worker = new Worker(new URL('./research-worker.js', import.meta.url), { type: 'module' });
+const waiting = new Map();
+let nextId = 1;
+let current = null; // the open collection's state
+
+function request(op, args) {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    worker.postMessage({ id, op, args });
+  });
+}
+
+worker.onmessage = ({ data }) => {
+  if (data.event === 'progress') {
+    if (current) Object.assign(current, { files: data.files, pending: data.pending });
+    showProgress(data.pending, data.done, data.total);
+    showFiles(data.files);
+    return;
+  }
+  if (data.event === 'idle') {
+    current = data;
+    showState();
+    if (data.reason.startsWith('error')) say(`Embedding stopped: ${data.reason.slice(7)}`, true);
+    return;
+  }
+  const w = waiting.get(data.id);
+  waiting.delete(data.id);
+  if (data.ok) w?.resolve(data.value);
+  else w?.reject(Object.assign(new Error(data.error.message), { code: data.error.code }));
+};
+
+function say(text, error = false) {
+  $('status').textContent = text;
+  $('status').className = error ? 'error' : '';
+}
+
+function el(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children.filter((c) => c != null));
+  return node;
+}
+
+const fileStatus = new Map(); // path → text shown while a file is read ("reading", an error)
+
+function showFiles(files) {
+  const rows = files.map((f) =>
+    el(
+      'li',
+      {},
+      el('span', { className: 'path', textContent: f.path }),
+      el('span', { className: 'muted', textContent: `${f.chunks} chunks${f.pending ? ` · ${f.chunks - f.pending} embedded` : ' · ready'}` }),
+      el('button', { type: 'button', textContent: 'Remove', onclick: () => removeFile(f.path) }),
+    ),
+  );
+  for (const [path, text] of fileStatus) {
+    if (!files.some((f) => f.path === path)) rows.push(el('li', {}, el('span', { className: 'path', textContent: path }), el('span', { className: text.startsWith('Could not') ? 'error' : 'muted', textContent: text })));
+  }
+  $('files').replaceChildren(...rows);
+}
+
+function showProgress(pending, done, total) {
+  const chunks = current?.files?.reduce((n, f) => n + f.chunks, 0) ?? 0;
+  $('progress').max = Math.max(1, chunks);
+  $('progress').value = Math.max(0, chunks - pending);
+  $('progress-text').textContent = pending ? `embedding: ${pending} chunks to go` : chunks ? 'every chunk embedded' : '';
+}
+
+function showState() {
+  if (!current) return;
+  showFiles(current.files);
+  showProgress(current.pending);
+  $('pause').hidden = current.paused;
+  $('resume').hidden = !current.paused;
+}
+
+async function refreshCollections(select) {
+  const { names, storage } = await request('list');
+  $('collection').replaceChildren(...names.map((n) => el('option', { value: n, textContent: n, selected: n === select })));
+  const mb = (b) => (b / 1e6).toFixed(1);
+  $('storage').textContent = storage.usage != null ? `${mb(storage.usage)} MB used of ${mb(storage.quota)} MB${storage.persisted ? ' · kept by the browser' : ''}` : '';
+  return names;
+}
+
+async function open(name) {
+  say(`Opening ${name}…`);
+  fileStatus.clear();
+  current = await request('open', { name });
+  showState();
+  say(current.skipped.length ? `Opened ${name}; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}` : `Opened ${name}.`, current.skipped.length > 0);
+  await refreshCollections(name);
+  runSearch();
+}
+
+// PDF: one document, one section per page (anchor page=N), read with pdf.js.
+async function pdfDocuments(file) {
+  const pdfjs = await import('./vendor/pdf.min.mjs');
+  pdfjs.GlobalWorkerOptions.workerSrc = new URL('./vendor/pdf.worker.min.mjs', import.meta.url).href;
+  const task = pdfjs.getDocument({ data: new Uint8Array(await file.arrayBuffer()), isEvalSupported: false });
+  const pdf = await task.promise;
+  const sections = [];
+  for (let n = 1; n <= pdf.numPages; n++) {
+    const page = await pdf.getPage(n);
+    const content = await page.getTextContent();
+    const text = content.items.map((i) => (i.str ?? '') + (i.hasEOL ? '\n' : ' ')).join('').replace(/[ \t]+\n/g, '\n').trim();
+    if (text) sections.push({ heading_path: [`Page ${n}`], anchor: `page=${n}`, text });
+  }
+  const meta = await pdf.getMetadata().catch(() => null);
+  await task.destroy();
+  const title = meta?.info?.Title?.trim() || file.name.replace(/\.pdf$/i, '');
+  return [{ id: file.name, source: file.name, url: null, title, metadata: { pages: String(pdf.numPages) }, sections }];
+}
+
+async function addFiles(files) {
+  if (!current) return say('Create or open a collection first.', true);
+  for (const file of files) {
+    fileStatus.set(file.name, 'reading…');
+    showFiles(current.files);
+    try {
+      const state = /\.pdf$/i.test(file.name)
+        ? await request('add_documents', { path: file.name, documents: await pdfDocuments(file) })
+        : await request('add_file', { path: file.name, bytes: new Uint8Array(await file.arrayBuffer()) });
+      fileStatus.delete(file.name);
+      current = state;
+      showState();
+      runSearch();
+    } catch (e) {
+      fileStatus.set(file.name, `Could not add it: ${e.message}`);
+      showFiles(current.files);
+    }
+  }
+}
+
+async function removeFile(path) {
+  current = await request('remove_file', { path });
+  showState();
+  runSearch();
+}
+
+let searchSeq = 0;
+async function runSearch() {
+  const query = $('query').value.trim();
+  const seq = ++searchSeq;
+  if (!query || !current) {
+    $('results').replaceChildren();
+    $('mode').textContent = '';
+    return;
+  }
+  try {
+    const response = await request('search', { query, k: 10 });
+    if (seq !== searchSeq) return;
+    $('mode').textContent = response.mode === 'keyword' && response.pending ? `Keyword results · meaning search after embedding (${response.pending} chunks to go)` : response.mode === 'keyword' ? 'Keyword results' : 'Keyword + meaning results';
+    $('results').dataset.mode = response.mode;
+    $('results').dataset.query = query;
+    $('results').replaceChildren(
+      ...response.results.map((r) =>
+        el('li', {}, el('strong', { textContent: r.title }), el('div', { className: 'where', textContent: [r.source, ...r.heading_path].join(' › ') }), el('div', { className: 'text', textContent: r.text.length > 400 ? `${r.text.slice(0, 400)}…` : r.text })),
+      ),
+    );
+  } catch (e) {
+    if (seq === searchSeq) say(`Search failed: ${e.message}`, true);
+  }
+}
+
+let debounce;
+$('query').addEventListener('input', () => {
+  clearTimeout(debounce);
+  debounce = setTimeout(runSearch, 120);
+});
+$('pick').addEventListener('change', (e) => addFiles([...e.target.files]).finally(() => (e.target.value = '')));
+const drop = $('drop');
+drop.addEventListener('dragover', (e) => {
+  e.preventDefault();
+  drop.classList.add('over');
+});
+drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+drop.addEventListener('drop', (e) => {
+  e.preventDefault();
+  drop.classList.remove('over');
+  addFiles([...e.dataTransfer.files]);
+});
+$('pause').addEventListener('click', async () => {
+  current = await request('pause');
+  showState();
+});
+$('resume').addEventListener('click', async () => {
+  current = await request('resume');
+  showState();
+});
+$('collection').addEventListener('change', (e) => open(e.target.value));
+$('new-collection').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const name = $('new-name').value.trim();
+  if (!name) return;
+  try {
+    await open(name);
+    $('new-name').value = '';
+  } catch (err) {
+    say(err.message, true);
+  }
+});
+$('delete-collection').addEventListener('click', async () => {
+  if (!current?.name || !confirm(`Delete the collection ${current.name} and everything in it?`)) return;
+  await request('remove_collection', { name: current.name });
+  current = null;
+  const names = await refreshCollections();
+  if (names.length) await open(names[0]);
+  else {
+    showFiles([]);
+    say('Collection deleted.');
+  }
+});
+$('export').addEventListener('click', async () => {
+  try {
+    const bytes = await request('export');
+    const a = el('a', { href: URL.createObjectURL(new Blob([bytes])), download: `${current.name}.sxt` });
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  } catch (e) {
+    say(e.code === 'NOT_READY' ? 'Wait until every chunk is embedded, then export.' : `Export failed: ${e.message}`, true);
+  }
+});
+
+const names = await refreshCollections().catch((e) => (say(`Storage is unavailable: ${e.message}`, true), []));
+await open(names[0] ?? 'My research').catch((e) => say(`Could not open the collection: ${e.message}`, true));
