@@ -1,5 +1,5 @@
 // Types of `sextant-search/collection`: indexes built where the documents are (see collection.js).
-import type { Mode, SearchOptions, SearchResponse } from './index.js';
+import type { Mode, SearchOptions, SearchResponse, SearchResult } from './index.js';
 export { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } from './index.js';
 
 /** Model files: URLs, bytes or Blobs. */
@@ -74,6 +74,8 @@ export class Collection {
   readonly pending: number;
   embed(options?: EmbedOptions): Promise<number>;
   search(query: string, options?: SearchOptions): Promise<CollectionSearchResponse>;
+  /** The results as injection-safe `<retrieved_context>` blocks, as `Sextant.frame` does. */
+  frame(results: SearchResult[], options?: { token_budget?: number }): { context: string; included: string[]; omitted: string[]; tokens: number; budget: number; system_prompt: string };
   /** The packed index (.sxt) that `sextant search`, Node and the Worker load. */
   export(): Uint8Array;
   vectors(): Uint8Array;

@@ -306,6 +306,12 @@ export class Collection {
     return { ...response, mode };
   }
 
+  /** frame(results, {token_budget}) → the results as injection-safe `<retrieved_context>` blocks
+   * (what an LLM is shown), as `Sextant.frame` does. */
+  frame(results, options) {
+    return this.#searcher().frame(results, options);
+  }
+
   /** The collection's index as one packed file (`.sxt`) that `sextant search`, Node and the
    * Worker load; NOT_READY while chunks are pending. */
   export() {

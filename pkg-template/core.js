@@ -120,7 +120,7 @@ function sleep(ms, signal) {
   });
 }
 
-function abortError(signal) {
+export function abortError(signal) {
   const reason = signal?.reason;
   if (reason?.name === 'TimeoutError') {
     return new SextantError('LLM_TIMEOUT', 'the LLM did not answer in time; raise timeout_ms or try again');
@@ -128,7 +128,7 @@ function abortError(signal) {
   return new SextantError('ABORTED', 'the request was aborted');
 }
 
-function chatUrl(baseUrl) {
+export function chatUrl(baseUrl) {
   let url;
   try {
     url = new URL(String(baseUrl));
@@ -277,7 +277,7 @@ async function errorDetail(response, secrets) {
 }
 
 /** POSTs the chat request, retrying 429 and 5xx (at most `max_tries` tries, Retry-After honoured). */
-async function postWithRetries(url, init, { max_tries, signal, fetchImpl, random, on_retry, secrets }) {
+export async function postWithRetries(url, init, { max_tries, signal, fetchImpl, random, on_retry, secrets }) {
   for (let attempt = 1; ; attempt++) {
     let response;
     try {
@@ -313,7 +313,7 @@ async function postWithRetries(url, init, { max_tries, signal, fetchImpl, random
 }
 
 /** The answer of a response that is a whole (not streamed) chat completion. */
-async function readJsonCompletion(response, on_delta, max_answer_bytes) {
+export async function readJsonCompletion(response, on_delta, max_answer_bytes) {
   // The JSON around the answer is small: an answer's limit plus 64 KB is enough.
   const { text, cut } = await cappedText(response, max_answer_bytes + 65536);
   if (cut) {

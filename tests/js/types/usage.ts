@@ -19,6 +19,7 @@ import {
   type ErrorCode,
   type SearchResponse,
 } from 'sextant-search';
+import { research, type ResearchAnswer, type TraceEntry } from 'sextant-search/research';
 import { Collection, opfsStorage, listCollections, deleteCollection, storageInfo, type FileSummary, type CollectionSearchResponse } from 'sextant-search/collection';
 
 export async function usage(bytes: Uint8Array): Promise<void> {
@@ -85,6 +86,9 @@ async function collection(model: Uint8Array, tokenizer: Uint8Array): Promise<voi
   const kept = await Collection.open('notes', { model, tokenizer, storage: opfsStorage('notes') });
   console.log(kept.skipped, await listCollections(), (await storageInfo({ persist: true })).usage);
   await deleteCollection('notes');
+  const trace: TraceEntry[] = [];
+  const answer: ResearchAnswer = await research('why?', { collection: c, llm: { base_url: 'http://127.0.0.1:11434/v1', model: 'llama3' }, on_event: (e) => trace.push(e), on_token: (t) => console.log(t), tools: true });
+  console.log(answer.refused, answer.path, answer.citations[0]?.chunk_id, answer.usage.total_tokens, trace.length);
   c.free();
 }
 console.log(collection);

@@ -1,0 +1,156 @@
+// Research answers (`sextant-search/research`) over a real collection, against a local scripted
+// OpenAI-compatible server: tool calls, parallel calls, malformed calls, the call limit, 429s,
+// a model without tool calling, a timeout, a stream cut mid-answer, unknown and missing
+// citations. Each is handled as the workspace promises: retried, answered by the pipeline, or
+// ended with a clear error, never an unverified citation shown as verified.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { fixtures, modelDir, consumerProject, expectCode } from './harness.mjs';
+import { startLlmServer, sseAnswer } from './llm-server.mjs';
+
+const tiny = path.join(fixtures, 'tiny');
+let collection;
+let research;
+
+before(async () => {
+  const project = consumerProject();
+  writeFileSync(path.join(project, 'research.mjs'), "export * from 'sextant-search/research';\nexport { Collection } from 'sextant-search/collection';\n");
+  const api = await import(pathToFileURL(path.join(project, 'research.mjs')).href);
+  research = api.research;
+  collection = await api.Collection.create({ model: readFileSync(path.join(modelDir, 'model.onnx')), tokenizer: readFileSync(path.join(modelDir, 'tokenizer.json')) });
+  for (const f of ['notes.txt', 'pages/security.html', 'guide/search.mdx', 'faq.jsonl', 'guide/install.md']) await collection.addFile(f, readFileSync(path.join(tiny, f)));
+  await collection.embed();
+});
+after(() => collection?.free());
+
+/** A whole (not streamed) chat completion. */
+const completion = (message) => ({ body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: null, ...message }, finish_reason: message.tool_calls ? 'tool_calls' : 'stop' }], usage: { prompt_tokens: 50, completion_tokens: 5, total_tokens: 55 } }) });
+const toolCall = (id, args, name = 'search') => ({ id, type: 'function', function: { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) } });
+/** The chunk ids in the final request's system message (what the answer may cite). */
+const shown = (body) => [...(body.messages[0].content.matchAll(/chunk_id="([^"]+)"/g))].map((m) => m[1]);
+const isAnswer = (request) => request.body.stream === true;
+
+test('the tool loop: one call a round, parallel and malformed calls get error observations, then one tool-free answer', async () => {
+  const llm = await startLlmServer((request, i) => {
+    if (isAnswer(request)) return { events: sseAnswer(`Install it with the CLI [${shown(request.body)[0]}].`) };
+    return [
+      completion({ tool_calls: [toolCall('a', { query: 'install' })] }),
+      completion({ tool_calls: [toolCall('b', { query: 'security model', k: 3 }), toolCall('c', { query: 'second' })] }),
+      completion({ tool_calls: [toolCall('d', '{"query": ')] }),
+      completion({ tool_calls: [toolCall('e', { query: 'x' }, 'delete_everything')] }),
+      completion({ content: 'I have enough.' }),
+    ][i];
+  });
+  try {
+    const events = [];
+    const tokens = [];
+    const out = await research('how do I install sextant?', { collection, llm: { base_url: llm.baseUrl, model: 'm' }, on_event: (e) => events.push(e), on_token: (t) => tokens.push(t) });
+    assert.equal(out.path, 'tools');
+    assert.equal(out.refused, false, out.refusal);
+    assert.equal(out.citations.length, 1);
+    assert.ok(out.evidence.some((r) => r.chunk_id === out.citations[0].chunk_id));
+    assert.equal(tokens.join(''), out.answer);
+    assert.equal(llm.requests.length, 6);
+    // The tool rounds offered the tool; the answer call did not.
+    assert.ok(llm.requests.slice(0, 5).every((r) => r.body.tools?.[0]?.function?.name === 'search' && r.body.stream === false));
+    assert.equal(llm.requests[5].body.tools, undefined);
+    // Observations the model saw: results, then a structured error for each bad call.
+    const toolMessages = llm.requests[4].body.messages.filter((m) => m.role === 'tool');
+    const seen = toolMessages.map((m) => JSON.parse(m.content));
+    assert.equal(seen.length, 5);
+    assert.ok(seen[0].results > 0 && seen[0].passages.includes('<retrieved_context'));
+    assert.ok(seen[1].results > 0);
+    assert.deepEqual([seen[2].error_type, seen[2].retryable], ['one_call_per_round', true]);
+    assert.deepEqual([seen[3].error_type, seen[3].retryable], ['bad_arguments', true]);
+    assert.deepEqual([seen[4].error_type, seen[4].retryable], ['unknown_tool', false]);
+    assert.deepEqual(toolMessages.map((m) => m.tool_call_id), ['a', 'b', 'c', 'd', 'e']);
+    // The trace has every model and tool call, timed.
+    assert.equal(events.filter((e) => e.kind === 'model').length, 6);
+    assert.equal(events.filter((e) => e.kind === 'tool').length, 5);
+    assert.ok(out.trace.every((e) => e.kind === 'path' || typeof e.ms === 'number' || e.error));
+    assert.equal(out.usage.total_tokens, 5 * 55 + 120);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('at most max_tool_calls searches, then the tool-free answer; 429s are retried', async () => {
+  let rounds = 0;
+  const llm = await startLlmServer((request, i) => {
+    if (i === 0) return { status: 429, headers: { 'retry-after': '0' } };
+    if (isAnswer(request)) return { events: sseAnswer(`Found [${shown(request.body)[0]}].`) };
+    rounds++;
+    return completion({ tool_calls: [toolCall(`t${i}`, { query: `search ${i}` })] });
+  });
+  try {
+    const out = await research('what does search rank by?', { collection, llm: { base_url: llm.baseUrl, model: 'm' } });
+    assert.equal(out.trace.filter((e) => e.kind === 'tool').length, 5);
+    assert.equal(rounds, 5);
+    assert.equal(out.trace[0].retries.length, 1);
+    assert.equal(out.refused, false);
+  } finally {
+    await llm.close();
+  }
+});
+
+test('a model without tool calling, and a timed-out loop, are answered by the pipeline; the trace says why', async () => {
+  const llm = await startLlmServer((request) => {
+    const system = request.body.messages[0].content;
+    if (request.body.tools) return { status: 400, body: JSON.stringify({ error: { message: 'tools are not supported by this model' } }) };
+    if (isAnswer(request)) return { events: sseAnswer(`Yes [${shown(request.body)[0]}].`) };
+    if (system.startsWith('Rewrite')) return completion({ content: 'security model prompt injection' });
+    return completion({ content: 'NO\nuntrusted context defenses' });
+  });
+  try {
+    const out = await research('is it safe against prompt injection?', { collection, llm: { base_url: llm.baseUrl, model: 'm' } });
+    assert.equal(out.path, 'pipeline');
+    assert.match(out.path_reason, /LLM_HTTP/);
+    const searches = out.trace.filter((e) => e.kind === 'tool');
+    assert.deepEqual(searches.map((s) => s.args.query), ['security model prompt injection', 'untrusted context defenses']);
+    assert.equal(out.refused, false);
+  } finally {
+    await llm.close();
+  }
+  const slow = await startLlmServer((request) => {
+    if (request.body.tools) return { hang: true };
+    if (isAnswer(request)) return { events: sseAnswer(`Done [${shown(request.body)[0]}].`) };
+    return completion({ content: 'YES' });
+  });
+  try {
+    const out = await research('how do I install it?', { collection, llm: { base_url: slow.baseUrl, model: 'm' }, timeout_ms: 300 });
+    assert.equal(out.path, 'pipeline');
+    assert.match(out.path_reason, /LLM_TIMEOUT/);
+    assert.equal(out.refused, false);
+  } finally {
+    await slow.close();
+  }
+});
+
+test('unknown or missing citations are refused; a stream cut mid-answer is LLM_INCOMPLETE with what came', async () => {
+  const plans = {
+    unknown: () => ({ events: sseAnswer('It is documented [made-up#9].') }),
+    none: () => ({ events: sseAnswer('It probably works.') }),
+    cut: () => ({ events: sseAnswer('Half an answer that').slice(0, 3) }),
+  };
+  for (const [name, answer] of Object.entries(plans)) {
+    const llm = await startLlmServer((request) => (isAnswer(request) ? answer(request) : completion({ content: 'done' })));
+    try {
+      const run = research('how do I install it?', { collection, llm: { base_url: llm.baseUrl, model: 'm' }, tools: false });
+      if (name === 'cut') {
+        const error = await expectCode(run, 'LLM_INCOMPLETE');
+        assert.ok(error.partial_answer.startsWith('Half'), error.partial_answer);
+      } else {
+        const out = await run;
+        assert.equal(out.refused, true, name);
+        assert.equal(out.path_reason, 'tool calling is off (tools: false)');
+        if (name === 'unknown') assert.deepEqual(out.unknown_citations, ['made-up#9']);
+      }
+    } finally {
+      await llm.close();
+    }
+  }
+  await expectCode(research('', { collection, llm: { base_url: 'http://127.0.0.1:9/v1', model: 'm' } }), 'BAD_ARGUMENT');
+});
