@@ -5,6 +5,7 @@
 // `{event: 'idle', pending, reason}`. Embedding starts by itself after files are added and stops
 // on `pause` (what was embedded is kept; `resume` goes on).
 import { Collection, listCollections, deleteCollection, storageInfo } from './pkg/collection.js';
+import { research } from './pkg/research.js';
 
 let collection = null;
 let name = null;
@@ -12,6 +13,7 @@ let model = null;
 let tokenizer = null;
 let embedding = null; // {controller, promise} while the embed loop runs
 let paused = false;
+const asking = new Map(); // ask id → AbortController
 
 async function modelFiles() {
   if (model) return;
@@ -116,6 +118,29 @@ const ops = {
   },
   async export() {
     return collection.export();
+  },
+  // One question of the research chat: tokens and trace entries are posted as they come
+  // ({event: 'token', ask, delta}, {event: 'trace', ask, entry}); `cancel` stops it.
+  async ask({ ask, question, llm, tools, history }) {
+    const controller = new AbortController();
+    asking.set(ask, controller);
+    try {
+      return await research(question, {
+        collection,
+        llm,
+        tools,
+        history,
+        signal: controller.signal,
+        on_token: (delta) => postMessage({ event: 'token', ask, delta }),
+        on_event: (entry) => postMessage({ event: 'trace', ask, entry }),
+      });
+    } finally {
+      asking.delete(ask);
+    }
+  },
+  async cancel_ask({ ask }) {
+    asking.get(ask)?.abort();
+    return true;
   },
   async state() {
     return state();

@@ -17,11 +17,23 @@ function request(op, args) {
   });
 }
 
+// A worker that cannot start (a missing file, no module workers) fails every request, visibly.
+worker.onerror = (e) => {
+  e.preventDefault?.();
+  say(`The workspace could not start its worker (${e.message || 'a script failed to load'}); reload the page.`, true);
+  for (const w of waiting.values()) w.reject(Object.assign(new Error('the workspace worker stopped'), { code: 'INTERNAL' }));
+  waiting.clear();
+};
+
 worker.onmessage = ({ data }) => {
   if (data.event === 'progress') {
     if (current) Object.assign(current, { files: data.files, pending: data.pending });
     showProgress(data.pending, data.done, data.total);
     showFiles(data.files);
+    return;
+  }
+  if (data.event === 'token' || data.event === 'trace') {
+    asks.get(data.ask)?.[data.event](data.delta ?? data.entry);
     return;
   }
   if (data.event === 'idle') {
@@ -93,6 +105,7 @@ async function open(name) {
   fileStatus.clear();
   current = await request('open', { name });
   showState();
+  showConversation();
   say(current.skipped.length ? `Opened ${name}; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}` : `Opened ${name}.`, current.skipped.length > 0);
   await refreshCollections(name);
   runSearch();
@@ -226,6 +239,153 @@ $('export').addEventListener('click', async () => {
     say(e.code === 'NOT_READY' ? 'Wait until every chunk is embedded, then export.' : `Export failed: ${e.message}`, true);
   }
 });
+
+// ---- Research chat: the LLM the user sets, answers streamed, citations checked and linked.
+const asks = new Map(); // ask id → {token(delta), trace(entry)}
+let askSeq = 0;
+const LLM_KEY = 'sextant-research-llm';
+const llmSettings = () => {
+  try {
+    return JSON.parse(localStorage.getItem(LLM_KEY) ?? 'null');
+  } catch {
+    return null;
+  }
+};
+const conversationKey = () => `sextant-research-conversation:${current?.name ?? ''}`;
+const loadConversation = () => {
+  try {
+    return JSON.parse(localStorage.getItem(conversationKey()) ?? '[]');
+  } catch {
+    return [];
+  }
+};
+// The whole conversation is kept; the model sees the last rounds as context, never as evidence.
+const saveConversation = (rounds) => localStorage.setItem(conversationKey(), JSON.stringify(rounds));
+
+function fillSettings() {
+  const s = llmSettings();
+  const form = $('llm-form');
+  form.base_url.value = s?.base_url ?? '';
+  form.model.value = s?.model ?? '';
+  form.api_key.value = s?.api_key ?? '';
+  form.tools.checked = s?.tools ?? true;
+  $('llm-settings').open = !s;
+}
+$('llm-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const f = e.target;
+  localStorage.setItem(LLM_KEY, JSON.stringify({ base_url: f.base_url.value.trim(), model: f.model.value.trim(), api_key: f.api_key.value, tools: f.tools.checked }));
+  $('llm-settings').open = false;
+  say('LLM settings saved.');
+});
+
+function showSource(c) {
+  $('source').hidden = false;
+  $('source-title').textContent = c.title ?? c.chunk_id;
+  $('source-where').textContent = [c.source, ...(c.heading_path ?? [])].join(' › ');
+  $('source-text').textContent = c.text ?? '';
+}
+
+/** An answer's text with each [chunk_id] replaced by a numbered link to its passage. */
+function answerNodes(answer, citations, evidence) {
+  const byId = new Map(evidence.map((r) => [r.chunk_id, r]));
+  const numbers = new Map(citations.map((c, i) => [c.chunk_id, i + 1]));
+  const nodes = [];
+  let last = 0;
+  for (const m of answer.matchAll(/\[([^\]\s]+)\]/g)) {
+    const n = numbers.get(m[1]);
+    if (!n) continue;
+    nodes.push(document.createTextNode(answer.slice(last, m.index)));
+    const r = byId.get(m[1]);
+    nodes.push(el('a', { href: '#', className: 'cite', textContent: `[${n}]`, title: r ? [r.source, ...r.heading_path].join(' › ') : m[1], onclick: (e) => (e.preventDefault(), showSource({ ...r, chunk_id: m[1] })) }));
+    last = m.index + m[0].length;
+  }
+  nodes.push(document.createTextNode(answer.slice(last)));
+  return nodes;
+}
+
+function roundNode(round) {
+  const answer = el('div', { className: 'answer' });
+  const note = el('div', { className: 'note' });
+  if (round.result) {
+    const r = round.result;
+    answer.replaceChildren(...(r.refused ? [document.createTextNode(r.answer)] : answerNodes(r.answer, r.citations, r.evidence)));
+    note.className = r.refused ? 'note refused' : 'note';
+    note.textContent = r.refused ? `Not verified: ${r.refusal}` : `${r.citations.length} cited passage${r.citations.length === 1 ? '' : 's'} · ${r.path === 'tools' ? 'tool loop' : `pipeline (${r.path_reason})`}`;
+  } else if (round.error) {
+    answer.textContent = round.partial ?? '';
+    note.className = 'note refused';
+    note.textContent = round.error;
+  }
+  return el('li', {}, el('div', { className: 'question', textContent: round.question }), answer, note);
+}
+
+function showConversation() {
+  $('conversation').replaceChildren(...loadConversation().map(roundNode));
+}
+
+function showTrace(entries) {
+  $('trace').replaceChildren(
+    ...entries.map((e) => {
+      const what = e.kind === 'model' ? `model · ${e.step}` : e.kind === 'tool' ? `tool · ${e.name}${e.args ? ` ${JSON.stringify(e.args)}` : ''}` : `path · ${e.path}: ${e.reason}`;
+      const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
+      return el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
+    }),
+  );
+}
+
+$('ask-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const question = $('question').value.trim();
+  const llm = llmSettings();
+  if (!question) return;
+  if (!llm?.base_url || !llm?.model) {
+    $('llm-settings').open = true;
+    return say('Set the LLM endpoint first (base URL and model).', true);
+  }
+  if (!current) return say('Open a collection first.', true);
+  const rounds = loadConversation();
+  const history = rounds.slice(-3).flatMap((r) => (r.result && !r.result.refused ? [{ role: 'user', content: r.question }, { role: 'assistant', content: r.result.answer }] : []));
+  const round = { question };
+  const node = roundNode(round);
+  $('conversation').append(node);
+  const answer = node.querySelector('.answer');
+  const note = node.querySelector('.note');
+  note.textContent = 'Researching…';
+  const entries = [];
+  const ask = ++askSeq;
+  let partial = '';
+  asks.set(ask, {
+    token: (delta) => {
+      partial += delta;
+      answer.textContent = partial;
+    },
+    trace: (entry) => {
+      entries.push(entry);
+      showTrace(entries);
+      if (entry.kind === 'tool' && entry.args?.query) note.textContent = `Searching: ${entry.args.query}`;
+    },
+  });
+  $('question').value = '';
+  $('ask').disabled = true;
+  $('stop').hidden = false;
+  $('stop').onclick = () => request('cancel_ask', { ask });
+  try {
+    round.result = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, history });
+  } catch (err) {
+    round.error = err.code === 'ABORTED' ? 'Stopped.' : `${err.code}: ${err.message}`;
+    round.partial = partial;
+  } finally {
+    asks.delete(ask);
+    $('ask').disabled = false;
+    $('stop').hidden = true;
+  }
+  round.trace = entries;
+  saveConversation([...rounds, round]);
+  node.replaceWith(roundNode(round));
+});
+
+fillSettings();
 
 const names = await refreshCollections().catch((e) => (say(`Storage is unavailable: ${e.message}`, true), []));
 await open(names[0] ?? 'My research').catch((e) => say(`Could not open the collection: ${e.message}`, true));

@@ -1,0 +1,81 @@
+// The research workspace's chat in headless Chromium against a local scripted OpenAI-compatible
+// server (cross-origin, as a local Ollama or llama.cpp server is): a question answered through
+// the tool loop with its citation linked to the passage, the trace listing the calls, a refused
+// answer shown as not verified, and the conversation still there after a reload.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildDemoSite } from './harness.mjs';
+import { startStaticServer } from './static-server.mjs';
+import { launch, watchedPage } from './browser.mjs';
+import { startLlmServer, sseAnswer } from './llm-server.mjs';
+
+let server;
+let context;
+before(async () => {
+  server = await startStaticServer(buildDemoSite('sextant-research-chat-'));
+  context = await launch();
+});
+after(async () => {
+  await context?.close();
+  await server?.close();
+});
+
+const NOTES = `# Tide tables
+
+Harbour masters publish tide tables so that ships can plan their arrival at high water.
+
+## Spring tides
+
+Spring tides happen near the new and the full moon, when the sun and the moon pull together.
+`;
+const completion = (message) => ({ body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: null, ...message } }], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } }) });
+const shown = (body) => [...body.messages[0].content.matchAll(/chunk_id="([^"]+)"/g)].map((m) => m[1]);
+
+test('ask with the tool loop, follow a citation, read the trace; a refusal is marked; the conversation survives a reload', async () => {
+  let refuse = false;
+  const llm = await startLlmServer((request, i) => {
+    if (request.body.stream) {
+      const ids = shown(request.body);
+      return { events: sseAnswer(refuse ? 'I think so, but I am not sure.' : `Near the new and the full moon [${ids.find((id) => id.includes('spring')) ?? ids[0]}].`) };
+    }
+    const toolRounds = llm.requests.filter((r) => r.body.tools).length;
+    return toolRounds % 2 === 1 ? completion({ tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'search', arguments: JSON.stringify({ query: 'spring tides moon' }) } }] }) : completion({ content: 'enough' });
+  });
+  const page = await watchedPage(context);
+  try {
+    await page.goto(`${server.url}/research/`);
+    await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
+    await page.locator('#pick').setInputFiles([{ name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(NOTES) }]);
+    await page.waitForFunction(() => document.querySelector('#progress-text').textContent === 'every chunk embedded', null, { timeout: 120000 });
+
+    await page.locator('#llm-form [name=base_url]').fill(llm.baseUrl);
+    await page.locator('#llm-form [name=model]').fill('local-model');
+    await page.locator('#llm-form button').click();
+    await page.locator('#question').fill('When do spring tides happen?');
+    await page.locator('#ask').click();
+    await page.waitForSelector('#conversation li .cite', { timeout: 120000 });
+    const answer = await page.locator('#conversation li .answer').first().textContent();
+    assert.equal(answer, 'Near the new and the full moon [1].');
+    assert.match(await page.locator('#conversation li .note').first().textContent(), /1 cited passage · tool loop/);
+    await page.locator('#conversation li .cite').first().click();
+    assert.equal(await page.locator('#source-where').textContent(), 'tides.md › Tide tables › Spring tides');
+    assert.match(await page.locator('#source-text').textContent(), /new and the full moon/);
+    const trace = await page.$$eval('#trace li', (items) => items.map((li) => li.textContent));
+    assert.ok(trace.some((t) => t.startsWith('tool · search {"query":"spring tides moon"')), trace.join('\n'));
+    assert.ok(trace.some((t) => t.startsWith('model · answer')), trace.join('\n'));
+
+    refuse = true;
+    await page.locator('#question').fill('Is the harbour open at night?');
+    await page.locator('#ask').click();
+    await page.waitForFunction(() => document.querySelectorAll('#conversation li .note.refused').length === 1, null, { timeout: 120000 });
+    assert.match(await page.locator('#conversation li .note.refused').textContent(), /^Not verified: The answer cites no passage/);
+
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('#conversation li').length === 2, null, { timeout: 120000 });
+    assert.equal(await page.locator('#conversation li .answer').first().textContent(), 'Near the new and the full moon [1].');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await llm.close();
+  }
+});
