@@ -43,3 +43,28 @@ export interface ResearchAnswer {
 }
 
 export function research(question: string, options: ResearchOptions): Promise<ResearchAnswer>;
+
+/** Tokens of a text, estimated (about four characters a token). */
+export function estimateTokens(text: string): number;
+
+export interface Round {
+  question: string;
+  /** The verified answer, or null (a refusal): what the model sees of the round. */
+  answer?: string | null;
+  [key: string]: unknown;
+}
+
+/** A research conversation: every round kept whole, a summary of the earliest as context. */
+export class Conversation {
+  constructor(saved?: { rounds?: Round[]; summary?: string | null; compressed?: number });
+  rounds: Round[];
+  summary: string | null;
+  /** How many of the earliest rounds the summary covers. */
+  compressed: number;
+  toJSON(): { rounds: Round[]; summary: string | null; compressed: number };
+  add(round: Round): void;
+  /** The messages the model gets before a new question: the summary (not evidence), then the recent rounds. */
+  history(): { role: 'user' | 'assistant' | 'system'; content: string }[];
+  contextTokens(): number;
+  compress(options: Pick<ResearchOptions, 'llm' | 'timeout_ms' | 'max_tries' | 'signal' | 'fetch' | 'random' | 'on_event'> & { threshold?: number; target?: number; batch?: number; keep?: number }): Promise<{ compressed: number; trace: TraceEntry[]; error?: { code: string; message: string } }>;
+}

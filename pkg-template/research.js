@@ -247,3 +247,106 @@ export async function research(question, options = {}) {
     usage,
   };
 }
+
+const SUMMARY_PROMPT =
+  'Summarise this research conversation for your own later use: the questions asked, what was found and what is still open, in at most 200 words. Keep names and numbers. Do not copy citations.';
+
+/** Tokens of a text, estimated (about four characters a token for English). */
+export const estimateTokens = (text) => Math.ceil(String(text ?? '').length / 4);
+
+/**
+ * A research conversation: every round kept whole (for storage and display), and the working
+ * context the model sees: a summary of the earliest rounds plus the recent rounds uncompressed.
+ * When the context passes `threshold` tokens, compress() folds the earliest rounds into the
+ * summary in batches, until it is under `target`; the summary is replaced only when every batch
+ * succeeded, so a failed compression loses nothing. The summary is context, never evidence:
+ * research() checks citations against the passages it retrieved, and the summary is none.
+ */
+export class Conversation {
+  constructor({ rounds = [], summary = null, compressed = 0 } = {}) {
+    this.rounds = rounds;
+    this.summary = summary;
+    this.compressed = Math.min(compressed, rounds.length);
+  }
+
+  toJSON() {
+    return { rounds: this.rounds, summary: this.summary, compressed: this.compressed };
+  }
+
+  /** Adds a round: `{question, answer, refused, ...}` (anything else is kept for display). */
+  add(round) {
+    this.rounds.push(round);
+  }
+
+  #messages(from) {
+    return this.rounds.slice(from).flatMap((r) => (r.answer ? [{ role: 'user', content: r.question }, { role: 'assistant', content: r.answer }] : [{ role: 'user', content: r.question }]));
+  }
+
+  /** The chat messages the model gets before the new question. */
+  history() {
+    const summary = this.summary ? [{ role: 'system', content: `Summary of the earlier conversation (context, not evidence: never cite it):\n${this.summary}` }] : [];
+    return [...summary, ...this.#messages(this.compressed)];
+  }
+
+  /** The working context's estimated tokens. */
+  contextTokens() {
+    return this.history().reduce((n, m) => n + estimateTokens(m.content) + 4, 0);
+  }
+
+  /**
+   * Compresses when the context is over `threshold` (default 12,000 tokens) until it is under
+   * `target` (default 8,000), `batch` rounds per LLM call; the most recent `keep` rounds stay
+   * whole. Resolves with `{ compressed, trace }` (`compressed`: rounds folded in, 0 if none or
+   * on failure, `error` then says why). The options are research()'s for the LLM.
+   */
+  async compress({ llm, threshold = 12000, target = 8000, batch = 4, keep = 2, timeout_ms = 60000, max_tries = 3, signal, fetch: fetchImpl = globalThis.fetch, random = Math.random, on_event } = {}) {
+    const trace = [];
+    if (this.contextTokens() <= threshold) return { compressed: 0, trace };
+    const url = chatUrl(llm.base_url);
+    const secrets = [llm.api_key].filter(Boolean);
+    let summary = this.summary;
+    let upTo = this.compressed;
+    const last = Math.max(this.compressed, this.rounds.length - keep);
+    const tokensAfter = (from, s) => new Conversation({ rounds: this.rounds, summary: s, compressed: from }).contextTokens();
+    try {
+      while (upTo < last && tokensAfter(upTo, summary) > target) {
+        const end = Math.min(last, upTo + batch);
+        const transcript = this.#messages(upTo).slice(0, 2 * (end - upTo)).map((m) => `${m.role === 'user' ? 'Question' : 'Answer'}: ${m.content}`).join('\n\n');
+        const started = performance.now();
+        const signals = [signal, AbortSignal.timeout(timeout_ms)].filter(Boolean);
+        const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+        const headers = { 'content-type': 'application/json', accept: 'application/json' };
+        if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
+        const body = JSON.stringify({ model: llm.model, stream: false, messages: [{ role: 'system', content: SUMMARY_PROMPT }, { role: 'user', content: `${summary ? `Summary so far:\n${summary}\n\n` : ''}${transcript}` }] });
+        try {
+          const response = await postWithRetries(url, { method: 'POST', headers, body }, { max_tries, signal: combined, fetchImpl, random, secrets });
+          let text;
+          try {
+            text = JSON.parse(await response.text())?.choices?.[0]?.message?.content;
+          } catch {
+            text = undefined;
+          }
+          if (typeof text !== 'string' || !text.trim()) throw new SextantError('LLM_BAD_RESPONSE', 'the summary call returned no text');
+          summary = text.trim();
+          const entry = { kind: 'model', step: `compress rounds ${upTo + 1}-${end}`, ms: performance.now() - started, retries: [] };
+          trace.push(entry);
+          on_event?.(entry);
+          upTo = end;
+        } catch (e) {
+          const error = combined?.aborted && !(e instanceof SextantError) ? abortError(combined) : e;
+          const entry = { kind: 'model', step: `compress rounds ${upTo + 1}-${end}`, ms: performance.now() - started, retries: [], error: { code: error.code ?? 'INTERNAL', message: error.message } };
+          trace.push(entry);
+          on_event?.(entry);
+          throw error;
+        }
+      }
+    } catch (e) {
+      return { compressed: 0, trace, error: { code: e.code ?? 'INTERNAL', message: e.message } };
+    }
+    // Every batch succeeded: the new summary replaces the old one in one step.
+    const compressed = upTo - this.compressed;
+    this.summary = summary;
+    this.compressed = upTo;
+    return { compressed, trace };
+  }
+}

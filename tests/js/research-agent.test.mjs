@@ -154,3 +154,50 @@ test('unknown or missing citations are refused; a stream cut mid-answer is LLM_I
   }
   await expectCode(research('', { collection, llm: { base_url: 'http://127.0.0.1:9/v1', model: 'm' } }), 'BAD_ARGUMENT');
 });
+
+test('a long session compresses its earliest rounds in batches; a failed batch loses nothing; the summary is never evidence', async () => {
+  const { Conversation } = await import(pathToFileURL(path.join(consumerProject(), 'research.mjs')).href);
+  const rounds = Array.from({ length: 10 }, (_, i) => ({ question: `Question ${i}: what about topic ${i}?`, answer: `Answer ${i}. ${'Lighthouses and tides. '.repeat(90)}` }));
+  const conversation = new Conversation({ rounds: structuredClone(rounds) });
+  const before = conversation.contextTokens();
+  assert.ok(before > 4000, `${before}`);
+  let fail = true;
+  const llm = await startLlmServer((request, i) => {
+    if (fail && i === 1) return { status: 500 };
+    return completion({ content: `Summary after call ${i}: topics 0 to 7 were about lighthouses [made-up#1].` });
+  });
+  try {
+    const options = { llm: { base_url: llm.baseUrl, model: 'm' }, threshold: 3000, target: 2000, batch: 3, keep: 2, max_tries: 1 };
+    const failed = await conversation.compress(options);
+    assert.equal(failed.compressed, 0);
+    assert.equal(failed.error.code, 'LLM_UNAVAILABLE');
+    assert.deepEqual(conversation.toJSON(), { rounds, summary: null, compressed: 0 }, 'a failed compression changed the conversation');
+
+    fail = false;
+    const done = await conversation.compress(options);
+    assert.ok(done.compressed >= 3 && done.compressed <= 8, JSON.stringify(done));
+    assert.ok(done.trace.length >= 1 && done.trace.every((e) => !e.error));
+    assert.equal(conversation.compressed, done.compressed);
+    assert.match(conversation.summary, /^Summary after call \d+/);
+    assert.deepEqual(conversation.rounds, rounds, 'every round is kept whole');
+    assert.ok(conversation.contextTokens() < before);
+    const history = conversation.history();
+    assert.equal(history[0].role, 'system');
+    assert.match(history[0].content, /not evidence/);
+    assert.equal(history.length, 1 + 2 * (10 - done.compressed));
+    // Under the threshold, nothing happens.
+    assert.equal((await conversation.compress({ ...options, threshold: 1e9 })).compressed, 0);
+  } finally {
+    await llm.close();
+  }
+  // A citation found only in the summary is not evidence: refused.
+  const answerer = await startLlmServer((request) => (request.body.stream ? { events: sseAnswer('As summarised [made-up#1].') } : completion({ content: 'enough' })));
+  try {
+    const out = await research('what did we find?', { collection, llm: { base_url: answerer.baseUrl, model: 'm' }, history: conversation.history() });
+    assert.equal(out.refused, true);
+    assert.deepEqual(out.unknown_citations, ['made-up#1']);
+    assert.ok(answerer.requests.every((r) => r.body.messages.some((m) => m.content?.includes('Summary after call'))));
+  } finally {
+    await answerer.close();
+  }
+});

@@ -5,7 +5,7 @@
 // `{event: 'idle', pending, reason}`. Embedding starts by itself after files are added and stops
 // on `pause` (what was embedded is kept; `resume` goes on).
 import { Collection, listCollections, deleteCollection, storageInfo } from './pkg/collection.js';
-import { research } from './pkg/research.js';
+import { research, Conversation } from './pkg/research.js';
 
 let collection = null;
 let name = null;
@@ -121,19 +121,26 @@ const ops = {
   },
   // One question of the research chat: tokens and trace entries are posted as they come
   // ({event: 'token', ask, delta}, {event: 'trace', ask, entry}); `cancel` stops it.
-  async ask({ ask, question, llm, tools, history }) {
+  // `conversation` is the stored one ({rounds, summary, compressed}); its working context is
+  // compressed first when it has grown past the threshold (a failure there loses nothing and
+  // the question goes on with the uncompressed context).
+  async ask({ ask, question, llm, tools, conversation }) {
     const controller = new AbortController();
     asking.set(ask, controller);
+    const on_event = (entry) => postMessage({ event: 'trace', ask, entry });
     try {
-      return await research(question, {
+      const memory = new Conversation(conversation);
+      const compression = await memory.compress({ llm, signal: controller.signal, on_event });
+      const result = await research(question, {
         collection,
         llm,
         tools,
-        history,
+        history: memory.history(),
         signal: controller.signal,
         on_token: (delta) => postMessage({ event: 'token', ask, delta }),
-        on_event: (entry) => postMessage({ event: 'trace', ask, entry }),
+        on_event,
       });
+      return { result, summary: memory.summary, compressed: memory.compressed, compression: compression.compressed };
     } finally {
       asking.delete(ask);
     }

@@ -252,15 +252,17 @@ const llmSettings = () => {
   }
 };
 const conversationKey = () => `sextant-research-conversation:${current?.name ?? ''}`;
+// The whole conversation is kept ({rounds, summary, compressed}); the model sees a summary of
+// the earliest rounds plus the recent ones (research.js's Conversation), never as evidence.
 const loadConversation = () => {
   try {
-    return JSON.parse(localStorage.getItem(conversationKey()) ?? '[]');
+    const stored = JSON.parse(localStorage.getItem(conversationKey()) ?? 'null');
+    return Array.isArray(stored) ? { rounds: stored, summary: null, compressed: 0 } : (stored ?? { rounds: [], summary: null, compressed: 0 });
   } catch {
-    return [];
+    return { rounds: [], summary: null, compressed: 0 };
   }
 };
-// The whole conversation is kept; the model sees the last rounds as context, never as evidence.
-const saveConversation = (rounds) => localStorage.setItem(conversationKey(), JSON.stringify(rounds));
+const saveConversation = (conversation) => localStorage.setItem(conversationKey(), JSON.stringify(conversation));
 
 function fillSettings() {
   const s = llmSettings();
@@ -321,7 +323,7 @@ function roundNode(round) {
 }
 
 function showConversation() {
-  $('conversation').replaceChildren(...loadConversation().map(roundNode));
+  $('conversation').replaceChildren(...loadConversation().rounds.map(roundNode));
 }
 
 function showTrace(entries) {
@@ -344,8 +346,7 @@ $('ask-form').addEventListener('submit', async (e) => {
     return say('Set the LLM endpoint first (base URL and model).', true);
   }
   if (!current) return say('Open a collection first.', true);
-  const rounds = loadConversation();
-  const history = rounds.slice(-3).flatMap((r) => (r.result && !r.result.refused ? [{ role: 'user', content: r.question }, { role: 'assistant', content: r.result.answer }] : []));
+  const conversation = loadConversation();
   const round = { question };
   const node = roundNode(round);
   $('conversation').append(node);
@@ -371,7 +372,12 @@ $('ask-form').addEventListener('submit', async (e) => {
   $('stop').hidden = false;
   $('stop').onclick = () => request('cancel_ask', { ask });
   try {
-    round.result = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, history });
+    // The model's context keeps question and verified answer of each round (refusals: the question).
+    const memory = { rounds: conversation.rounds.map((r) => ({ question: r.question, answer: r.result && !r.result.refused ? r.result.answer : null })), summary: conversation.summary, compressed: conversation.compressed };
+    const out = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, conversation: memory });
+    round.result = out.result;
+    conversation.summary = out.summary;
+    conversation.compressed = out.compressed;
   } catch (err) {
     round.error = err.code === 'ABORTED' ? 'Stopped.' : `${err.code}: ${err.message}`;
     round.partial = partial;
@@ -381,7 +387,8 @@ $('ask-form').addEventListener('submit', async (e) => {
     $('stop').hidden = true;
   }
   round.trace = entries;
-  saveConversation([...rounds, round]);
+  conversation.rounds.push(round);
+  saveConversation(conversation);
   node.replaceWith(roundNode(round));
 });
 

@@ -19,7 +19,7 @@ import {
   type ErrorCode,
   type SearchResponse,
 } from 'sextant-search';
-import { research, type ResearchAnswer, type TraceEntry } from 'sextant-search/research';
+import { research, Conversation, estimateTokens, type ResearchAnswer, type TraceEntry } from 'sextant-search/research';
 import { Collection, opfsStorage, listCollections, deleteCollection, storageInfo, type FileSummary, type CollectionSearchResponse } from 'sextant-search/collection';
 
 export async function usage(bytes: Uint8Array): Promise<void> {
@@ -89,6 +89,9 @@ async function collection(model: Uint8Array, tokenizer: Uint8Array): Promise<voi
   const trace: TraceEntry[] = [];
   const answer: ResearchAnswer = await research('why?', { collection: c, llm: { base_url: 'http://127.0.0.1:11434/v1', model: 'llama3' }, on_event: (e) => trace.push(e), on_token: (t) => console.log(t), tools: true });
   console.log(answer.refused, answer.path, answer.citations[0]?.chunk_id, answer.usage.total_tokens, trace.length);
+  const session = new Conversation({ rounds: [{ question: 'why?', answer: answer.refused ? null : answer.answer }] });
+  const folded = await session.compress({ llm: { base_url: 'http://127.0.0.1:11434/v1', model: 'llama3' }, threshold: 12000, target: 8000 });
+  console.log(folded.compressed, session.history().length, session.contextTokens(), estimateTokens('x'), JSON.stringify(session.toJSON()));
   c.free();
 }
 console.log(collection);
