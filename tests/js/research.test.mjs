@@ -124,3 +124,28 @@ test('add, search while embedding, hybrid, PDF pages, reload, remove, and hostil
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('after a first visit the workspace, its model and wasm load with the network off', async () => {
+  const page = await watchedPage(context);
+  await page.goto(`${server.url}/research/`);
+  await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
+  await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30000 });
+  await page.locator('#new-name').fill('offline notes');
+  await page.locator('#new-collection button').click();
+  await page.waitForFunction(() => document.querySelector('#status').textContent === 'Opened offline notes.', null, { timeout: 120000 });
+  await page.locator('#pick').setInputFiles([{ name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(NOTES) }]);
+  await page.waitForFunction(() => document.querySelector('#progress-text').textContent === 'every chunk embedded', null, { timeout: 120000 });
+  const online = await results(page, 'when do spring tides happen', 'hybrid');
+  await context.setOffline(true);
+  try {
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
+    await page.locator('#collection').selectOption('offline notes');
+    await page.waitForFunction(() => document.querySelector('#status').textContent === 'Opened offline notes.', null, { timeout: 120000 });
+    assert.deepEqual(await results(page, 'when do spring tides happen', 'hybrid'), online);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await context.setOffline(false);
+    await page.close();
+  }
+});

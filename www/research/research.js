@@ -4,6 +4,23 @@
 // pause and resume, search while embedding (keyword until every chunk has its vector), export.
 // Every text from a document is put in the page as text, never as HTML.
 const $ = (id) => document.getElementById(id);
+
+// Offline: the site's service worker (written by `sextant build --site` at the site root) keeps
+// every file this page, its worker and the model fetch. It is waited for (at most 3 s) before the
+// worker starts, so that on a first visit the worker's fetches are cached too.
+async function offlineReady() {
+  if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
+  try {
+    const root = new URL('../', import.meta.url);
+    await navigator.serviceWorker.register(new URL('sextant-sw.js', root), { scope: root.pathname });
+    if (!navigator.serviceWorker.controller) {
+      await Promise.race([new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true })), new Promise((resolve) => setTimeout(resolve, 3000))]);
+    }
+  } catch {
+    // Without it the workspace works, only not offline.
+  }
+}
+await offlineReady();
 const worker = new Worker(new URL('./research-worker.js', import.meta.url), { type: 'module' });
 const waiting = new Map();
 let nextId = 1;
@@ -393,6 +410,9 @@ $('ask-form').addEventListener('submit', async (e) => {
 });
 
 fillSettings();
+
+// pdf.js loads only when a PDF is added: fetch it once now, so it is cached for offline use.
+for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs']) fetch(new URL(f, import.meta.url)).catch(() => {});
 
 const names = await refreshCollections().catch((e) => (say(`Storage is unavailable: ${e.message}`, true), []));
 await open(names[0] ?? 'My research').catch((e) => say(`Could not open the collection: ${e.message}`, true));
