@@ -68,7 +68,11 @@ export class Collection {
   /** Opens (or creates) a named collection kept in `storage` (default: OPFS), writing changes through. */
   static open(name: string, options: CreateOptions & { storage?: CollectionStorage }): Promise<Collection>;
   addFile(path: string, content: string | Uint8Array | ArrayBuffer | Blob): Promise<FileSummary>;
-  addDocuments(path: string, documents: DocumentInput[]): Promise<FileSummary>;
+  addDocuments(path: string, documents: DocumentInput[], options?: { original?: Uint8Array | ArrayBuffer | Blob }): Promise<FileSummary>;
+  /** HTML made from another format (a DOCX), read by the core's HTML loader. */
+  addHtml(path: string, html: string, options?: { original?: Uint8Array | ArrayBuffer | Blob }): Promise<FileSummary>;
+  /** The original bytes kept for a file added with `original`, or null. */
+  original(path: string): Promise<Uint8Array | null>;
   removeFile(path: string): Promise<boolean>;
   files(): FileSummary[];
   readonly pending: number;

@@ -83,6 +83,10 @@ const VECTORS = 'vectors.bin';
 // A stored file's name: its path, escaped (no '/'), after a prefix saying how it was added.
 const fileEntry = (path) => `file.${encodeURIComponent(path)}`;
 const documentsEntry = (path) => `docs.${encodeURIComponent(path)}.json`;
+const htmlEntry = (path) => `html.${encodeURIComponent(path)}.html`;
+// The original bytes of a file read outside the core (a PDF, a DOCX), to open it at a citation.
+const originalEntry = (path) => `orig.${encodeURIComponent(path)}`;
+const entriesOf = (path) => [fileEntry(path), documentsEntry(path), htmlEntry(path), originalEntry(path)];
 
 /** The names of the collections kept in this browser's storage (OPFS). */
 export async function listCollections() {
@@ -153,6 +157,8 @@ export class Collection {
           collection.#inner.addFile(decodeURIComponent(entry.slice(5)), bytes);
         } else if (entry.startsWith('docs.') && entry.endsWith('.json')) {
           collection.#inner.addDocuments(decodeURIComponent(entry.slice(5, -5)), JSON.parse(new TextDecoder().decode(bytes)));
+        } else if (entry.startsWith('html.') && entry.endsWith('.html')) {
+          collection.#inner.addHtml(decodeURIComponent(entry.slice(5, -5)), new TextDecoder().decode(bytes));
         }
       } catch (e) {
         collection.skipped.push({ entry, code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
@@ -209,10 +215,7 @@ export class Collection {
     const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : await bytesOf(content, path);
     const summary = call(() => this.#inner.addFile(String(path), bytes));
     this.#changed();
-    await this.#save(async () => {
-      await this.#storage.remove(documentsEntry(String(path)));
-      await this.#storage.write(fileEntry(String(path)), bytes);
-    });
+    await this.#replaceEntries(String(path), [[fileEntry(String(path)), bytes]]);
     return summary;
   }
 
@@ -220,14 +223,41 @@ export class Collection {
    * Adds documents read elsewhere under the file `path` (a PDF's pages, a DOCX's text), each
    * `{id, source, url, title, metadata, sections: [{heading_path, anchor, text}]}`.
    */
-  async addDocuments(path, documents) {
+  async addDocuments(path, documents, { original } = {}) {
     const summary = call(() => this.#inner.addDocuments(String(path), documents));
     this.#changed();
-    await this.#save(async () => {
-      await this.#storage.remove(fileEntry(String(path)));
-      await this.#storage.write(documentsEntry(String(path)), new TextEncoder().encode(JSON.stringify(documents)));
-    });
+    const entries = [[documentsEntry(String(path)), new TextEncoder().encode(JSON.stringify(documents))]];
+    if (original) entries.push([originalEntry(String(path)), await bytesOf(original, path)]);
+    await this.#replaceEntries(String(path), entries);
     return summary;
+  }
+
+  /**
+   * Adds HTML made from another format (a DOCX converted with mammoth) as the document `path`,
+   * read by the core's HTML loader (headings become sections). `original`: the file's bytes,
+   * kept to open it later (`original(path)`).
+   */
+  async addHtml(path, html, { original } = {}) {
+    const summary = call(() => this.#inner.addHtml(String(path), String(html)));
+    this.#changed();
+    const entries = [[htmlEntry(String(path)), new TextEncoder().encode(String(html))]];
+    if (original) entries.push([originalEntry(String(path)), await bytesOf(original, path)]);
+    await this.#replaceEntries(String(path), entries);
+    return summary;
+  }
+
+  /** The original bytes kept for `path` (a PDF or DOCX added with `original`), or null. */
+  async original(path) {
+    return this.#storage ? this.#storage.read(originalEntry(String(path))) : null;
+  }
+
+  /** Writes a file's entries, removing whatever else was stored for its path. */
+  #replaceEntries(path, entries) {
+    return this.#save(async () => {
+      const keep = new Set(entries.map(([name]) => name));
+      for (const name of entriesOf(path)) if (!keep.has(name)) await this.#storage.remove(name);
+      for (const [name, bytes] of entries) await this.#storage.write(name, bytes);
+    });
   }
 
   /** Removes the file at `path` and its documents; false if there was none. */
@@ -236,8 +266,7 @@ export class Collection {
     if (removed) {
       this.#changed();
       await this.#save(async () => {
-        await this.#storage.remove(fileEntry(String(path)));
-        await this.#storage.remove(documentsEntry(String(path)));
+        for (const name of entriesOf(String(path))) await this.#storage.remove(name);
       });
     }
     return removed;

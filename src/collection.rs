@@ -112,6 +112,19 @@ impl Collection {
         self.add_documents(path, documents, tokenizer)
     }
 
+    /// Reads HTML made from another format (a DOCX converted in the browser) as the document
+    /// `path`, with the HTML loader's sections and limits; replaces the file at `path`.
+    pub fn add_html(
+        &mut self,
+        path: &str,
+        html: &str,
+        tokenizer: &ModelTokenizer,
+    ) -> Result<FileSummary, CollectionError> {
+        components(path)?;
+        let document = crate::loader::load_html(path, html, &self.config.input)?;
+        self.add_documents(path, vec![document], tokenizer)
+    }
+
     /// Adds documents read elsewhere (a PDF's pages, a DOCX's text) under the file `path`,
     /// replacing what was there. Their ids must be unique in the collection.
     pub fn add_documents(

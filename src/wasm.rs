@@ -400,6 +400,17 @@ impl Collection {
         to_js(&summary)
     }
 
+    /// `addHtml(path, html)`: HTML made from another format (a DOCX), read by the HTML loader as
+    /// the document `path`.
+    #[wasm_bindgen(js_name = addHtml)]
+    pub fn add_html(&mut self, path: &str, html: &str) -> Result<JsValue, JsValue> {
+        let summary = self
+            .inner
+            .add_html(path, html, self.embedder.tokenizer())
+            .map_err(collection_error)?;
+        to_js(&summary)
+    }
+
     /// `removeFile(path)` → whether there was one.
     #[wasm_bindgen(js_name = removeFile)]
     pub fn remove_file(&mut self, path: &str) -> bool {
@@ -446,16 +457,15 @@ impl Collection {
     }
 
     /// `engine(partial)` → an `Engine` over the collection's index sharing this model (no
-    /// second copy). A partial index (chunks still pending) gets no model: it answers keyword
-    /// queries and refuses dense and hybrid ones with `NO_MODEL`, never ranks by zero vectors.
+    /// second copy), for search and framing. Over a partial index (chunks still pending, their
+    /// vectors zero) only keyword search is meaningful: the package's `Collection.search` asks
+    /// for nothing else until every chunk is embedded.
     pub fn engine(&self, partial: bool) -> Result<Engine, JsValue> {
         let packed = self.build(partial)?;
         let mut inner = crate::search::Engine::from_bytes(&packed).map_err(|e| js_error(e.code(), e))?;
-        if self.inner.pending().is_empty() {
-            inner
-                .attach_model(self.embedder.clone())
-                .map_err(|e| js_error(ErrorCode::Internal, e))?;
-        }
+        inner
+            .attach_model(self.embedder.clone())
+            .map_err(|e| js_error(ErrorCode::Internal, e))?;
         Ok(Engine { inner })
     }
 

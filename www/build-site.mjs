@@ -92,7 +92,8 @@ await writeFile(path.join(out, 'index.html'), layout({ ...pages[0], slug: '' }, 
 await copyFile(path.join(here, 'site.css'), path.join(out, 'site.css'));
 
 // The research workspace (/research/): its page, the collection build of the package (pkg/, from
-// `make wasm`) and pdf.js. It takes the model files from the site's sextant/ folder at run time.
+// `make wasm`), pdf.js and mammoth (DOCX). It takes the model files from the site's sextant/
+// folder at run time.
 const research = path.join(out, 'research');
 await mkdir(path.join(research, 'pkg'), { recursive: true });
 await mkdir(path.join(research, 'vendor'), { recursive: true });
@@ -105,4 +106,5 @@ for (const f of ['core.js', 'collection.js', 'research.js', 'sextant_collection.
 }
 const pdfjs = path.join(here, 'node_modules/pdfjs-dist/build');
 for (const f of ['pdf.min.mjs', 'pdf.worker.min.mjs']) await copyFile(path.join(pdfjs, f), path.join(research, 'vendor', f));
+await copyFile(path.join(here, 'node_modules/mammoth/mammoth.browser.min.js'), path.join(research, 'vendor/mammoth.browser.min.js'));
 console.log(`site: ${pages.length} pages in ${out}, the research workspace in ${research}`);

@@ -151,6 +151,7 @@ test('an opened collection writes through to its storage and reopens without emb
   const first = await api.Collection.open('notes', { model, tokenizer, storage });
   try {
     for (const f of FILES) await first.addFile(f, readFileSync(path.join(tiny, f)));
+    await first.addHtml('memo.docx', '<title>Memo</title><h1>Memo</h1><p>The harbour pilot boards ships at the breakwater.</p>', { original: new Uint8Array([80, 75, 3, 4]) });
     await first.addDocuments('paper.pdf', [
       { id: 'paper.pdf', source: 'paper.pdf', url: null, title: 'A paper', metadata: {}, sections: [{ heading_path: ['Page 2'], anchor: 'page=2', text: 'Lighthouse lenses focus the beam with Fresnel rings.' }] },
     ]);
@@ -160,6 +161,8 @@ test('an opened collection writes through to its storage and reopens without emb
     assert.deepEqual([...storage.files.keys()].filter((k) => k.startsWith('file.') || k.startsWith('docs.')).sort(), [
       'docs.paper.pdf.json', 'file.faq.jsonl', 'file.guide%2Finstall.md', 'file.guide%2Fsearch.mdx', 'file.pages%2Fsecurity.html',
     ]);
+    assert.deepEqual([...(await first.original('memo.docx'))], [80, 75, 3, 4]);
+    assert.equal(await first.original('paper.pdf'), null);
   } finally {
     first.free();
   }
@@ -168,7 +171,8 @@ test('an opened collection writes through to its storage and reopens without emb
     try {
       assert.deepEqual(again.skipped, []);
       assert.equal(again.pending, 0, 'reopening embedded something again');
-      assert.deepEqual(again.files().map((f) => f.path), ['faq.jsonl', 'guide/install.md', 'guide/search.mdx', 'pages/security.html', 'paper.pdf']);
+      assert.deepEqual(again.files().map((f) => f.path), ['faq.jsonl', 'guide/install.md', 'guide/search.mdx', 'memo.docx', 'pages/security.html', 'paper.pdf']);
+      assert.equal((await again.search('where does the harbour pilot board ships', { k: 1 })).results[0].doc_id, 'memo.docx');
       const hit = (await again.search('fresnel lens', { k: 3 })).results[0];
       assert.equal(hit.doc_id, 'paper.pdf');
       assert.deepEqual(hit.heading_path, ['Page 2']);

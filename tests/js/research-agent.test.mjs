@@ -201,3 +201,19 @@ test('a long session compresses its earliest rounds in batches; a failed batch l
     await answerer.close();
   }
 });
+
+test('research works while chunks are still being embedded (keyword evidence)', async () => {
+  const { Collection } = await import(pathToFileURL(path.join(consumerProject(), 'research.mjs')).href);
+  const fresh = await Collection.create({ model: readFileSync(path.join(modelDir, 'model.onnx')), tokenizer: readFileSync(path.join(modelDir, 'tokenizer.json')) });
+  const llm = await startLlmServer((request) => (request.body.stream ? { events: sseAnswer(`From the notes [${shown(request.body)[0]}].`) } : completion({ content: 'install' })));
+  try {
+    await fresh.addFile('guide/install.md', readFileSync(path.join(tiny, 'guide/install.md')));
+    assert.ok(fresh.pending > 0);
+    const out = await research('how do I install it?', { collection: fresh, llm: { base_url: llm.baseUrl, model: 'm' }, tools: false });
+    assert.equal(out.refused, false, out.refusal);
+    assert.ok(out.trace.some((e) => e.kind === 'tool' && e.mode === 'keyword'));
+  } finally {
+    fresh.free();
+    await llm.close();
+  }
+});

@@ -8,6 +8,7 @@ import { buildDemoSite } from './harness.mjs';
 import { startStaticServer } from './static-server.mjs';
 import { launch, watchedPage } from './browser.mjs';
 import { startLlmServer, sseAnswer } from './llm-server.mjs';
+import { pdfOf } from './documents.mjs';
 
 let server;
 let context;
@@ -33,27 +34,39 @@ const shown = (body) => [...body.messages[0].content.matchAll(/chunk_id="([^"]+)
 
 test('ask with the tool loop, follow a citation, read the trace; a refusal is marked; the conversation survives a reload', async () => {
   let refuse = false;
+  let citePdf = false;
   const llm = await startLlmServer((request, i) => {
     if (request.body.stream) {
       const ids = shown(request.body);
+      if (citePdf) return { events: sseAnswer(`Fresnel lenses [${ids.find((id) => id.startsWith('lights.pdf')) ?? ids[0]}].`) };
       return { events: sseAnswer(refuse ? 'I think so, but I am not sure.' : `Near the new and the full moon [${ids.find((id) => id.includes('spring')) ?? ids[0]}].`) };
     }
     const toolRounds = llm.requests.filter((r) => r.body.tools).length;
-    return toolRounds % 2 === 1 ? completion({ tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'search', arguments: JSON.stringify({ query: 'spring tides moon' }) } }] }) : completion({ content: 'enough' });
+    const query = citePdf ? 'Fresnel lenses lamp' : 'spring tides moon';
+    return toolRounds % 2 === 1 ? completion({ tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'search', arguments: JSON.stringify({ query }) } }] }) : completion({ content: 'enough' });
   });
   const page = await watchedPage(context);
   try {
     await page.goto(`${server.url}/research/`);
     await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
-    await page.locator('#pick').setInputFiles([{ name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(NOTES) }]);
-    await page.waitForFunction(() => document.querySelector('#progress-text').textContent === 'every chunk embedded', null, { timeout: 120000 });
+    await page.locator('#pick').setInputFiles([
+      { name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(NOTES) },
+      { name: 'lights.pdf', mimeType: 'application/pdf', buffer: pdfOf(['Lighthouse engineering', 'Fresnel lenses focus the lamp into a beam.']) },
+    ]);
+    await page.waitForFunction(() => document.querySelectorAll('#files li').length === 2 && document.querySelector('#progress-text').textContent === 'every chunk embedded', null, { timeout: 120000 });
 
     await page.locator('#llm-form [name=base_url]').fill(llm.baseUrl);
     await page.locator('#llm-form [name=model]').fill('local-model');
     await page.locator('#llm-form button').click();
     await page.locator('#question').fill('When do spring tides happen?');
     await page.locator('#ask').click();
-    await page.waitForSelector('#conversation li .cite', { timeout: 120000 });
+    // Done when the round's note is no longer a progress line.
+    const settled = (n) => page.waitForFunction((count) => {
+      const notes = [...document.querySelectorAll('#conversation li .note')];
+      return notes.length === count && !/^(Researching|Searching)/.test(notes.at(-1).textContent);
+    }, n, { timeout: 120000 });
+    await settled(1);
+    assert.equal(await page.locator('#conversation li .cite').count(), 1, await page.locator('#conversation').textContent());
     const answer = await page.locator('#conversation li .answer').first().textContent();
     assert.equal(answer, 'Near the new and the full moon [1].');
     assert.match(await page.locator('#conversation li .note').first().textContent(), /1 cited passage · tool loop/);
@@ -64,6 +77,22 @@ test('ask with the tool loop, follow a citation, read the trace; a refusal is ma
     assert.ok(trace.some((t) => t.startsWith('tool · search {"query":"spring tides moon"')), trace.join('\n'));
     assert.ok(trace.some((t) => t.startsWith('model · answer')), trace.join('\n'));
 
+    // A citation of a PDF page opens the PDF kept in storage at that page.
+    citePdf = true;
+    await page.locator('#question').fill('What focuses the lamp?');
+    await page.locator('#ask').click();
+    await settled(2);
+    assert.equal(await page.locator('#conversation li .cite').count(), 2, await page.locator('#conversation').textContent());
+    await page.locator('#conversation li .cite').nth(1).click();
+    assert.equal(await page.locator('#source-where').textContent(), 'lights.pdf › Page 2');
+    const open = page.locator('#source-open a');
+    await open.waitFor({ timeout: 60000 });
+    assert.equal(await open.textContent(), 'Open lights.pdf at page 2');
+    const href = await open.getAttribute('href');
+    assert.match(href, /^blob:.*#page=2$/);
+    assert.equal(await page.evaluate(async (url) => new TextDecoder().decode((await (await fetch(url)).arrayBuffer()).slice(0, 8)), href), '%PDF-1.4');
+    citePdf = false;
+
     refuse = true;
     await page.locator('#question').fill('Is the harbour open at night?');
     await page.locator('#ask').click();
@@ -71,7 +100,7 @@ test('ask with the tool loop, follow a citation, read the trace; a refusal is ma
     assert.match(await page.locator('#conversation li .note.refused').textContent(), /^Not verified: The answer cites no passage/);
 
     await page.reload();
-    await page.waitForFunction(() => document.querySelectorAll('#conversation li').length === 2, null, { timeout: 120000 });
+    await page.waitForFunction(() => document.querySelectorAll('#conversation li').length === 3, null, { timeout: 120000 });
     assert.equal(await page.locator('#conversation li .answer').first().textContent(), 'Near the new and the full moon [1].');
     assert.deepEqual(page.errors, []);
   } finally {

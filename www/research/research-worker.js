@@ -88,10 +88,18 @@ const ops = {
     startEmbedding();
     return { summary, ...state() };
   },
-  async add_documents({ path, documents }) {
-    const summary = await collection.addDocuments(path, documents);
+  async add_documents({ path, documents, original }) {
+    const summary = await collection.addDocuments(path, documents, { original });
     startEmbedding();
     return { summary, ...state() };
+  },
+  async add_html({ path, html, original }) {
+    const summary = await collection.addHtml(path, html, { original });
+    startEmbedding();
+    return { summary, ...state() };
+  },
+  async original({ path }) {
+    return collection.original(path);
   },
   async remove_file({ path }) {
     // The embed loop holds no file: removing one while it runs is safe; restart it so its

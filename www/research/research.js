@@ -147,15 +147,31 @@ async function pdfDocuments(file) {
   return [{ id: file.name, source: file.name, url: null, title, metadata: { pages: String(pdf.numPages) }, sections }];
 }
 
+// DOCX: converted to HTML by mammoth (loaded on first use), then read by the core's HTML loader.
+let mammothLoaded = null;
+async function docxHtml(file) {
+  mammothLoaded ??= new Promise((resolve, reject) => {
+    const script = el('script', { src: new URL('./vendor/mammoth.browser.min.js', import.meta.url).href, onload: resolve, onerror: () => reject(new Error('could not load the DOCX reader')) });
+    document.head.append(script);
+  });
+  await mammothLoaded;
+  const { value } = await window.mammoth.convertToHtml({ arrayBuffer: await file.arrayBuffer() });
+  const title = file.name.replace(/\.docx$/i, '');
+  return `<!doctype html><title>${title.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</title><body>${value}</body>`;
+}
+
 async function addFiles(files) {
   if (!current) return say('Create or open a collection first.', true);
   for (const file of files) {
     fileStatus.set(file.name, 'reading…');
     showFiles(current.files);
     try {
+      const bytes = new Uint8Array(await file.arrayBuffer());
       const state = /\.pdf$/i.test(file.name)
-        ? await request('add_documents', { path: file.name, documents: await pdfDocuments(file) })
-        : await request('add_file', { path: file.name, bytes: new Uint8Array(await file.arrayBuffer()) });
+        ? await request('add_documents', { path: file.name, documents: await pdfDocuments(file), original: bytes })
+        : /\.docx$/i.test(file.name)
+          ? await request('add_html', { path: file.name, html: await docxHtml(file), original: bytes })
+          : await request('add_file', { path: file.name, bytes });
       fileStatus.delete(file.name);
       current = state;
       showState();
@@ -298,11 +314,22 @@ $('llm-form').addEventListener('submit', (e) => {
   say('LLM settings saved.');
 });
 
-function showSource(c) {
+let sourceUrl = null;
+async function showSource(c) {
   $('source').hidden = false;
   $('source-title').textContent = c.title ?? c.chunk_id;
   $('source-where').textContent = [c.source, ...(c.heading_path ?? [])].join(' › ');
   $('source-text').textContent = c.text ?? '';
+  $('source-open').replaceChildren();
+  if (sourceUrl) URL.revokeObjectURL(sourceUrl);
+  sourceUrl = null;
+  // A PDF or DOCX kept in storage opens as a file; a PDF at the cited page.
+  const original = c.source ? await request('original', { path: c.source }).catch(() => null) : null;
+  if (!original) return;
+  const pdf = /\.pdf$/i.test(c.source);
+  sourceUrl = URL.createObjectURL(new Blob([original], { type: pdf ? 'application/pdf' : 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' }));
+  const page = pdf ? (c.heading_path ?? []).map((h) => /^Page (\d+)$/.exec(h)?.[1]).find(Boolean) : null;
+  $('source-open').append(el('a', { href: page ? `${sourceUrl}#page=${page}` : sourceUrl, target: '_blank', rel: 'noopener', download: pdf ? '' : c.source, textContent: page ? `Open ${c.source} at page ${page}` : `Open ${c.source}` }));
 }
 
 /** An answer's text with each [chunk_id] replaced by a numbered link to its passage. */
@@ -412,7 +439,7 @@ $('ask-form').addEventListener('submit', async (e) => {
 fillSettings();
 
 // pdf.js loads only when a PDF is added: fetch it once now, so it is cached for offline use.
-for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs']) fetch(new URL(f, import.meta.url)).catch(() => {});
+for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs', 'vendor/mammoth.browser.min.js']) fetch(new URL(f, import.meta.url)).catch(() => {});
 
 const names = await refreshCollections().catch((e) => (say(`Storage is unavailable: ${e.message}`, true), []));
 await open(names[0] ?? 'My research').catch((e) => say(`Could not open the collection: ${e.message}`, true));
