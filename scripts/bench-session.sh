@@ -21,7 +21,7 @@ trap '[ -z "$DEMO" ] || rm -rf "$DEMO"' EXIT
 for site in $SITES; do
   case "$site" in
     demo)
-      (cd www && [ -d node_modules ] || npm ci --no-audit --no-fund --silent)
+      (cd www && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then npm ci --no-audit --no-fund --silent && touch node_modules; fi)
       DEMO="$(mktemp -d)"
       node www/build-site.mjs "$DEMO" >/dev/null
       ARGS+=("demo=$DEMO")

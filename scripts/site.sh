@@ -4,6 +4,6 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
-(cd www && [ -d node_modules ] || npm ci --no-audit --no-fund --silent)
+(cd www && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then npm ci --no-audit --no-fund --silent && touch node_modules; fi)
 node www/build-site.mjs www/dist/site
 "$SEXTANT_BIN" build --site www/dist/site
