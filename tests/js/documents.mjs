@@ -1,4 +1,31 @@
-// Documents built in the tests, byte by byte: a PDF of text pages, a ZIP, a DOCX.
+// Documents built in the tests, byte by byte (a PDF of text pages, a ZIP, a DOCX), a Markdown
+// note, and the demo site with its research workspace served to a fresh Chromium.
+import { buildDemoSite } from './harness.mjs';
+import { startStaticServer } from './static-server.mjs';
+import { launch } from './browser.mjs';
+
+/** The demo site built and served, and a fresh Chromium; close() ends both. */
+export async function openWorkspaceSite(prefix) {
+  const server = await startStaticServer(buildDemoSite(prefix));
+  const context = await launch();
+  return {
+    server,
+    context,
+    close: async () => {
+      await context.close();
+      await server.close();
+    },
+  };
+}
+
+export const TIDE_NOTES = `# Tide tables
+
+Harbour masters publish tide tables so that ships can plan their arrival at high water.
+
+## Spring tides
+
+Spring tides happen near the new and the full moon, when the sun and the moon pull together.
+`;
 
 /** A PDF of text pages (Helvetica), with a correct cross-reference table. */
 export function pdfOf(pages) {

@@ -4,31 +4,16 @@
 // answer shown as not verified, and the conversation still there after a reload.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildDemoSite } from './harness.mjs';
-import { startStaticServer } from './static-server.mjs';
-import { launch, watchedPage } from './browser.mjs';
+import { watchedPage } from './browser.mjs';
+import { openWorkspaceSite, pdfOf, TIDE_NOTES as NOTES } from './documents.mjs';
 import { startLlmServer, sseAnswer } from './llm-server.mjs';
-import { pdfOf } from './documents.mjs';
 
-let server;
-let context;
+let workspace;
 before(async () => {
-  server = await startStaticServer(buildDemoSite('sextant-research-chat-'));
-  context = await launch();
+  workspace = await openWorkspaceSite('sextant-research-chat-');
 });
-after(async () => {
-  await context?.close();
-  await server?.close();
-});
+after(() => workspace?.close());
 
-const NOTES = `# Tide tables
-
-Harbour masters publish tide tables so that ships can plan their arrival at high water.
-
-## Spring tides
-
-Spring tides happen near the new and the full moon, when the sun and the moon pull together.
-`;
 const completion = (message) => ({ body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: null, ...message } }], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } }) });
 const shown = (body) => [...body.messages[0].content.matchAll(/chunk_id="([^"]+)"/g)].map((m) => m[1]);
 
@@ -45,9 +30,9 @@ test('ask with the tool loop, follow a citation, read the trace; a refusal is ma
     const query = citePdf ? 'Fresnel lenses lamp' : 'spring tides moon';
     return toolRounds % 2 === 1 ? completion({ tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'search', arguments: JSON.stringify({ query }) } }] }) : completion({ content: 'enough' });
   });
-  const page = await watchedPage(context);
+  const page = await watchedPage(workspace.context);
   try {
-    await page.goto(`${server.url}/research/`);
+    await page.goto(`${workspace.server.url}/research/`);
     await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
     await page.locator('#pick').setInputFiles([
       { name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(NOTES) },
@@ -145,9 +130,9 @@ test('an XSS corpus yields zero executions: documents, results, passages and ans
     const id = ids.find((i) => i.startsWith('quay.txt')) ?? ids[0];
     return { events: sseAnswer(`Closed at dusk [${id}]. ${PAYLOADS.slice(0, 6).join(' ')}`) };
   });
-  const page = await watchedPage(context);
+  const page = await watchedPage(workspace.context);
   try {
-    await page.goto(`${server.url}/research/`);
+    await page.goto(`${workspace.server.url}/research/`);
     await waitState(page, () => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
     await page.locator('#new-name').fill('hostile');
     await page.locator('#new-collection button').click();

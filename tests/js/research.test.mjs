@@ -5,32 +5,15 @@
 // hostile document shown as text with nothing run.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildDemoSite } from './harness.mjs';
-import { startStaticServer } from './static-server.mjs';
-import { launch, watchedPage } from './browser.mjs';
-import { pdfOf, docxOf } from './documents.mjs';
+import { watchedPage } from './browser.mjs';
+import { openWorkspaceSite, pdfOf, docxOf, TIDE_NOTES as NOTES } from './documents.mjs';
 
-let server;
-let context;
-
+let workspace;
 before(async () => {
-  server = await startStaticServer(buildDemoSite('sextant-research-site-'));
-  context = await launch();
+  workspace = await openWorkspaceSite('sextant-research-site-');
 });
+after(() => workspace?.close());
 
-after(async () => {
-  await context?.close();
-  await server?.close();
-});
-
-const NOTES = `# Tide tables
-
-Harbour masters publish tide tables so that ships can plan their arrival at high water.
-
-## Spring tides
-
-Spring tides happen near the new and the full moon, when the sun and the moon pull together.
-`;
 const HOSTILE = `# Hostile note
 
 <script>window.__pwned = 'script'</script>
@@ -62,8 +45,8 @@ async function results(page, query, mode) {
 }
 
 test('add, search while embedding, hybrid, PDF pages, reload, remove, and hostile text stays text', async () => {
-  const page = await watchedPage(context);
-  await page.goto(`${server.url}/research/`);
+  const page = await watchedPage(workspace.context);
+  await page.goto(`${workspace.server.url}/research/`);
   await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
   // Paused first, so the keyword phase is observed, not raced.
   await page.locator('#pause').click();
@@ -113,8 +96,8 @@ test('add, search while embedding, hybrid, PDF pages, reload, remove, and hostil
 });
 
 test('after a first visit the workspace, its model and wasm load with the network off', async () => {
-  const page = await watchedPage(context);
-  await page.goto(`${server.url}/research/`);
+  const page = await watchedPage(workspace.context);
+  await page.goto(`${workspace.server.url}/research/`);
   await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30000 });
   await page.locator('#new-name').fill('offline notes');
@@ -123,7 +106,7 @@ test('after a first visit the workspace, its model and wasm load with the networ
   await page.locator('#pick').setInputFiles([{ name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(NOTES) }]);
   await page.waitForFunction(() => document.querySelector('#progress-text').textContent === 'every chunk embedded', null, { timeout: 120000 });
   const online = await results(page, 'when do spring tides happen', 'hybrid');
-  await context.setOffline(true);
+  await workspace.context.setOffline(true);
   try {
     await page.reload();
     await page.waitForFunction(() => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
@@ -132,7 +115,7 @@ test('after a first visit the workspace, its model and wasm load with the networ
     assert.deepEqual(await results(page, 'when do spring tides happen', 'hybrid'), online);
     assert.deepEqual(page.errors, []);
   } finally {
-    await context.setOffline(false);
+    await workspace.context.setOffline(false);
     await page.close();
   }
 });
