@@ -40,6 +40,56 @@ function toolError(error_type, message, retryable) {
 }
 
 /**
+ * One chat call to `llm`; JSON unless `stream` (then read as it streams, through on_token).
+ * Returns { message | text, usage }; a trace entry for it goes to `record`, error or not.
+ */
+async function chatCall(step, body, { llm, stream = false, timeout_ms, max_tries, max_answer_bytes, signal, fetchImpl, random, on_token, record }) {
+  const url = chatUrl(llm.base_url);
+  const secrets = [llm.api_key].filter(Boolean);
+  const started = performance.now();
+  const signals = [signal, AbortSignal.timeout(timeout_ms)].filter(Boolean);
+  const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+  const headers = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
+  if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
+  const retries = [];
+  try {
+    const response = await postWithRetries(url, { method: 'POST', headers, body: JSON.stringify({ model: llm.model, ...body, stream }) }, {
+      max_tries, signal: combined, fetchImpl, random, secrets, on_retry: (r) => retries.push(r),
+    });
+    let result;
+    if (stream) {
+      let text = '';
+      const type = (response.headers.get('content-type') ?? '').toLowerCase();
+      const read = type.includes('application/json')
+        ? await readJsonCompletion(response, (d) => ((text += d), on_token?.(d)), max_answer_bytes)
+        : await readChatStream(response.body, (d) => ((text += d), on_token?.(d)), { max_answer_bytes }).catch((e) => {
+            if (combined?.aborted) throw abortError(combined);
+            throw new SextantError('LLM_INCOMPLETE', `the LLM stream broke off: ${redact(e?.message ?? e, secrets)}`, { partial_answer: text });
+          });
+      if (read.overflow) throw new SextantError('LLM_INCOMPLETE', `the answer went over ${max_answer_bytes} bytes and was cut`, { partial_answer: text });
+      if (!read.complete) throw new SextantError('LLM_INCOMPLETE', 'the LLM stream ended before the answer was complete; try again', { partial_answer: text });
+      result = { text, usage: read.usage };
+    } else {
+      let parsed;
+      try {
+        parsed = JSON.parse(await response.text());
+      } catch {
+        throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered with JSON that does not parse');
+      }
+      const message = parsed?.choices?.[0]?.message;
+      if (!message || typeof message !== 'object') throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered without choices[0].message');
+      result = { message, usage: parsed.usage ?? null };
+    }
+    record({ kind: 'model', step, ms: performance.now() - started, usage: result.usage, retries });
+    return result;
+  } catch (e) {
+    const error = combined?.aborted && !(e instanceof SextantError) ? abortError(combined) : e;
+    record({ kind: 'model', step, ms: performance.now() - started, retries, error: { code: error.code ?? 'INTERNAL', message: error.message } });
+    throw error;
+  }
+}
+
+/**
  * research(question, { collection, llm, history, k, max_tool_calls, tools, token_budget,
  * timeout_ms, max_tries, signal, on_token, on_event, fetch, random }) →
  * { answer, refused, refusal, citations, unknown_citations, path, path_reason, evidence, trace,
@@ -67,8 +117,7 @@ export async function research(question, options = {}) {
   if (typeof question !== 'string' || !question.trim()) throw new SextantError('BAD_ARGUMENT', 'the question must be a non-empty string');
   if (!collection?.search) throw new SextantError('BAD_ARGUMENT', 'research() needs a collection to search');
   if (!llm?.base_url || !llm?.model) throw new SextantError('BAD_ARGUMENT', 'research() needs llm: { base_url, model, api_key? }');
-  const url = chatUrl(llm.base_url);
-  const secrets = [llm.api_key].filter(Boolean);
+  chatUrl(llm.base_url); // a bad base_url fails here, before any search
   const trace = [];
   const usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   const evidence = new Map(); // chunk_id → result, for this question only
@@ -77,50 +126,11 @@ export async function research(question, options = {}) {
     on_event?.(entry);
   };
 
-  /** One chat call; JSON unless `stream`. Returns { message | text, usage }. */
+  /** A chat call of this question, counted in `usage`. */
   async function chat(step, body, { stream = false } = {}) {
-    const started = performance.now();
-    const signals = [signal, AbortSignal.timeout(timeout_ms)].filter(Boolean);
-    const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-    const headers = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
-    if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
-    const retries = [];
-    try {
-      const response = await postWithRetries(url, { method: 'POST', headers, body: JSON.stringify({ model: llm.model, ...body, stream }) }, {
-        max_tries, signal: combined, fetchImpl, random, secrets, on_retry: (r) => retries.push(r),
-      });
-      let result;
-      if (stream) {
-        let text = '';
-        const type = (response.headers.get('content-type') ?? '').toLowerCase();
-        const read = type.includes('application/json')
-          ? await readJsonCompletion(response, (d) => ((text += d), on_token?.(d)), max_answer_bytes)
-          : await readChatStream(response.body, (d) => ((text += d), on_token?.(d)), { max_answer_bytes }).catch((e) => {
-              if (combined?.aborted) throw abortError(combined);
-              throw new SextantError('LLM_INCOMPLETE', `the LLM stream broke off: ${redact(e?.message ?? e, secrets)}`, { partial_answer: text });
-            });
-        if (read.overflow) throw new SextantError('LLM_INCOMPLETE', `the answer went over ${max_answer_bytes} bytes and was cut`, { partial_answer: text });
-        if (!read.complete) throw new SextantError('LLM_INCOMPLETE', 'the LLM stream ended before the answer was complete; try again', { partial_answer: text });
-        result = { text, usage: read.usage };
-      } else {
-        let parsed;
-        try {
-          parsed = JSON.parse(await response.text());
-        } catch {
-          throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered with JSON that does not parse');
-        }
-        const message = parsed?.choices?.[0]?.message;
-        if (!message || typeof message !== 'object') throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered without choices[0].message');
-        result = { message, usage: parsed.usage ?? null };
-      }
-      for (const key of Object.keys(usage)) usage[key] += result.usage?.[key] ?? 0;
-      record({ kind: 'model', step, ms: performance.now() - started, usage: result.usage, retries });
-      return result;
-    } catch (e) {
-      const error = combined?.aborted && !(e instanceof SextantError) ? abortError(combined) : e;
-      record({ kind: 'model', step, ms: performance.now() - started, retries, error: { code: error.code ?? 'INTERNAL', message: error.message } });
-      throw error;
-    }
+    const result = await chatCall(step, body, { llm, stream, timeout_ms, max_tries, max_answer_bytes, signal, fetchImpl, random, on_token, record });
+    for (const key of Object.keys(usage)) usage[key] += result.usage?.[key] ?? 0;
+    return result;
   }
 
   /** Runs the search tool; returns the observation for the model. */
@@ -302,43 +312,24 @@ export class Conversation {
   async compress({ llm, threshold = 12000, target = 8000, batch = 4, keep = 2, timeout_ms = 60000, max_tries = 3, signal, fetch: fetchImpl = globalThis.fetch, random = Math.random, on_event } = {}) {
     const trace = [];
     if (this.contextTokens() <= threshold) return { compressed: 0, trace };
-    const url = chatUrl(llm.base_url);
-    const secrets = [llm.api_key].filter(Boolean);
     let summary = this.summary;
     let upTo = this.compressed;
     const last = Math.max(this.compressed, this.rounds.length - keep);
     const tokensAfter = (from, s) => new Conversation({ rounds: this.rounds, summary: s, compressed: from }).contextTokens();
+    const record = (entry) => {
+      trace.push(entry);
+      on_event?.(entry);
+    };
     try {
       while (upTo < last && tokensAfter(upTo, summary) > target) {
         const end = Math.min(last, upTo + batch);
         const transcript = this.#messages(upTo).slice(0, 2 * (end - upTo)).map((m) => `${m.role === 'user' ? 'Question' : 'Answer'}: ${m.content}`).join('\n\n');
-        const started = performance.now();
-        const signals = [signal, AbortSignal.timeout(timeout_ms)].filter(Boolean);
-        const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-        const headers = { 'content-type': 'application/json', accept: 'application/json' };
-        if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
-        const body = JSON.stringify({ model: llm.model, stream: false, messages: [{ role: 'system', content: SUMMARY_PROMPT }, { role: 'user', content: `${summary ? `Summary so far:\n${summary}\n\n` : ''}${transcript}` }] });
-        try {
-          const response = await postWithRetries(url, { method: 'POST', headers, body }, { max_tries, signal: combined, fetchImpl, random, secrets });
-          let text;
-          try {
-            text = JSON.parse(await response.text())?.choices?.[0]?.message?.content;
-          } catch {
-            text = undefined;
-          }
-          if (typeof text !== 'string' || !text.trim()) throw new SextantError('LLM_BAD_RESPONSE', 'the summary call returned no text');
-          summary = text.trim();
-          const entry = { kind: 'model', step: `compress rounds ${upTo + 1}-${end}`, ms: performance.now() - started, retries: [] };
-          trace.push(entry);
-          on_event?.(entry);
-          upTo = end;
-        } catch (e) {
-          const error = combined?.aborted && !(e instanceof SextantError) ? abortError(combined) : e;
-          const entry = { kind: 'model', step: `compress rounds ${upTo + 1}-${end}`, ms: performance.now() - started, retries: [], error: { code: error.code ?? 'INTERNAL', message: error.message } };
-          trace.push(entry);
-          on_event?.(entry);
-          throw error;
-        }
+        const { message } = await chatCall(`compress rounds ${upTo + 1}-${end}`, { messages: [{ role: 'system', content: SUMMARY_PROMPT }, { role: 'user', content: `${summary ? `Summary so far:\n${summary}\n\n` : ''}${transcript}` }] }, {
+          llm, timeout_ms, max_tries, signal, fetchImpl, random, record,
+        });
+        if (typeof message.content !== 'string' || !message.content.trim()) throw new SextantError('LLM_BAD_RESPONSE', 'the summary call returned no text');
+        summary = message.content.trim();
+        upTo = end;
       }
     } catch (e) {
       return { compressed: 0, trace, error: { code: e.code ?? 'INTERNAL', message: e.message } };

@@ -134,20 +134,28 @@ impl Collection {
         tokenizer: &ModelTokenizer,
     ) -> Result<FileSummary, CollectionError> {
         let key = components(path)?;
-        // Validate against every other file's documents: ids are unique collection-wide.
-        let others: Vec<Document> = self
-            .files
-            .iter()
-            .filter(|(k, _)| **k != key)
-            .flat_map(|(_, f)| {
-                f.documents.iter().map(|d| Document {
-                    sections: Vec::new(),
-                    ..d.clone()
-                })
-            })
-            .chain(documents.iter().cloned())
-            .collect();
-        validate(&others, &self.config, tokenizer)?;
+        if documents.is_empty() {
+            return Err(CollectionError::BadPath(format!(
+                "{path} holds no documents (an empty JSONL file?); add a file with text in it"
+            )));
+        }
+        // The configuration against the model, and the ids within the file; then the ids
+        // against every other file's: they are unique collection-wide.
+        validate(&documents, &self.config, tokenizer)?;
+        for (k, f) in self.files.iter().filter(|(k, _)| **k != key) {
+            if let Some(d) = f.documents.iter().find(|d| documents.iter().any(|n| n.id == d.id)) {
+                let second = documents
+                    .iter()
+                    .find(|n| n.id == d.id)
+                    .map_or("", |n| n.source.as_str());
+                return Err(IndexError::DuplicateId {
+                    id: d.id.clone(),
+                    first: format!("{} ({})", d.source, k.join("/")),
+                    second: second.to_string(),
+                }
+                .into());
+            }
+        }
         let splits = documents
             .iter()
             .map(|d| split(d, &self.config, tokenizer))

@@ -53,6 +53,17 @@ fn embed_all(collection: &mut Collection, embedder: &TractEmbedder) -> usize {
     pending.len()
 }
 
+/// Adds the tiny fixture's file `fixture` to the collection as `path`.
+fn add(
+    collection: &mut Collection,
+    path: &str,
+    fixture: &str,
+    embedder: &TractEmbedder,
+) -> Result<sextant::collection::FileSummary, sextant::collection::CollectionError> {
+    let bytes = std::fs::read(fixtures().join("tiny").join(fixture)).unwrap();
+    collection.add_file(path, &bytes, embedder.tokenizer())
+}
+
 fn packed(collection: &Collection, embedder: &TractEmbedder) -> Vec<u8> {
     let built = collection.build(embedder.spec(), false).unwrap();
     sextant::index::packed::pack(&built.manifest, &built.files).unwrap()
@@ -78,20 +89,12 @@ fn a_collection_built_file_by_file_is_the_cli_index_of_the_same_files() {
     let mut collection = Collection::new(BuildConfig::default(), embedder.spec());
     // Added in no particular order: the index comes out in the order the CLI walks the folder.
     for f in files {
-        let summary = collection
-            .add_file(f, &std::fs::read(tiny.join(f)).unwrap(), embedder.tokenizer())
-            .unwrap();
+        let summary = add(&mut collection, f, f, &embedder).unwrap();
         assert_eq!(summary.path, f);
         assert!(summary.chunks > 0 && summary.pending == summary.chunks, "{summary:?}");
     }
     // The CLI skips types it cannot read; the collection says why.
-    let rst = collection
-        .add_file(
-            "extra.rst",
-            &std::fs::read(tiny.join("extra.rst")).unwrap(),
-            embedder.tokenizer(),
-        )
-        .unwrap_err();
+    let rst = add(&mut collection, "extra.rst", "extra.rst", &embedder).unwrap_err();
     assert!(rst.to_string().contains("extra.rst"), "{rst}");
     // Before every chunk is embedded: no full index, but a partial one for keyword search.
     assert!(collection.build(embedder.spec(), false).is_err());
@@ -117,22 +120,14 @@ fn a_collection_built_file_by_file_is_the_cli_index_of_the_same_files() {
     assert_eq!(packed(&collection, &embedder), cli_build(&without, &tmp("without.sxt")));
 
     // Re-adding it embeds nothing: its vectors were kept.
-    collection
-        .add_file(
-            "notes.txt",
-            &std::fs::read(tiny.join("notes.txt")).unwrap(),
-            embedder.tokenizer(),
-        )
-        .unwrap();
+    add(&mut collection, "notes.txt", "notes.txt", &embedder).unwrap();
     assert!(collection.pending().is_empty());
 
     // Saved vectors restore a collection without embedding; damaged ones change nothing.
     let saved = collection.vectors_to_bytes();
     let mut restored = Collection::new(BuildConfig::default(), embedder.spec());
     for f in files {
-        restored
-            .add_file(f, &std::fs::read(tiny.join(f)).unwrap(), embedder.tokenizer())
-            .unwrap();
+        add(&mut restored, f, f, &embedder).unwrap();
     }
     for cut in [0, 7, 12, 16, saved.len() - 1] {
         assert!(restored.load_vectors(&saved[..cut]).is_err(), "cut at {cut}");
@@ -145,14 +140,13 @@ fn a_collection_built_file_by_file_is_the_cli_index_of_the_same_files() {
 
     // An id clash with another file is refused and changes nothing.
     let before = collection.files();
-    let clash = collection
-        .add_file(
-            "more/faq.jsonl",
-            &std::fs::read(tiny.join("faq.jsonl")).unwrap(),
-            embedder.tokenizer(),
-        )
-        .unwrap_err();
+    let clash = add(&mut collection, "more/faq.jsonl", "faq.jsonl", &embedder).unwrap_err();
     assert!(clash.to_string().contains("two documents have the id"), "{clash}");
     assert_eq!(collection.files(), before);
     assert!(collection.add_file("../x.md", b"# x", embedder.tokenizer()).is_err());
+    let empty = collection
+        .add_file("empty.jsonl", b"", embedder.tokenizer())
+        .unwrap_err();
+    assert!(empty.to_string().contains("empty.jsonl holds no documents"), "{empty}");
+    assert_eq!(collection.files(), before);
 }
