@@ -71,6 +71,11 @@ export class Collection {
   addDocuments(path: string, documents: DocumentInput[], options?: { original?: Uint8Array | ArrayBuffer | Blob }): Promise<FileSummary>;
   /** HTML made from another format (a DOCX), read by the core's HTML loader. */
   addHtml(path: string, html: string, options?: { original?: Uint8Array | ArrayBuffer | Blob }): Promise<FileSummary>;
+  /**
+   * Imports an index `sextant build` wrote (a packed `.sxt`) as the file `path`: its chunks as
+   * they are, and its vectors when built with this model (`vectors` says how many came).
+   */
+  importIndex(path: string, content: Uint8Array | ArrayBuffer | Blob | string | URL): Promise<FileSummary & { vectors: number }>;
   /** The original bytes kept for a file added with `original`, or null. */
   original(path: string): Promise<Uint8Array | null>;
   removeFile(path: string): Promise<boolean>;

@@ -86,7 +86,9 @@ const documentsEntry = (path) => `docs.${encodeURIComponent(path)}.json`;
 const htmlEntry = (path) => `html.${encodeURIComponent(path)}.html`;
 // The original bytes of a file read outside the core (a PDF, a DOCX), to open it at a citation.
 const originalEntry = (path) => `orig.${encodeURIComponent(path)}`;
-const entriesOf = (path) => [fileEntry(path), documentsEntry(path), htmlEntry(path), originalEntry(path)];
+// An index `sextant build` wrote, imported as it is.
+const indexEntry = (path) => `index.${encodeURIComponent(path)}.sxt`;
+const entriesOf = (path) => [fileEntry(path), documentsEntry(path), htmlEntry(path), originalEntry(path), indexEntry(path)];
 
 /** The names of the collections kept in this browser's storage (OPFS). */
 export async function listCollections() {
@@ -159,6 +161,8 @@ export class Collection {
           collection.#inner.addDocuments(decodeURIComponent(entry.slice(5, -5)), JSON.parse(new TextDecoder().decode(bytes)));
         } else if (entry.startsWith('html.') && entry.endsWith('.html')) {
           collection.#inner.addHtml(decodeURIComponent(entry.slice(5, -5)), new TextDecoder().decode(bytes));
+        } else if (entry.startsWith('index.') && entry.endsWith('.sxt')) {
+          collection.#inner.importIndex(decodeURIComponent(entry.slice(6, -4)), bytes);
         }
       } catch (e) {
         collection.skipped.push({ entry, code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
@@ -243,6 +247,23 @@ export class Collection {
     const entries = [[htmlEntry(String(path)), new TextEncoder().encode(String(html))]];
     if (original) entries.push([originalEntry(String(path)), await bytesOf(original, path)]);
     await this.#replaceEntries(String(path), entries);
+    return summary;
+  }
+
+  /**
+   * Imports an index `sextant build` wrote (a packed `.sxt`: bytes, a Blob or a URL) as the file
+   * `path`: its documents and chunks as they are (the same chunk ids, titles, URLs), and its
+   * vectors when it was built with this collection's model, so nothing is embedded; otherwise
+   * its chunks are pending. Returns `{path, documents, chunks, pending, vectors}`. A file that
+   * is not a complete format-2 index is CORRUPT_BUNDLE (UNSUPPORTED_VERSION for a format-1
+   * bundle: `sextant upgrade` converts it) and changes nothing.
+   */
+  async importIndex(path, content) {
+    const bytes = await bytesOf(content, path);
+    const summary = call(() => this.#inner.importIndex(String(path), bytes));
+    this.#changed();
+    await this.#replaceEntries(String(path), [[indexEntry(String(path)), bytes]]);
+    if (summary.vectors > 0) await this.#save(() => this.#storage.write(VECTORS, this.#inner.vectors()));
     return summary;
   }
 

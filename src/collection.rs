@@ -13,11 +13,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use sha2::{Digest, Sha256};
 
-use crate::chunk::{collect_chunks, ChunkedCorpus, Document};
+use crate::chunk::{collect_chunks, ChunkedCorpus, Document, Section};
 use crate::codec::ByteReader;
 use crate::config::BuildConfig;
 use crate::embed::{ModelSpec, ModelTokenizer};
 use crate::index::writer::BuiltIndex;
+use crate::index::IndexStore;
 use crate::indexer::{assemble, split, validate, IndexError};
 use crate::loader::{load_file, LoadError};
 
@@ -41,9 +42,22 @@ pub enum CollectionError {
     /// A file's path is not one a collection can hold.
     #[error("{0}")]
     BadPath(String),
+    /// An index to import is not one a collection can take.
+    #[error("the index cannot be imported: {0}; build it again with `sextant build`")]
+    BadIndex(String),
     /// Saved vectors could not be read.
     #[error("saved vectors are damaged: {0}; embed the collection again")]
     BadVectors(String),
+}
+
+/// What [`Collection::import_index`] took from an index.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ImportSummary {
+    /// The file it became.
+    #[serde(flatten)]
+    pub file: FileSummary,
+    /// Vectors taken from the index (none when it was built with another model).
+    pub vectors: usize,
 }
 
 /// One file of the collection, as shown to the user.
@@ -69,6 +83,7 @@ struct FileEntry {
 #[derive(Debug, Clone)]
 pub struct Collection {
     config: BuildConfig,
+    spec: ModelSpec,
     prefix: String,
     dims: usize,
     /// By path components, so files come in the order `sextant build` walks a folder (each
@@ -92,6 +107,7 @@ impl Collection {
     pub fn new(config: BuildConfig, spec: &ModelSpec) -> Self {
         Self {
             config,
+            spec: spec.clone(),
             prefix: spec.passage_prefix.clone(),
             dims: spec.dims,
             files: BTreeMap::new(),
@@ -139,9 +155,19 @@ impl Collection {
                 "{path} holds no documents (an empty JSONL file?); add a file with text in it"
             )));
         }
-        // The configuration against the model, and the ids within the file; then the ids
-        // against every other file's: they are unique collection-wide.
+        // The configuration against the model, and the ids within the file.
         validate(&documents, &self.config, tokenizer)?;
+        let splits = documents
+            .iter()
+            .map(|d| split(d, &self.config, tokenizer))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.insert(path, key, FileEntry { documents, splits })
+    }
+
+    /// Keeps a file's documents and chunk texts once their ids are checked against every other
+    /// file's: they are unique collection-wide.
+    fn insert(&mut self, path: &str, key: Vec<String>, entry: FileEntry) -> Result<FileSummary, CollectionError> {
+        let documents = &entry.documents;
         for (k, f) in self.files.iter().filter(|(k, _)| **k != key) {
             if let Some(d) = f.documents.iter().find(|d| documents.iter().any(|n| n.id == d.id)) {
                 let second = documents
@@ -156,12 +182,105 @@ impl Collection {
                 .into());
             }
         }
-        let splits = documents
-            .iter()
-            .map(|d| split(d, &self.config, tokenizer))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.files.insert(key, FileEntry { documents, splits });
+        self.files.insert(key, entry);
         Ok(self.summary(path).expect("just added"))
+    }
+
+    /// Imports a complete format-2 index (a `.sxt` that `sextant build` wrote, unpacked with
+    /// [`crate::index::packed::unpack`]) as the file `path`: its documents with their titles,
+    /// URLs and metadata, and its chunks as they are (not cut again, so their ids and what they
+    /// say stay the index's). When the index was built with this collection's model, its vectors
+    /// come too (the int8 vectors, scaled back: searching needs no embedding); otherwise its
+    /// chunks are pending. Replaces the file at `path`; nothing changes when it fails.
+    pub fn import_index(
+        &mut self,
+        path: &str,
+        store: &IndexStore,
+        tokenizer: &ModelTokenizer,
+    ) -> Result<ImportSummary, CollectionError> {
+        let key = components(path)?;
+        let bad = |reason: String| CollectionError::BadIndex(reason);
+        if !store.is_complete() {
+            return Err(bad("some of its files are missing".into()));
+        }
+        let manifest = store.manifest();
+        let same_model = manifest.model == self.spec;
+        let mut numbers: Vec<u32> = Vec::new(); // the index's document number of each document
+        let mut documents: Vec<Document> = Vec::new();
+        let mut splits: Vec<Vec<Vec<String>>> = Vec::new();
+        let mut vectors = Vec::new();
+        let mut first: Option<String> = None; // the index's first chunk text
+        for number in 0..manifest.counts.chunks as u32 {
+            let fragment = store
+                .fragment(number)
+                .ok_or_else(|| bad(format!("chunk {number} has no fragment")))?;
+            let chunk = fragment
+                .chunk(number)
+                .ok_or_else(|| bad(format!("chunk {number} is missing")))?;
+            if numbers.last() != Some(&chunk.doc) {
+                if numbers.contains(&chunk.doc) {
+                    return Err(bad(format!("document {}'s chunks are not together", chunk.doc)));
+                }
+                let info = fragment
+                    .document(chunk.doc)
+                    .ok_or_else(|| bad(format!("chunk {number} names a document it does not hold")))?;
+                numbers.push(chunk.doc);
+                documents.push(Document {
+                    id: info.id.clone(),
+                    source: info.source.clone(),
+                    url: info.url.clone(),
+                    title: info.title.clone(),
+                    metadata: info.metadata.clone(),
+                    sections: Vec::new(),
+                });
+                splits.push(Vec::new());
+            }
+            let document = documents.last_mut().expect("pushed above");
+            let texts = splits.last_mut().expect("pushed above");
+            // A chunk the index dropped as a duplicate left a gap in its document's numbering:
+            // it is filled with a text seen before (the index's first chunk), dropped again as a
+            // duplicate, so every later chunk keeps its number and id.
+            let next = texts.len() as u32;
+            if chunk.index < next {
+                return Err(bad(format!("chunk {} is numbered out of order", chunk.id)));
+            }
+            for _ in next..chunk.index {
+                let filler = first
+                    .clone()
+                    .ok_or_else(|| bad(format!("chunk {} follows a gap", chunk.id)))?;
+                document.sections.push(Section::default());
+                texts.push(vec![filler]);
+            }
+            let base = document.url.as_deref().unwrap_or(&document.source);
+            let anchor = chunk
+                .url
+                .strip_prefix(base)
+                .and_then(|rest| rest.strip_prefix('#'))
+                .map(str::to_string);
+            document.sections.push(Section {
+                heading_path: chunk.heading_path.clone(),
+                anchor,
+                text: chunk.text.clone(),
+            });
+            texts.push(vec![chunk.text.clone()]);
+            first.get_or_insert_with(|| chunk.text.clone());
+            if same_model {
+                let vector = store
+                    .vector(number)
+                    .ok_or_else(|| bad(format!("chunk {number} has no vector")))?;
+                vectors.push((chunk.text.clone(), vector));
+            }
+        }
+        validate(&documents, &self.config, tokenizer)?;
+        let summary = self.insert(path, key, FileEntry { documents, splits })?;
+        let vectors_taken = vectors.len();
+        for (text, vector) in vectors {
+            self.vectors.insert(self.key(&text), vector);
+        }
+        Ok(ImportSummary {
+            file: self.summary(path).unwrap_or(summary),
+            vectors: vectors_taken,
+        })
     }
 
     /// Removes a file and its documents; false if there was none at `path`. Its vectors stay

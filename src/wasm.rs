@@ -352,7 +352,7 @@ fn collection_error(e: crate::collection::CollectionError) -> JsValue {
     use crate::collection::CollectionError as E;
     let code = match &e {
         E::Load(_) | E::BadPath(_) | E::Index(_) => ErrorCode::BadArgument,
-        E::BadVectors(_) => ErrorCode::CorruptBundle,
+        E::BadVectors(_) | E::BadIndex(_) => ErrorCode::CorruptBundle,
     };
     js_error(code, e)
 }
@@ -407,6 +407,19 @@ impl Collection {
         let summary = self
             .inner
             .add_html(path, html, self.embedder.tokenizer())
+            .map_err(collection_error)?;
+        to_js(&summary)
+    }
+
+    /// `importIndex(path, bytes)` → `{path, documents, chunks, pending, vectors}`: a packed
+    /// index (`.sxt`) that `sextant build` wrote, as the file `path` (its chunks kept as they
+    /// are; its vectors too when it was built with this model).
+    #[wasm_bindgen(js_name = importIndex)]
+    pub fn import_index(&mut self, path: &str, bytes: &[u8]) -> Result<JsValue, JsValue> {
+        let store = crate::index::packed::unpack(bytes).map_err(|e| js_error(e.code(), e))?;
+        let summary = self
+            .inner
+            .import_index(path, &store, self.embedder.tokenizer())
             .map_err(collection_error)?;
         to_js(&summary)
     }

@@ -22,6 +22,17 @@ fn model_dir() -> PathBuf {
         })
 }
 
+/// The default model, loaded as `config` says.
+fn load_embedder(config: &BuildConfig) -> TractEmbedder {
+    let dir = model_dir();
+    TractEmbedder::from_bytes(
+        &std::fs::read(dir.join("model.onnx")).unwrap(),
+        &std::fs::read(dir.join("tokenizer.json")).unwrap(),
+        &config.model,
+    )
+    .unwrap()
+}
+
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sextant-collection-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -41,6 +52,31 @@ fn cli_build(input: &Path, out: &Path) -> Vec<u8> {
         .unwrap();
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
     std::fs::read(out).unwrap()
+}
+
+/// The chunk ids `sextant search` returns, best first.
+fn cli_search(index: &Path, query: &str, mode: &str) -> Vec<String> {
+    let result = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args([
+            "search",
+            index.to_str().unwrap(),
+            query,
+            "--mode",
+            mode,
+            "-k",
+            "4",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&result.stdout).unwrap();
+    json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["chunk_id"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn embed_all(collection: &mut Collection, embedder: &TractEmbedder) -> usize {
@@ -71,13 +107,7 @@ fn packed(collection: &Collection, embedder: &TractEmbedder) -> Vec<u8> {
 
 #[test]
 fn a_collection_built_file_by_file_is_the_cli_index_of_the_same_files() {
-    let dir = model_dir();
-    let embedder = TractEmbedder::from_bytes(
-        &std::fs::read(dir.join("model.onnx")).unwrap(),
-        &std::fs::read(dir.join("tokenizer.json")).unwrap(),
-        &BuildConfig::default().model,
-    )
-    .unwrap();
+    let embedder = load_embedder(&BuildConfig::default());
     let tiny = fixtures().join("tiny");
     let files = [
         "notes.txt",
@@ -149,4 +179,105 @@ fn a_collection_built_file_by_file_is_the_cli_index_of_the_same_files() {
         .unwrap_err();
     assert!(empty.to_string().contains("empty.jsonl holds no documents"), "{empty}");
     assert_eq!(collection.files(), before);
+}
+
+#[test]
+fn an_index_the_cli_built_imports_as_a_collection_file() {
+    let embedder = load_embedder(&BuildConfig::default());
+    // Two pages sharing a section: the index drops the second copy, leaving a gap in b.md's
+    // chunk numbers that the import must keep (b.md#2 stays b.md#2).
+    let input = tmp("import-input");
+    std::fs::create_dir_all(&input).unwrap();
+    let shared = "## Licence\n\nThis handbook may be copied freely for any purpose whatsoever.\n\n";
+    std::fs::write(
+        input.join("a.md"),
+        format!("# Tides\n\nSpring tides follow the new and full moon.\n\n{shared}"),
+    )
+    .unwrap();
+    std::fs::write(
+        input.join("b.md"),
+        format!("# Winds\n\nThe sea breeze turns onshore by noon.\n\n{shared}## Fog\n\nAdvection fog forms over cold water.\n"),
+    )
+    .unwrap();
+    let cli = cli_build(&input, &tmp("import.sxt"));
+    let store = sextant::index::packed::unpack(&cli).unwrap();
+    assert_eq!(
+        store.manifest().counts.duplicates_dropped,
+        1,
+        "the fixture has a duplicate"
+    );
+
+    let mut collection = Collection::new(BuildConfig::default(), embedder.spec());
+    let summary = collection
+        .import_index("handbook.sxt", &store, embedder.tokenizer())
+        .unwrap();
+    // Five chunk texts (the dropped duplicate's gap kept), four vectors: one per chunk of the index.
+    assert_eq!(
+        (summary.file.documents, summary.file.chunks, summary.vectors),
+        (2, 5, 4),
+        "{summary:?}"
+    );
+    assert!(collection.pending().is_empty(), "the index's vectors came with it");
+    // Exported again, it is the index it came from: the same documents, chunk ids, URLs,
+    // headings, keyword index, and vectors (int8 scaled back and quantized again).
+    // Exported again, it is the index it came from: the same documents, chunk ids, URLs,
+    // headings, keyword index and int8 vectors, file for file. (The binary codes and their
+    // calibration come from the int8 vectors scaled back, not the exact ones, so they may differ.)
+    let again = collection.build(embedder.spec(), false).unwrap();
+    let same = |m: &sextant::index::IndexManifest| {
+        let f = &m.files;
+        (
+            f.norms.clone(),
+            f.keyword.clone(),
+            f.fragments.files.clone(),
+            f.vectors.blocks.files.clone(),
+        )
+    };
+    assert_eq!(same(&again.manifest), same(store.manifest()));
+    // And it answers as the index it came from, in every mode.
+    let exported = tmp("import-again.sxt");
+    std::fs::write(
+        &exported,
+        sextant::index::packed::pack(&again.manifest, &again.files).unwrap(),
+    )
+    .unwrap();
+    for query in [
+        "spring tides moon",
+        "fog over cold water",
+        "may I copy the handbook",
+        "sea breeze",
+    ] {
+        for mode in ["keyword", "dense", "hybrid"] {
+            assert_eq!(
+                cli_search(&exported, query, mode),
+                cli_search(&tmp("import.sxt"), query, mode),
+                "{query} ({mode})"
+            );
+        }
+    }
+
+    // Files added beside it are indexed with it; removing it leaves them.
+    add(&mut collection, "notes.txt", "notes.txt", &embedder).unwrap();
+    embed_all(&mut collection, &embedder);
+    assert!(collection.remove_file("handbook.sxt"));
+    assert_eq!(collection.files().len(), 1);
+
+    // Built with another model (here: another passage prefix), its chunks come without vectors.
+    let mut other = BuildConfig::default();
+    other.model.passage_prefix = "passage: ".into();
+    let other_spec = load_embedder(&other).spec().clone();
+    let mut fresh = Collection::new(other, &other_spec);
+    let summary = fresh
+        .import_index("handbook.sxt", &store, embedder.tokenizer())
+        .unwrap();
+    assert_eq!((summary.vectors, summary.file.pending), (0, 5), "{summary:?}");
+
+    // An id clash with a file already there is refused and changes nothing.
+    let mut clash = Collection::new(BuildConfig::default(), embedder.spec());
+    clash.add_file("x/a.md", b"# A\n\nText.", embedder.tokenizer()).unwrap();
+    clash.import_index("one.sxt", &store, embedder.tokenizer()).unwrap();
+    let before = clash.files();
+    let err = clash.import_index("two.sxt", &store, embedder.tokenizer()).unwrap_err();
+    assert!(err.to_string().contains("two documents have the id"), "{err}");
+    assert_eq!(clash.files(), before);
 }

@@ -445,6 +445,14 @@ impl BlockFile {
         })
     }
 
+    /// Chunk `number`'s vector as stored: `scale · values`.
+    pub fn vector(&self, number: u32) -> Option<Vec<f32>> {
+        let i = self.chunks.iter().position(|&c| c == number)?;
+        let scale = *self.scales.get(i)?;
+        let values = self.values.get(i * self.dims..(i + 1) * self.dims)?;
+        Some(values.iter().map(|&v| scale * f32::from(v)).collect())
+    }
+
     /// The dot product of `query` with chunk `number`'s vector, if this block holds it.
     pub fn dot(&self, number: u32, query: &[f32]) -> Option<f32> {
         let i = self.chunks.iter().position(|&c| c == number)?;

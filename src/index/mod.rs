@@ -598,6 +598,12 @@ impl IndexStore {
         self.blocks.get(&(block as usize))?.get(self.now()).dot(chunk, query)
     }
 
+    /// Chunk `chunk`'s int8 vector scaled back to floats, if its block is added.
+    pub fn vector(&self, chunk: u32) -> Option<Vec<f32>> {
+        let block = *self.block_of.as_ref()?.get(chunk as usize)?;
+        self.blocks.get(&(block as usize))?.get(self.now()).vector(chunk)
+    }
+
     /// The fragments holding `chunks` that are not added yet.
     pub fn fragment_needs(&self, chunks: impl IntoIterator<Item = u32>) -> Vec<String> {
         let run = &self.manifest.files.fragments;

@@ -251,3 +251,58 @@ test('in Chromium, a collection lives in OPFS: reload, and the same results come
     await server.close();
   }
 });
+
+test('an index the CLI built imports as a collection file, with its vectors, and stays after a reopen', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-import-'));
+  const cli = path.join(dir, 'tiny.sxt');
+  execFileSync(sextantBin, ['build', tiny, '-o', cli, '--no-cache'], { stdio: 'pipe' });
+  const bytes = readFileSync(cli);
+  const storage = memoryStorage();
+  const imported = await api.Collection.open('imported', { model, tokenizer, storage });
+  let expected;
+  try {
+    // A damaged file, a format-1 bundle and a stranger's file are refused and change nothing.
+    const damaged = new Uint8Array(bytes);
+    damaged[damaged.length - 10] ^= 0xff;
+    await expectCode(imported.importIndex('tiny.sxt', damaged), 'CORRUPT_BUNDLE');
+    await expectCode(imported.importIndex('tiny.sxt', bytes.subarray(0, 1000)), 'CORRUPT_BUNDLE');
+    await expectCode(imported.importIndex('old.sxt', readFileSync(path.join(fixtures, 'golden-v1.sxt'))), 'UNSUPPORTED_VERSION');
+    await expectCode(imported.importIndex('notes.sxt', new TextEncoder().encode('# not an index')), 'CORRUPT_BUNDLE');
+    assert.deepEqual(imported.files(), []);
+
+    const summary = await imported.importIndex('tiny.sxt', bytes);
+    assert.equal(summary.path, 'tiny.sxt');
+    assert.equal(summary.documents, readFileSync(path.join(tiny, 'faq.jsonl'), 'utf8').trim().split('\n').length + 4);
+    assert.equal(summary.pending, 0, 'the index brought its vectors');
+    assert.equal(summary.vectors, summary.chunks);
+    // It answers as the CLI does over the index it came from, in every mode.
+    for (const query of ['how do I install it', 'security model', 'what does search rank by']) {
+      for (const mode of ['hybrid', 'dense', 'keyword']) {
+        const ours = await imported.search(query, { k: 5, mode });
+        const fromCli = JSON.parse(execFileSync(sextantBin, ['search', cli, query, '-k', '5', '--mode', mode, '--json'], { encoding: 'utf8' }));
+        assert.deepEqual(ours.results.map((r) => [r.chunk_id, r.url, r.title]), fromCli.results.map((r) => [r.chunk_id, r.url, r.title]), `${mode}: ${query}`);
+      }
+    }
+    // A file added beside it is indexed with it.
+    await imported.addFile('extra/tides.md', '# Tides\n\nSpring tides follow the new and full moon.');
+    await imported.embed();
+    assert.equal((await imported.search('spring tides moon', { k: 1 })).results[0].doc_id, 'extra/tides.md');
+    expected = imported.export();
+    await imported.flush();
+  } finally {
+    imported.free();
+  }
+  // Reopened from storage: the same files, nothing to embed, the same index.
+  const again = await api.Collection.open('imported', { model, tokenizer, storage });
+  try {
+    assert.deepEqual(again.skipped, []);
+    assert.deepEqual(again.files().map((f) => f.path), ['extra/tides.md', 'tiny.sxt']);
+    assert.equal(again.pending, 0);
+    assert.ok(Buffer.from(again.export()).equals(Buffer.from(expected)));
+    assert.equal(await again.removeFile('tiny.sxt'), true);
+    await again.flush();
+    assert.ok(![...storage.files.keys()].some((k) => k.startsWith('index.')));
+  } finally {
+    again.free();
+  }
+});

@@ -5,7 +5,12 @@
 // hostile document shown as text with nothing run.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { watchedPage } from './browser.mjs';
+import { fixtures, sextantBin } from './harness.mjs';
 import { openWorkspaceSite, pdfOf, docxOf, TIDE_NOTES as NOTES } from './documents.mjs';
 
 let workspace;
@@ -85,6 +90,31 @@ test('add, search while embedding, hybrid, PDF pages, reload, remove, and hostil
   assert.equal(await page.locator('#progress-text').textContent(), 'every chunk embedded');
   assert.equal(await page.locator('#files li').count(), 4);
   assert.deepEqual(await results(page, 'when do spring tides happen', 'hybrid'), hybrid);
+
+  // Export: the CLI searches the downloaded file and finds what the workspace shows.
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-research-export-'));
+  const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#export').click()]);
+  const exported = path.join(dir, download.suggestedFilename());
+  await download.saveAs(exported);
+  for (const [query, shown] of [['when do spring tides happen', hybrid], ['how often was the wick trimmed', wick], ['concentric glass prisms around the lamp', lens]]) {
+    const cli = JSON.parse(execFileSync(sextantBin, ['search', exported, query, '-k', String(shown.length), '--json'], { encoding: 'utf8' }));
+    assert.deepEqual(
+      cli.results.map((r) => [r.title, [r.source, ...r.heading_path].join(' › ')]),
+      shown.map((r) => [r.title, r.where]),
+      query,
+    );
+  }
+
+  // Import an index the CLI built: its documents are searchable at once, nothing to embed.
+  const built = path.join(dir, 'handbook.sxt');
+  execFileSync(sextantBin, ['build', path.join(fixtures, 'tiny'), '-o', built], { stdio: 'pipe' });
+  await page.locator('#pick').setInputFiles([{ name: 'handbook.sxt', mimeType: 'application/octet-stream', buffer: readFileSync(built) }]);
+  await page.waitForFunction(() => [...document.querySelectorAll('#files li')].some((li) => li.textContent.includes('handbook.sxt') && li.textContent.includes('ready')), null, { timeout: 60000 });
+  assert.equal(await page.locator('#progress-text').textContent(), 'every chunk embedded');
+  const install = await results(page, 'how do I build it from source', 'hybrid');
+  assert.equal(install[0].title, 'Installing the lighthouse keeper', JSON.stringify(install));
+  await page.locator('#files li', { hasText: 'handbook.sxt' }).getByRole('button', { name: 'Remove' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('#files li').length === 4, null, { timeout: 60000 });
 
   // Remove the PDF: gone from the list and the results.
   await page.locator('#files li', { hasText: 'lights.pdf' }).getByRole('button', { name: 'Remove' }).click();

@@ -98,6 +98,11 @@ const ops = {
     startEmbedding();
     return { summary, ...state() };
   },
+  async import_index({ path, bytes }) {
+    const summary = await collection.importIndex(path, bytes);
+    startEmbedding();
+    return { summary, ...state() };
+  },
   async original({ path }) {
     return collection.original(path);
   },

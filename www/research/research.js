@@ -85,11 +85,25 @@ function showFiles(files) {
       {},
       el('span', { className: 'path', textContent: f.path }),
       el('span', { className: 'muted', textContent: `${f.chunks} chunks${f.pending ? ` · ${f.chunks - f.pending} embedded` : ' · ready'}` }),
-      el('button', { type: 'button', textContent: 'Remove', onclick: () => removeFile(f.path) }),
+      // Cancelling a file still embedding removes it: nothing of it stays.
+      el('button', { type: 'button', textContent: f.pending ? 'Cancel' : 'Remove', onclick: () => removeFile(f.path) }),
     ),
   );
   for (const [path, text] of fileStatus) {
-    if (!files.some((f) => f.path === path)) rows.push(el('li', {}, el('span', { className: 'path', textContent: path }), el('span', { className: text.startsWith('Could not') ? 'error' : 'muted', textContent: text })));
+    if (files.some((f) => f.path === path)) continue;
+    const failed = text.startsWith('Could not');
+    const cancel = failed
+      ? null
+      : el('button', {
+          type: 'button',
+          textContent: 'Cancel',
+          onclick: () => {
+            cancelled.add(path);
+            fileStatus.set(path, 'cancelling…');
+            showFiles(current.files);
+          },
+        });
+    rows.push(el('li', {}, el('span', { className: 'path', textContent: path }), el('span', { className: failed ? 'error' : 'muted', textContent: text }), cancel));
   }
   $('files').replaceChildren(...rows);
 }
@@ -160,9 +174,18 @@ async function docxHtml(file) {
   return `<!doctype html><title>${title.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</title><body>${value}</body>`;
 }
 
+// Files dropped wait their turn; one that is cancelled before it is read is skipped.
+const cancelled = new Set();
 async function addFiles(files) {
   if (!current) return say('Create or open a collection first.', true);
+  for (const file of files) fileStatus.set(file.name, 'waiting…');
+  showFiles(current.files);
   for (const file of files) {
+    if (cancelled.delete(file.name)) {
+      fileStatus.delete(file.name);
+      showFiles(current.files);
+      continue;
+    }
     fileStatus.set(file.name, 'reading…');
     showFiles(current.files);
     try {
@@ -171,8 +194,16 @@ async function addFiles(files) {
         ? await request('add_documents', { path: file.name, documents: await pdfDocuments(file), original: bytes })
         : /\.docx$/i.test(file.name)
           ? await request('add_html', { path: file.name, html: await docxHtml(file), original: bytes })
-          : await request('add_file', { path: file.name, bytes });
+          : /\.sxt$/i.test(file.name)
+            ? await request('import_index', { path: file.name, bytes })
+            : await request('add_file', { path: file.name, bytes });
       fileStatus.delete(file.name);
+      // Cancelled while it was read: it goes again.
+      if (cancelled.delete(file.name)) {
+        current = await request('remove_file', { path: file.name });
+        showState();
+        continue;
+      }
       current = state;
       showState();
       runSearch();
