@@ -323,7 +323,10 @@ export class Conversation {
     try {
       while (upTo < last && tokensAfter(upTo, summary) > target) {
         const end = Math.min(last, upTo + batch);
-        const transcript = this.#messages(upTo).slice(0, 2 * (end - upTo)).map((m) => `${m.role === 'user' ? 'Question' : 'Answer'}: ${m.content}`).join('\n\n');
+        const transcript = this.rounds
+          .slice(upTo, end)
+          .map((r) => (r.answer ? `Question: ${r.question}\n\nAnswer: ${r.answer}` : `Question: ${r.question}`))
+          .join('\n\n');
         const { message } = await chatCall(`compress rounds ${upTo + 1}-${end}`, { messages: [{ role: 'system', content: SUMMARY_PROMPT }, { role: 'user', content: `${summary ? `Summary so far:\n${summary}\n\n` : ''}${transcript}` }] }, {
           llm, timeout_ms, max_tries, signal, fetchImpl, random, record,
         });

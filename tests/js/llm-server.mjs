@@ -24,8 +24,9 @@ export function chunkIdsIn(body) {
 
 /**
  * Starts the server. `plan(request, index)` returns
- * { status = 200, headers = {}, contentType, events: [sse lines], delayMs = 5, hang = false, body }
- * (`body` answers at once with that text).
+ * { status = 200, headers = {}, contentType, events: [sse lines], delayMs = 5, hang = false, body,
+ * disconnect = false } (`body` answers at once with that text; `disconnect` drops the connection
+ * after the events instead of ending the response).
  * By default it answers citing the first chunk it was shown.
  */
 export async function startLlmServer(plan) {
@@ -69,6 +70,10 @@ export async function startLlmServer(plan) {
       if (request.aborted) return;
       res.write(`${line}\n\n`);
       await new Promise((r) => setTimeout(r, p.delayMs ?? 5));
+    }
+    if (p.disconnect) {
+      res.socket?.destroy();
+      return;
     }
     request.finished = true;
     res.end();

@@ -165,3 +165,146 @@ test('an XSS corpus yields zero executions: documents, results, passages and ans
     await llm.close();
   }
 });
+
+/** Opens the workspace on a new collection `name` holding the tide note, embedded, with the LLM set. */
+async function tideCollection(page, name, { base_url, timeout, tools = true }) {
+  await page.goto(`${workspace.server.url}/research/`);
+  await waitState(page, () => document.querySelector('#status').textContent.startsWith('Opened'), null, { timeout: 120000 });
+  await page.locator('#new-name').fill(name);
+  await page.locator('#new-collection button').click();
+  await waitState(page, (n) => document.querySelector('#status').textContent === `Opened ${n}.`, name, { timeout: 120000 });
+  await page.locator('#pick').setInputFiles([{ name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(NOTES) }]);
+  await waitState(page, () => document.querySelectorAll('#files li').length === 1 && document.querySelector('#progress-text').textContent === 'every chunk embedded', null, { timeout: 120000 });
+  await page.evaluate(() => (document.querySelector('#llm-settings').open = true));
+  await page.locator('#llm-form [name=base_url]').fill(base_url);
+  await page.locator('#llm-form [name=model]').fill('m');
+  if (timeout) await page.locator('#llm-form [name=timeout]').fill(timeout);
+  if (!tools) await page.locator('#llm-form [name=tools]').uncheck();
+  await page.locator('#llm-form button').click();
+}
+
+/** Asks `question` and waits until the `n`th round has its answer or error. */
+async function askAndSettle(page, question, n) {
+  await page.locator('#question').fill(question);
+  await page.locator('#ask').click();
+  await waitState(page, (count) => {
+    const notes = [...document.querySelectorAll('#conversation li .note')];
+    return notes.length === count && !/^(Researching|Searching)/.test(notes.at(-1).textContent);
+  }, n, { timeout: 120000 });
+}
+
+test('in the page, the agent loop meets 429s, parallel and malformed calls, a timeout and a dropped stream; nothing is lost', async () => {
+  let scenario = 'loop';
+  let toolRequests = 0;
+  const spring = (body) => shown(body).find((id) => id.includes('spring')) ?? shown(body)[0];
+  const llm = await startLlmServer((request) => {
+    const { body } = request;
+    if (scenario === 'loop') {
+      if (body.stream) return { events: sseAnswer(`Near the new and the full moon [${spring(body)}].`) };
+      toolRequests++;
+      if (toolRequests === 1) return { status: 429, headers: { 'retry-after': '0' } };
+      if (toolRequests === 2) {
+        return completion({
+          tool_calls: [
+            { id: 'p1', type: 'function', function: { name: 'search', arguments: JSON.stringify({ query: 'spring tides moon' }) } },
+            { id: 'p2', type: 'function', function: { name: 'search', arguments: JSON.stringify({ query: 'neap tides' }) } },
+          ],
+        });
+      }
+      if (toolRequests === 3) return completion({ tool_calls: [{ id: 'm1', type: 'function', function: { name: 'search', arguments: '{"query": "spring' } }] });
+      return completion({ content: 'enough' });
+    }
+    if (scenario === 'timeout') {
+      // The tool loop hangs; the pipeline (rewrite, judge, answer) answers.
+      if (body.tools) return { hang: true };
+      if (body.stream) return { events: sseAnswer(`At spring tide [${spring(body)}].`) };
+      return completion({ content: body.messages[0].content.startsWith('Rewrite') ? 'spring tides moon' : 'YES' });
+    }
+    // 'dropped': the answer's stream stops halfway and the connection drops.
+    if (body.stream) return { events: sseAnswer('The tides follow the moon and the sun together').slice(0, 4), disconnect: true, delayMs: 20 };
+    return completion({ content: 'enough' });
+  });
+  const page = await watchedPage(workspace.context);
+  try {
+    await tideCollection(page, 'failures', { base_url: llm.baseUrl, timeout: '2' });
+    const ask = async (question, n) => {
+      await askAndSettle(page, question, n);
+      return page.$$eval('#trace li', (items) => items.map((li) => li.textContent));
+    };
+
+    // A 429 is retried; of two parallel calls only the first runs, the second is an error
+    // observation; a malformed call is one too; then the answer, cited and verified.
+    let trace = await ask('When do spring tides happen?', 1);
+    assert.match(await page.locator('#conversation li .note').nth(0).textContent(), /^1 cited passage · tool loop/, trace.join('\n'));
+    assert.ok(trace.some((t) => /^model · tool round 1 .*1 retries/.test(t)), trace.join('\n'));
+    assert.ok(trace.some((t) => t.includes('error one_call_per_round')), trace.join('\n'));
+    assert.ok(trace.some((t) => t.includes('error bad_arguments')), trace.join('\n'));
+    const observations = llm.requests.filter((r) => r.body?.tools).at(-1).body.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    assert.equal(observations.length, 3);
+    assert.match(observations[1], /one_call_per_round/);
+    assert.match(observations[1], /"retryable":true/);
+    assert.match(observations[2], /bad_arguments/);
+
+    // The tool loop times out (2 s, as set): the pipeline answers, and says why.
+    scenario = 'timeout';
+    trace = await ask('And at what phase of the moon?', 2);
+    assert.match(await page.locator('#conversation li .note').nth(1).textContent(), /^1 cited passage · pipeline \(.*LLM_TIMEOUT/, trace.join('\n'));
+
+    // The answer's connection drops halfway: what came stays on screen with the error, the
+    // question is kept (after a reload too) and can be asked again.
+    scenario = 'dropped';
+    await ask('Why do tides follow the moon?', 3);
+    const note = await page.locator('#conversation li .note').nth(2).textContent();
+    assert.match(note, /^LLM_INCOMPLETE/, note);
+    assert.match(await page.locator('#conversation li .answer').nth(2).textContent(), /^The tides follow/);
+    await page.reload();
+    await waitState(page, () => document.querySelectorAll('#conversation li').length === 3, null, { timeout: 120000 });
+    assert.equal(await page.locator('#conversation li .question').nth(2).textContent(), 'Why do tides follow the moon?');
+    assert.match(await page.locator('#conversation li .note').nth(2).textContent(), /^LLM_INCOMPLETE/);
+    await page.locator('#conversation li .again').click();
+    assert.equal(await page.locator('#question').inputValue(), 'Why do tides follow the moon?');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await llm.close();
+  }
+});
+
+test('in the page, a long session compresses its earliest rounds and keeps every round', async () => {
+  const long = 'Tides rise and fall twice a day as the moon pulls the sea. '.repeat(45); // ~700 tokens
+  const summaries = [];
+  const llm = await startLlmServer((request) => {
+    const { body } = request;
+    if (body.messages[0].content.startsWith('Summarise')) {
+      summaries.push(body.messages[1].content);
+      return completion({ content: `Summary ${summaries.length}: the tides follow the moon.` });
+    }
+    if (body.stream) return { events: sseAnswer(`${long}[${shown(body).find((id) => id.includes('spring')) ?? shown(body)[0]}]`, { pieces: [long, `[${shown(body).find((id) => id.includes('spring')) ?? shown(body)[0]}]`] }) };
+    return completion({ content: 'enough' });
+  });
+  const page = await watchedPage(workspace.context);
+  try {
+    await tideCollection(page, 'long session', { base_url: llm.baseUrl, tools: false });
+    // Each round adds ~700 tokens to the context: past 12,000 the earliest rounds are folded
+    // into a summary, in batches, until it is under 8,000.
+    const rounds = 20;
+    for (let n = 1; n <= rounds; n++) await askAndSettle(page, `Question ${n}: when do spring tides happen?`, n);
+    assert.ok(summaries.length >= 2, `${summaries.length} compression calls`);
+    assert.match(summaries[0], /^Question: Question 1:/);
+    assert.match(summaries[1], /^Summary so far:\nSummary 1/);
+    // The last answer's request carried the summary and only the recent rounds.
+    const last = llm.requests.filter((r) => r.body?.stream).at(-1).body.messages;
+    assert.ok(last.some((m) => m.role === 'system' && m.content.includes(`Summary ${summaries.length}: the tides follow the moon.`)));
+    assert.ok(!last.some((m) => m.content?.startsWith('Question 1:')), 'the first round was compressed');
+    const tokens = last.reduce((n, m) => n + Math.ceil((m.content ?? '').length / 4), 0);
+    assert.ok(tokens < 12000 + 2000, `${tokens} tokens sent`);
+    // Every round is still kept and shown, after a reload too.
+    await page.reload();
+    await waitState(page, (n) => document.querySelectorAll('#conversation li').length === n, rounds, { timeout: 120000 });
+    assert.equal(await page.locator('#conversation li .question').first().textContent(), 'Question 1: when do spring tides happen?');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await llm.close();
+  }
+});

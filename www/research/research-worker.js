@@ -4,7 +4,7 @@
 // embedding it posts `{event: 'progress', done, total, pending}` and, when it stops,
 // `{event: 'idle', pending, reason}`. Embedding starts by itself after files are added and stops
 // on `pause` (what was embedded is kept; `resume` goes on).
-import { Collection, listCollections, deleteCollection, storageInfo } from './pkg/collection.js';
+import { Collection, listCollections, deleteCollection, storageInfo, opfsStorage } from './pkg/collection.js';
 import { research, Conversation } from './pkg/research.js';
 
 let collection = null;
@@ -14,6 +14,7 @@ let tokenizer = null;
 let embedding = null; // {controller, promise} while the embed loop runs
 let paused = false;
 const asking = new Map(); // ask id → AbortController
+const CONVERSATION = 'conversation.json';
 
 async function modelFiles() {
   if (model) return;
@@ -137,17 +138,18 @@ const ops = {
   // `conversation` is the stored one ({rounds, summary, compressed}); its working context is
   // compressed first when it has grown past the threshold (a failure there loses nothing and
   // the question goes on with the uncompressed context).
-  async ask({ ask, question, llm, tools, conversation }) {
+  async ask({ ask, question, llm, tools, timeout_ms, conversation }) {
     const controller = new AbortController();
     asking.set(ask, controller);
     const on_event = (entry) => postMessage({ event: 'trace', ask, entry });
     try {
       const memory = new Conversation(conversation);
-      const compression = await memory.compress({ llm, signal: controller.signal, on_event });
+      const compression = await memory.compress({ llm, timeout_ms, signal: controller.signal, on_event });
       const result = await research(question, {
         collection,
         llm,
         tools,
+        timeout_ms,
         history: memory.history(),
         signal: controller.signal,
         on_token: (delta) => postMessage({ event: 'token', ask, delta }),
@@ -157,6 +159,16 @@ const ops = {
     } finally {
       asking.delete(ask);
     }
+  },
+  // The open collection's conversation, kept whole beside it in OPFS (conversation.json,
+  // replaced in one step on every save), or null before its first question.
+  async conversation_load() {
+    const bytes = await opfsStorage(name).read(CONVERSATION);
+    return bytes ? JSON.parse(new TextDecoder().decode(bytes)) : null;
+  },
+  async conversation_save({ conversation }) {
+    await opfsStorage(name).write(CONVERSATION, new TextEncoder().encode(JSON.stringify(conversation)));
+    return true;
   },
   async cancel_ask({ ask }) {
     asking.get(ask)?.abort();

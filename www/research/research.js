@@ -131,12 +131,15 @@ async function refreshCollections(select) {
   return names;
 }
 
+// The collection open last comes back on the next visit.
+const LAST_KEY = 'sextant-research-last';
 async function open(name) {
+  localStorage.setItem(LAST_KEY, name);
   say(`Opening ${name}…`);
   fileStatus.clear();
   current = await request('open', { name });
   showState();
-  showConversation();
+  await showConversation();
   say(current.skipped.length ? `Opened ${name}; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}` : `Opened ${name}.`, current.skipped.length > 0);
   await refreshCollections(name);
   runSearch();
@@ -315,18 +318,28 @@ const llmSettings = () => {
     return null;
   }
 };
-const conversationKey = () => `sextant-research-conversation:${current?.name ?? ''}`;
-// The whole conversation is kept ({rounds, summary, compressed}); the model sees a summary of
-// the earliest rounds plus the recent ones (research.js's Conversation), never as evidence.
-const loadConversation = () => {
+// The whole conversation is kept ({rounds, summary, compressed}) in OPFS beside its collection
+// (by the worker); the model sees a summary of the earliest rounds plus the recent ones
+// (research.js's Conversation), never as evidence. One kept in localStorage by an earlier
+// version of this page moves to OPFS on first load.
+const legacyKey = () => `sextant-research-conversation:${current?.name ?? ''}`;
+const EMPTY = () => ({ rounds: [], summary: null, compressed: 0 });
+async function loadConversation() {
+  const stored = await request('conversation_load').catch((e) => (say(`The conversation could not be read: ${e.message}`, true), null));
+  if (stored) return stored;
+  const legacy = localStorage.getItem(legacyKey());
+  if (!legacy) return EMPTY();
   try {
-    const stored = JSON.parse(localStorage.getItem(conversationKey()) ?? 'null');
-    return Array.isArray(stored) ? { rounds: stored, summary: null, compressed: 0 } : (stored ?? { rounds: [], summary: null, compressed: 0 });
+    const parsed = JSON.parse(legacy);
+    const conversation = Array.isArray(parsed) ? { ...EMPTY(), rounds: parsed } : parsed;
+    await saveConversation(conversation);
+    localStorage.removeItem(legacyKey());
+    return conversation;
   } catch {
-    return { rounds: [], summary: null, compressed: 0 };
+    return EMPTY();
   }
-};
-const saveConversation = (conversation) => localStorage.setItem(conversationKey(), JSON.stringify(conversation));
+}
+const saveConversation = (conversation) => request('conversation_save', { conversation });
 
 function fillSettings() {
   const s = llmSettings();
@@ -335,12 +348,13 @@ function fillSettings() {
   form.model.value = s?.model ?? '';
   form.api_key.value = s?.api_key ?? '';
   form.tools.checked = s?.tools ?? true;
+  form.timeout.value = s?.timeout ?? 60;
   $('llm-settings').open = !s;
 }
 $('llm-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const f = e.target;
-  localStorage.setItem(LLM_KEY, JSON.stringify({ base_url: f.base_url.value.trim(), model: f.model.value.trim(), api_key: f.api_key.value, tools: f.tools.checked }));
+  localStorage.setItem(LLM_KEY, JSON.stringify({ base_url: f.base_url.value.trim(), model: f.model.value.trim(), api_key: f.api_key.value, tools: f.tools.checked, timeout: Math.min(600, Math.max(1, Number(f.timeout.value) || 60)) }));
   $('llm-settings').open = false;
   say('LLM settings saved.');
 });
@@ -390,15 +404,29 @@ function roundNode(round) {
     note.className = r.refused ? 'note refused' : 'note';
     note.textContent = r.refused ? `Not verified: ${r.refusal}` : `${r.citations.length} cited passage${r.citations.length === 1 ? '' : 's'} · ${r.path === 'tools' ? 'tool loop' : `pipeline (${r.path_reason})`}`;
   } else if (round.error) {
+    // Nothing is lost: what arrived stays, and the question can be asked again in one click.
     answer.textContent = round.partial ?? '';
     note.className = 'note refused';
     note.textContent = round.error;
+    note.append(
+      ' ',
+      el('button', {
+        type: 'button',
+        className: 'again',
+        textContent: 'Ask again',
+        onclick: () => {
+          $('question').value = round.question;
+          $('question').focus();
+        },
+      }),
+    );
   }
   return el('li', {}, el('div', { className: 'question', textContent: round.question }), answer, note);
 }
 
-function showConversation() {
-  $('conversation').replaceChildren(...loadConversation().rounds.map(roundNode));
+async function showConversation() {
+  const { rounds } = await loadConversation();
+  $('conversation').replaceChildren(...rounds.map(roundNode));
 }
 
 function showTrace(entries) {
@@ -421,7 +449,7 @@ $('ask-form').addEventListener('submit', async (e) => {
     return say('Set the LLM endpoint first (base URL and model).', true);
   }
   if (!current) return say('Open a collection first.', true);
-  const conversation = loadConversation();
+  const conversation = await loadConversation();
   const round = { question };
   const node = roundNode(round);
   $('conversation').append(node);
@@ -449,7 +477,7 @@ $('ask-form').addEventListener('submit', async (e) => {
   try {
     // The model's context keeps question and verified answer of each round (refusals: the question).
     const memory = { rounds: conversation.rounds.map((r) => ({ question: r.question, answer: r.result && !r.result.refused ? r.result.answer : null })), summary: conversation.summary, compressed: conversation.compressed };
-    const out = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, conversation: memory });
+    const out = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, timeout_ms: 1000 * (llm.timeout || 60), conversation: memory });
     round.result = out.result;
     conversation.summary = out.summary;
     conversation.compressed = out.compressed;
@@ -463,8 +491,8 @@ $('ask-form').addEventListener('submit', async (e) => {
   }
   round.trace = entries;
   conversation.rounds.push(round);
-  saveConversation(conversation);
   node.replaceWith(roundNode(round));
+  await saveConversation(conversation).catch((e) => say(`The conversation could not be saved: ${e.message}`, true));
 });
 
 fillSettings();
@@ -473,4 +501,5 @@ fillSettings();
 for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs', 'vendor/mammoth.browser.min.js']) fetch(new URL(f, import.meta.url)).catch(() => {});
 
 const names = await refreshCollections().catch((e) => (say(`Storage is unavailable: ${e.message}`, true), []));
-await open(names[0] ?? 'My research').catch((e) => say(`Could not open the collection: ${e.message}`, true));
+const last = localStorage.getItem(LAST_KEY);
+await open(names.includes(last) ? last : (names[0] ?? 'My research')).catch((e) => say(`Could not open the collection: ${e.message}`, true));
