@@ -2,7 +2,7 @@
 # script in scripts/ that also runs on its own.
 SHELL := /bin/bash
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -59,6 +59,9 @@ bench-layout: setup wasm
 
 bench-adversarial: setup wasm
 	scripts/bench-adversarial.sh
+
+bench-collection: setup wasm
+	scripts/bench-collection.sh
 
 clean:
 	rm -rf www/dist pkg www/worker/dist tests/artifacts

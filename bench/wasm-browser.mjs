@@ -1,30 +1,14 @@
 // Headless Chromium benchmark: sextant (the built pkg/) against Transformers.js embedding the same
 // Cranfield queries with the same model.onnx, local files only, one thread each, in one page.
 // node bench/wasm-browser.mjs <pkg dir> <bundle> <queries.jsonl> <model dir> [rounds]
-import { mkdtemp, mkdir, symlink, readFile, copyFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { startStaticServer } from '../tests/js/static-server.mjs';
 import { launch, watchedPage } from '../tests/js/browser.mjs';
+import { anchorSite } from './anchor-site.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const [pkgDir, bundlePath, queriesPath, modelDir, roundsArg] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 3);
-const site = await mkdtemp(path.join(tmpdir(), 'sextant-bench-'));
-const link = (target, name) => symlink(path.resolve(target), path.join(site, name));
-await link(path.join(here, 'browser'), 'page');
-await link(pkgDir, 'pkg');
-await mkdir(path.join(site, 'data'));
-await link(bundlePath, 'data/cranfield.sxt');
-await link(modelDir, 'model');
-await link(path.join(here, 'node_modules/@huggingface/transformers/dist'), 'tfjs');
-await link(path.join(here, 'node_modules/onnxruntime-web/dist'), 'ort');
-// Transformers.js's model layout: config, tokenizer files and onnx/model.onnx.
-const hf = path.join(site, 'hf/minilm');
-await mkdir(path.join(hf, 'onnx'), { recursive: true });
-for (const f of ['config.json', 'tokenizer_config.json', 'tokenizer.json']) await copyFile(path.join(modelDir, f), path.join(hf, f));
-await link(path.join(modelDir, 'model.onnx'), 'hf/minilm/onnx/model.onnx');
+const site = await anchorSite(pkgDir, modelDir, { 'data/cranfield.sxt': bundlePath });
 
 const queries = (await readFile(queriesPath, 'utf8')).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).text);
 const server = await startStaticServer(site);

@@ -81,6 +81,8 @@ export class Collection {
   removeFile(path: string): Promise<boolean>;
   files(): FileSummary[];
   readonly pending: number;
+  /** The chunk texts still to embed, each once, in build order. */
+  pendingTexts(): string[];
   embed(options?: EmbedOptions): Promise<number>;
   search(query: string, options?: SearchOptions): Promise<CollectionSearchResponse>;
   /** The results as injection-safe `<retrieved_context>` blocks, as `Sextant.frame` does. */

@@ -303,6 +303,11 @@ export class Collection {
     return this.#inner.pendingCount();
   }
 
+  /** The chunk texts still to embed, each once, in build order (e.g. to embed them elsewhere). */
+  pendingTexts() {
+    return call(() => this.#inner.pendingTexts());
+  }
+
   /**
    * Embeds the pending chunks, `batch` at a time, yielding to the event loop between batches.
    * on_progress({done, total}) after each batch; `signal` stops it between batches with
@@ -319,7 +324,6 @@ export class Collection {
         const n = call(() => this.#inner.embedPending(Math.max(1, batch | 0)));
         if (n === 0) break;
         done += n;
-        this.#changed();
         on_progress?.({ done, total });
         // With storage, vectors are saved every few seconds: a closed tab loses little work.
         if (this.#storage && Date.now() - savedAt >= save_every_ms) {
@@ -329,7 +333,12 @@ export class Collection {
         await nextTask();
       }
     } finally {
-      if (done > 0) await saveVectors();
+      // The keyword index does not change while chunks are embedded: the engine is made again
+      // once, after the loop (hybrid if every chunk has its vector now).
+      if (done > 0) {
+        this.#changed();
+        await saveVectors();
+      }
     }
     return done;
   }

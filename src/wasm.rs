@@ -441,6 +441,13 @@ impl Collection {
         self.inner.pending().len() as u32
     }
 
+    /// `pendingTexts()` → the chunk texts still to embed, each once, in build order (without
+    /// the model's passage prefix).
+    #[wasm_bindgen(js_name = pendingTexts)]
+    pub fn pending_texts(&self) -> Result<JsValue, JsValue> {
+        to_js(&self.inner.pending())
+    }
+
     /// `embedPending(max)` → how many chunk texts it embedded (at most `max`): call it in a
     /// loop, reporting progress and checking for pause or cancel between calls.
     #[wasm_bindgen(js_name = embedPending)]

@@ -45,6 +45,9 @@ test('a collection built file by file searches, embeds and exports the CLI index
   // Before embedding: keyword results, whatever the mode asked, and no export.
   const total = collection.pending;
   assert.ok(total > 0);
+  const texts = collection.pendingTexts();
+  assert.equal(texts.length, total);
+  assert.ok(texts.some((t) => t.includes('make install')), 'the chunk texts as cut');
   const early = await collection.search('install', { mode: 'hybrid' });
   assert.equal(early.mode, 'keyword');
   assert.ok(early.results.length > 0);

@@ -121,6 +121,22 @@ test('add, search while embedding, hybrid, PDF pages, reload, remove, and hostil
   await page.waitForFunction(() => document.querySelectorAll('#files li').length === 3, null, { timeout: 60000 });
   const after = await results(page, 'concentric glass prisms around the lamp', 'hybrid');
   assert.ok(!after.some((r) => r.where.startsWith('lights.pdf')), JSON.stringify(after));
+
+  // Files dropped together wait their turn; one cancelled while it waits is never added, and
+  // one still embedding is cancelled by its own button (removed, nothing of it kept).
+  await page.locator('#pause').click();
+  const long = pdfOf(Array.from({ length: 80 }, (_, i) => `Page ${i + 1} of the keeper's long log.\nThe lamp was lit at dusk and the weather noted.`));
+  await page.locator('#pick').setInputFiles([
+    { name: 'long-log.pdf', mimeType: 'application/pdf', buffer: long },
+    { name: 'waiting.md', mimeType: 'text/markdown', buffer: Buffer.from('# Waiting\n\nThis file is cancelled before it is read.') },
+  ]);
+  await page.locator('#files li', { hasText: 'waiting.md' }).getByRole('button', { name: 'Cancel' }).click();
+  await page.waitForFunction(() => [...document.querySelectorAll('#files li')].some((li) => li.textContent.includes('long-log.pdf') && li.textContent.includes('chunks')), null, { timeout: 60000 });
+  await page.waitForFunction(() => ![...document.querySelectorAll('#files li')].some((li) => li.textContent.includes('waiting.md')), null, { timeout: 60000 });
+  await page.locator('#files li', { hasText: 'long-log.pdf' }).getByRole('button', { name: 'Cancel' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('#files li').length === 3, null, { timeout: 60000 });
+  assert.equal(await page.locator('#progress-text').textContent(), 'every chunk embedded');
+  await page.locator('#resume').click();
   assert.deepEqual(page.errors, []);
   await page.close();
 });
