@@ -2,6 +2,8 @@
 // Transformers.js's embedding of the same queries, with the same model.onnx, in one page. The
 // engines are loaded first, then run round by round in turn (sextant f32, sextant int8,
 // Transformers.js), so a burst of machine noise hits all of them alike.
+import { localExtractor } from './transformers.mjs';
+
 const pct = (v, p) => {
   const s = [...v].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.round((p / 100) * (s.length - 1)))];
@@ -42,14 +44,7 @@ async function loadSextant(weights) {
 
 async function loadTransformers() {
   const t0 = performance.now();
-  const { env, pipeline } = await import('/tfjs/transformers.js');
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  env.localModelPath = '/hf/';
-  env.useBrowserCache = false;
-  env.backends.onnx.wasm.wasmPaths = '/ort/';
-  env.backends.onnx.wasm.numThreads = 1; // tract runs one query on one thread
-  const extractor = await pipeline('feature-extraction', 'minilm', { device: 'wasm', dtype: 'fp32' });
+  const extractor = await localExtractor();
   const t1 = performance.now();
   const all = [];
   let dims = 0;

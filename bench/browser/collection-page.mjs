@@ -3,6 +3,8 @@
 // chunked, then every chunk embedded and the index written), and Transformers.js embedding the
 // very same chunk texts with the same model.onnx, one thread each. Rounds alternate between the
 // two so that machine noise hits both alike.
+import { localExtractor } from './transformers.mjs';
+
 const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
 
 /** Bytes of every file in the collection's OPFS folder. */
@@ -14,23 +16,12 @@ async function opfsBytes(name) {
   return files;
 }
 
-async function transformers() {
-  const { env, pipeline } = await import('/tfjs/transformers.js');
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  env.localModelPath = '/hf/';
-  env.useBrowserCache = false;
-  env.backends.onnx.wasm.wasmPaths = '/ort/';
-  env.backends.onnx.wasm.numThreads = 1;
-  return pipeline('feature-extraction', 'minilm', { device: 'wasm', dtype: 'fp32' });
-}
-
 window.runCollectionBench = async ({ jsonl, rounds, batch }) => {
   const { Collection, deleteCollection } = await import('/pkg/collection.js');
   const [model, tokenizer] = await Promise.all([bytesOf('/model/model.onnx'), bytesOf('/model/tokenizer.json')]);
   const file = new TextEncoder().encode(jsonl);
   const documents = jsonl.split('\n').filter((l) => l.trim()).length;
-  const extractor = await transformers();
+  const extractor = await localExtractor();
   const out = { documents, rounds: [] };
   for (let r = 0; r < rounds; r++) {
     await deleteCollection('bench');
