@@ -13,7 +13,7 @@ const t0 = performance.now();
 await ready();
 const t1 = performance.now();
 const sextant = await Sextant.load({
-  bundle: await readFile(bundlePath),
+  index: await readFile(bundlePath),
   model: await readFile(path.join(modelDir, 'model.onnx')),
   tokenizer: await readFile(path.join(modelDir, 'tokenizer.json')),
 });
@@ -22,7 +22,7 @@ const queries = (await readFile(queriesPath, 'utf8')).split('\n').filter((l) => 
 const stages = { embed_ms: [], keyword_ms: [], vector_ms: [], fusion_ms: [], total_ms: [] };
 for (let r = 0; r < rounds; r++) {
   for (const q of queries) {
-    const { timings } = sextant.search(q, { k: 10 });
+    const { timings } = await sextant.search(q, { k: 10 });
     for (const key of Object.keys(stages)) stages[key].push(timings[key]);
   }
 }

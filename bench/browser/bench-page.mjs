@@ -15,7 +15,7 @@ async function loadSextant(weights) {
   const { Sextant, ready, memoryBytes } = await import('/pkg/browser.js');
   await ready();
   const t1 = performance.now();
-  const sextant = await Sextant.load({ bundle: '/data/cranfield.sxt', model: '/model/model.onnx', tokenizer: '/model/tokenizer.json', weights });
+  const sextant = await Sextant.load({ index: '/data/cranfield.sxt', model: '/model/model.onnx', tokenizer: '/model/tokenizer.json', weights });
   const t2 = performance.now();
   const stages = { embed_ms: [], keyword_ms: [], vector_ms: [], fusion_ms: [], total_ms: [] };
   const wall = [];
@@ -26,7 +26,7 @@ async function loadSextant(weights) {
       const times = [];
       for (const q of queries) {
         const s = performance.now();
-        const { timings } = sextant.search(q, { k: 10 });
+        const { timings } = await sextant.search(q, { k: 10 });
         wall.push(performance.now() - s);
         times.push(timings.total_ms);
         for (const key of Object.keys(stages)) stages[key].push(timings[key]);
