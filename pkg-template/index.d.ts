@@ -88,7 +88,7 @@ export interface SearchOptions {
   mode?: Mode;
   /** Candidates per retriever before fusion, up to 10000 (default 2·k). */
   depth?: number | null;
-  /** Drop results scoring below this (RRF score in hybrid, cosine in dense, BM25 in keyword). */
+  /** Drop results scoring below this (the fused score in hybrid, cosine in dense, BM25 in keyword). */
   score_threshold?: number | null;
   /** Drop dense candidates with cosine below this, before fusion. */
   min_similarity?: number | null;
@@ -97,6 +97,12 @@ export interface SearchOptions {
   /** BM25 parameters for this query (default: the index's). */
   bm25?: Partial<Bm25Params> | null;
   vector_search?: 'auto' | 'exact';
+  /** How hybrid search fuses: 'rrf' (ranks only) or 'convex' (normalised scores, weighted). */
+  fusion?: 'rrf' | 'convex';
+  /** The dense list's weight in a convex fusion, 0–1 (keyword gets the rest). */
+  dense_weight?: number;
+  /** Fuse documents (each ranked by its best chunk), not chunks. */
+  fuse_documents?: boolean;
 }
 
 export interface FrameOptions {

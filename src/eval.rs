@@ -189,6 +189,83 @@ pub fn has_relevant(judged: Option<&HashMap<String, u32>>) -> bool {
     judged.is_some_and(|j| j.values().any(|&g| g > 0))
 }
 
+/// A deterministic pseudo-random stream (SplitMix64): the same seed, the same draws everywhere.
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A stream starting from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A draw in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// The fold (0..`k`) of each of `n` queries: a seeded shuffle dealt round, so folds differ in
+/// size by at most one.
+pub fn folds(n: usize, k: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut rng = SplitMix::new(seed);
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let mut fold = vec![0; n];
+    for (position, &query) in order.iter().enumerate() {
+        fold[query] = position % k.max(1);
+    }
+    fold
+}
+
+/// A mean difference with its 95% confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// Mean of `a − b` over the queries.
+    pub mean: f64,
+    /// 2.5th percentile of the bootstrap means.
+    pub low: f64,
+    /// 97.5th percentile of the bootstrap means.
+    pub high: f64,
+}
+
+/// The paired bootstrap of `mean(a − b)` over queries (`a[i]`, `b[i]`: one query's metric under
+/// two systems): `samples` resamples of the queries with replacement, seeded.
+pub fn paired_bootstrap(a: &[f64], b: &[f64], samples: usize, seed: u64) -> Interval {
+    let diffs: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let n = diffs.len();
+    if n == 0 {
+        return Interval {
+            mean: 0.0,
+            low: 0.0,
+            high: 0.0,
+        };
+    }
+    let mean = diffs.iter().sum::<f64>() / n as f64;
+    let mut rng = SplitMix::new(seed);
+    let mut means: Vec<f64> = (0..samples.max(1))
+        .map(|_| (0..n).map(|_| diffs[rng.below(n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * (means.len() - 1) as f64).round() as usize).min(means.len() - 1)];
+    Interval {
+        mean,
+        low: at(0.025),
+        high: at(0.975),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +293,37 @@ mod tests {
         let m = score_query(&deep, &judged);
         assert_eq!((m.ndcg10, m.mrr10), (0.0, 0.0));
         assert!((m.recall100 - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn folds_are_balanced_and_seeded() {
+        let f = folds(23, 5, 7);
+        let mut sizes = [0; 5];
+        for &x in &f {
+            sizes[x] += 1;
+        }
+        assert!(sizes.iter().all(|&s| s == 4 || s == 5), "{sizes:?}");
+        assert_eq!(f, folds(23, 5, 7));
+        assert_ne!(f, folds(23, 5, 8));
+    }
+
+    #[test]
+    fn the_bootstrap_brackets_the_mean_difference() {
+        let seed = 11;
+        println!("seed {seed}");
+        let mut rng = SplitMix::new(seed);
+        let b: Vec<f64> = (0..200).map(|_| (rng.next_u64() % 1000) as f64 / 1000.0).collect();
+        let a: Vec<f64> = b
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x + if i % 2 == 0 { 0.1 } else { 0.0 })
+            .collect();
+        let ci = paired_bootstrap(&a, &b, 2000, seed);
+        assert!((ci.mean - 0.05).abs() < 1e-9);
+        assert!(ci.low < 0.05 && 0.05 < ci.high && ci.low > 0.0, "{ci:?}");
+        // No difference: an interval around zero.
+        let same = paired_bootstrap(&b, &b, 100, seed);
+        assert_eq!((same.mean, same.low, same.high), (0.0, 0.0, 0.0));
     }
 
     #[test]

@@ -1,7 +1,13 @@
-//! Reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) of ranked lists of chunk numbers.
+//! Fusion of ranked lists of chunk (or document) numbers into one ranking.
 //!
-//! `score(c) = Σ over lists containing c of 1 / (k + rank)`, rank starting at 1, `k` = 60.
-//! Fusion only sees ranks: it knows nothing of BM25 or HNSW scores, which are not comparable.
+//! - Reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009):
+//!   `score(c) = Σ over lists containing c of 1 / (k + rank)`, rank starting at 1, `k` = 60. It
+//!   sees ranks only.
+//! - A convex combination of normalised scores (Bruch, Gai & Ingber, "An Analysis of Fusion
+//!   Functions for Hybrid Retrieval", 2023): `score(c) = Σ wᵢ · (sᵢ(c) − mᵢ) / (Mᵢ − mᵢ)` with
+//!   `Σ wᵢ = 1`, where `Mᵢ` is the best score of list `i` for this query and `mᵢ` its score
+//!   function's theoretical minimum (their "TMM": 0 for BM25, −1 for cosine); a list that does
+//!   not hold `c` adds 0. It uses how far apart scores are, not only their order.
 
 /// The RRF constant. 60 is the value from the original paper and what most systems ship.
 pub const RRF_K: f32 = 60.0;
@@ -50,6 +56,110 @@ pub fn reciprocal_rank_fusion(lists: &[&[u32]], k: f32) -> Vec<FusedHit> {
             hit
         })
         .collect();
+    sort_fused(&mut hits);
+    hits
+}
+
+/// How the lists of two retrievers become one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Reciprocal rank fusion (ranks only).
+    #[default]
+    Rrf,
+    /// A convex combination of scores normalised by their theoretical minimum and the query's
+    /// best score.
+    Convex,
+}
+
+impl Fusion {
+    /// The names, as options and flags take them.
+    pub const NAMES: [&'static str; 2] = ["rrf", "convex"];
+
+    /// Its name in options and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fusion::Rrf => Self::NAMES[0],
+            Fusion::Convex => Self::NAMES[1],
+        }
+    }
+}
+
+impl std::fmt::Display for Fusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Fusion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "rrf" => Ok(Self::Rrf),
+            "convex" => Ok(Self::Convex),
+            _ => Err(format!("{s:?} is not rrf or convex")),
+        }
+    }
+}
+
+/// One list for [`convex_combination`]: items best first with their scores, the score
+/// function's theoretical minimum, and the list's weight.
+#[derive(Debug, Clone, Copy)]
+pub struct ScoredList<'a> {
+    /// (item, score), best first.
+    pub items: &'a [(u32, f32)],
+    /// The lowest score the function can give (0 for BM25, −1 for cosine).
+    pub floor: f32,
+    /// Its weight (the weights of all lists sum to 1).
+    pub weight: f32,
+}
+
+/// Fuses scored lists by a convex combination of their normalised scores (see the module
+/// documentation). Ties are broken as in [`reciprocal_rank_fusion`]: best rank, then number.
+pub fn convex_combination(lists: &[ScoredList<'_>]) -> Vec<FusedHit> {
+    let mut order: Vec<u32> = Vec::new();
+    let mut by_item: std::collections::HashMap<u32, (FusedHit, Vec<f32>)> = std::collections::HashMap::new();
+    for (at, list) in lists.iter().enumerate() {
+        let best = list.items.iter().map(|&(_, s)| s).fold(f32::NEG_INFINITY, f32::max);
+        let span = best - list.floor;
+        for (position, &(item, score)) in list.items.iter().enumerate() {
+            let (hit, parts) = by_item.entry(item).or_insert_with(|| {
+                order.push(item);
+                (
+                    FusedHit {
+                        chunk: item,
+                        score: 0.0,
+                        ranks: vec![None; lists.len()],
+                    },
+                    vec![0.0; lists.len()],
+                )
+            });
+            if hit.ranks[at].is_none() {
+                hit.ranks[at] = Some(position as u32 + 1);
+                let normalised = if span > 0.0 {
+                    ((score - list.floor) / span).clamp(0.0, 1.0)
+                } else {
+                    1.0
+                };
+                parts[at] = list.weight * normalised;
+            }
+        }
+    }
+    let mut hits: Vec<FusedHit> = order
+        .into_iter()
+        .filter_map(|item| by_item.remove(&item))
+        .map(|(mut hit, parts)| {
+            // Summed in list order so the float result is the same everywhere.
+            hit.score = parts.iter().sum();
+            hit
+        })
+        .collect();
+    sort_fused(&mut hits);
+    hits
+}
+
+/// Sorts by fused score, then the best rank reached in any list, then number.
+fn sort_fused(hits: &mut [FusedHit]) {
     let best = |h: &FusedHit| h.ranks.iter().flatten().copied().min().unwrap_or(u32::MAX);
     hits.sort_by(|a, b| {
         b.score
@@ -57,7 +167,16 @@ pub fn reciprocal_rank_fusion(lists: &[&[u32]], k: f32) -> Vec<FusedHit> {
             .then(best(a).cmp(&best(b)))
             .then(a.chunk.cmp(&b.chunk))
     });
-    hits
+}
+
+/// A chunk list collapsed to its documents: each document once, where its best chunk ranks,
+/// with that chunk's score (`document_of` maps a chunk to its document; unknown chunks drop).
+pub fn documents_of(list: &[(u32, f32)], document_of: &dyn Fn(u32) -> Option<u32>) -> Vec<(u32, f32)> {
+    let mut seen = std::collections::HashSet::new();
+    list.iter()
+        .filter_map(|&(chunk, score)| Some((document_of(chunk)?, score)))
+        .filter(|(doc, _)| seen.insert(*doc))
+        .collect()
 }
 
 #[cfg(test)]
@@ -93,6 +212,73 @@ mod tests {
         assert_eq!(hits[0].ranks, vec![Some(1)]);
         assert!((hits[0].score - 1.0 / 61.0).abs() < 1e-7);
         assert_eq!(hits[1].ranks, vec![Some(3)]);
+    }
+
+    #[test]
+    fn a_convex_combination_weighs_normalised_scores() {
+        // Dense: cosines over a floor of -1, best 0.8; keyword: BM25 over 0, best 10.
+        let dense = [(1, 0.8), (2, 0.6), (3, 0.4)];
+        let keyword = [(3, 10.0), (4, 5.0)];
+        let fused = convex_combination(&[
+            ScoredList {
+                items: &dense,
+                floor: -1.0,
+                weight: 0.5,
+            },
+            ScoredList {
+                items: &keyword,
+                floor: 0.0,
+                weight: 0.5,
+            },
+        ]);
+        let score = |c: u32| fused.iter().find(|h| h.chunk == c).unwrap().score;
+        assert!((score(1) - 0.5).abs() < 1e-6);
+        assert!((score(3) - (0.5 * 1.4 / 1.8 + 0.5)).abs() < 1e-6);
+        assert!((score(4) - 0.25).abs() < 1e-6);
+        assert_eq!(fused[0].chunk, 3, "in both lists");
+        assert_eq!(fused[0].ranks, vec![Some(3), Some(1)]);
+        // All weight on one list: its own order.
+        let dense_only = convex_combination(&[
+            ScoredList {
+                items: &dense,
+                floor: -1.0,
+                weight: 1.0,
+            },
+            ScoredList {
+                items: &keyword,
+                floor: 0.0,
+                weight: 0.0,
+            },
+        ]);
+        assert_eq!(
+            dense_only.iter().take(3).map(|h| h.chunk).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        // Equal scores and empty lists stay finite.
+        let flat = convex_combination(&[
+            ScoredList {
+                items: &[(7, 0.0), (8, 0.0)],
+                floor: 0.0,
+                weight: 1.0,
+            },
+            ScoredList {
+                items: &[],
+                floor: 0.0,
+                weight: 0.0,
+            },
+        ]);
+        assert!(flat.iter().all(|h| h.score.is_finite()));
+        assert_eq!(flat.iter().map(|h| h.chunk).collect::<Vec<_>>(), vec![7, 8]);
+    }
+
+    #[test]
+    fn documents_keep_their_best_chunk() {
+        let doc = |c: u32| (c < 100).then_some(c / 10);
+        let docs = documents_of(
+            &[(11, 0.9), (12, 0.8), (31, 0.7), (500, 0.6), (13, 0.5), (21, 0.4)],
+            &doc,
+        );
+        assert_eq!(docs, vec![(1, 0.9), (3, 0.7), (2, 0.4)]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::bm25::Bm25Override;
 use crate::embed::Weights;
 use crate::error_code::{error_table, ErrorCodeInfo};
+pub use crate::fusion::Fusion;
 
 /// Longest query accepted, in bytes (UTF-8).
 pub const MAX_QUERY_BYTES: usize = 4096;
@@ -25,6 +26,8 @@ pub const MAX_K: usize = 1000;
 pub const MAX_DEPTH: usize = 10_000;
 /// Largest token budget for framed context.
 pub const MAX_TOKEN_BUDGET: usize = 100_000;
+/// The dense list's weight in a convex fusion unless asked otherwise.
+pub const DEFAULT_DENSE_WEIGHT: f64 = 0.5;
 /// Results of a search unless asked otherwise.
 pub const DEFAULT_K: usize = 10;
 /// Model tokens of framed context unless asked otherwise.
@@ -171,6 +174,16 @@ pub struct SearchOptions {
     pub bm25: Option<Bm25Override>,
     /// Dense search method. Default auto.
     pub vector_search: VectorSearch,
+    /// How hybrid search fuses its two lists: `rrf` (reciprocal rank fusion, ranks only) or
+    /// `convex` (a weighted sum of scores normalised by their theoretical minimum and the
+    /// query's best score).
+    pub fusion: Fusion,
+    /// The dense list's weight in a `convex` fusion, 0–1 (the keyword list gets the rest).
+    pub dense_weight: f64,
+    /// Fuse documents, not chunks: each retriever's documents ranked by their best chunk are
+    /// fused, and a document's chunks follow it in the order chunk fusion gives them (what a
+    /// reader sees when results are grouped by page).
+    pub fuse_documents: bool,
 }
 
 impl Default for SearchOptions {
@@ -184,6 +197,9 @@ impl Default for SearchOptions {
             per_document: false,
             bm25: None,
             vector_search: VectorSearch::Auto,
+            fusion: Fusion::Rrf,
+            dense_weight: DEFAULT_DENSE_WEIGHT,
+            fuse_documents: false,
         }
     }
 }
@@ -207,6 +223,12 @@ impl SearchOptions {
         }
         if let Some(p) = &self.bm25 {
             p.validate().map_err(|e| bad("bm25", e.to_string()))?;
+        }
+        if !(0.0..=1.0).contains(&self.dense_weight) {
+            return Err(bad(
+                "dense_weight",
+                format!("{} is out of range; use 0 to 1", self.dense_weight),
+            ));
         }
         for (name, value) in [
             ("score_threshold", self.score_threshold),

@@ -6,11 +6,16 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use sextant::bm25::Bm25Override;
-use sextant::options::{Mode, SearchOptions, VectorSearch};
+use sextant::options::{Fusion, Mode, SearchOptions, VectorSearch};
 
 /// `--mode`, parsed by the core's own names.
 pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
     PossibleValuesParser::new(Mode::NAMES).try_map(|s| s.parse::<Mode>())
+}
+
+/// `--fusion`, parsed by the core's own names.
+pub fn fusion_parser() -> impl TypedValueParser<Value = Fusion> {
+    PossibleValuesParser::new(Fusion::NAMES).try_map(|s| s.parse::<Fusion>())
 }
 
 fn vector_search_parser() -> impl TypedValueParser<Value = VectorSearch> {
@@ -23,14 +28,14 @@ pub struct SearchFlags {
     /// Results wanted (1–1000).
     #[arg(short, default_value_t = SearchOptions::default().k)]
     pub k: usize,
-    /// Retrievers to use: dense and keyword fused with reciprocal rank fusion, vectors only, or
-    /// BM25 only (which needs no model).
+    /// Retrievers to use: dense and keyword fused (see --fusion), vectors only, or BM25 only
+    /// (which needs no model).
     #[arg(long, default_value_t = SearchOptions::default().mode, value_parser = mode_parser())]
     pub mode: Mode,
     /// Candidates taken from each retriever before fusion (default 2·k).
     #[arg(long)]
     pub depth: Option<usize>,
-    /// Drop results scoring below this (RRF score in hybrid, cosine in dense, BM25 in keyword).
+    /// Drop results scoring below this (the fused score in hybrid, cosine in dense, BM25 in keyword).
     #[arg(long)]
     pub score_threshold: Option<f64>,
     /// Drop dense candidates whose cosine similarity is below this, before fusion.
@@ -45,6 +50,16 @@ pub struct SearchFlags {
     /// BM25 b for this query (default: the index's).
     #[arg(long)]
     pub bm25_b: Option<f32>,
+    /// How hybrid search fuses: rrf (reciprocal rank fusion, ranks only) or convex (a weighted
+    /// sum of normalised scores, see --dense-weight).
+    #[arg(long, default_value_t = SearchOptions::default().fusion, value_parser = fusion_parser())]
+    pub fusion: Fusion,
+    /// The dense list's weight in a convex fusion (0–1; keyword gets the rest).
+    #[arg(long, default_value_t = SearchOptions::default().dense_weight)]
+    pub dense_weight: f64,
+    /// Fuse documents (each ranked by its best chunk), not chunks: true or false.
+    #[arg(long, default_value_t = SearchOptions::default().fuse_documents, action = clap::ArgAction::Set)]
+    pub fuse_documents: bool,
     /// How the dense retriever searches.
     #[arg(long, default_value_t = SearchOptions::default().vector_search, value_parser = vector_search_parser())]
     pub vector_search: VectorSearch,
@@ -70,6 +85,9 @@ impl SearchFlags {
             per_document: self.per_document,
             bm25,
             vector_search: self.vector_search,
+            fusion: self.fusion,
+            dense_weight: self.dense_weight,
+            fuse_documents: self.fuse_documents,
         }
     }
 }

@@ -34,7 +34,7 @@ use crate::options::{
 };
 use crate::prompt::{chat_messages, ChatMessage, REFUSAL, SYSTEM_PROMPT};
 pub use pipeline::VectorMethod;
-use pipeline::{assemble, binary_candidates, filter, fuse, keyword_candidates, rescore, Ranked};
+use pipeline::{assemble, binary_candidates, filter, fuse, keyword_candidates, rescore, FuseOptions, Ranked};
 
 /// Why a query failed.
 #[derive(Debug, thiserror::Error)]
@@ -489,12 +489,18 @@ impl Engine {
         // Stage 3: fuse, filter, and the fragments of what is kept.
         let t = clock.now_ms();
         let documents = self.store.norms().map(|n| n.documents.as_slice()).unwrap_or(&[]);
+        let document_of = |chunk: u32| documents.get(chunk as usize).copied();
+        let fuse_options = FuseOptions {
+            fusion: options.fusion,
+            dense_weight: options.dense_weight as f32,
+            documents: options.fuse_documents,
+        };
         let kept = filter(
-            fuse(options.mode, &dense, &keyword),
+            fuse(options.mode, &dense, &keyword, &fuse_options, &document_of),
             options.k,
             options.score_threshold,
             options.per_document,
-            |chunk| documents.get(chunk as usize).copied(),
+            document_of,
         );
         let need = self.store.fragment_needs(kept.iter().map(|c| c.chunk));
         if !need.is_empty() {

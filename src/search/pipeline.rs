@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bm25::{score, Bm25Params};
-use crate::fusion::{reciprocal_rank_fusion, RRF_K};
+use crate::fusion::{convex_combination, documents_of, reciprocal_rank_fusion, FusedHit, Fusion, ScoredList, RRF_K};
 use crate::index::files::VectorMeta;
 use crate::index::IndexStore;
 use crate::options::Mode;
@@ -109,8 +109,50 @@ pub struct Candidate {
     pub keyword_rank: Option<u32>,
 }
 
-/// One ranking for the mode: a single retriever's list as it is, or both fused with RRF.
-pub fn fuse(mode: Mode, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Vec<Candidate> {
+/// How hybrid search fuses (from [`crate::options::SearchOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FuseOptions {
+    /// RRF or a convex combination.
+    pub fusion: Fusion,
+    /// The dense list's weight in a convex combination.
+    pub dense_weight: f32,
+    /// Fuse documents (each ranked by its best chunk), not chunks.
+    pub documents: bool,
+}
+
+/// Two lists fused as `options` say (dense first, then keyword).
+fn fuse_lists(options: &FuseOptions, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Vec<FusedHit> {
+    match options.fusion {
+        Fusion::Rrf => {
+            let d: Vec<u32> = dense.iter().map(|(c, _)| *c).collect();
+            let kw: Vec<u32> = keyword.iter().map(|(c, _)| *c).collect();
+            reciprocal_rank_fusion(&[&d, &kw], RRF_K)
+        }
+        Fusion::Convex => convex_combination(&[
+            ScoredList {
+                items: dense,
+                floor: -1.0,
+                weight: options.dense_weight,
+            },
+            ScoredList {
+                items: keyword,
+                floor: 0.0,
+                weight: 1.0 - options.dense_weight,
+            },
+        ]),
+    }
+}
+
+/// One ranking for the mode: a single retriever's list as it is, or both fused as `options`
+/// say. Fusing documents, a document's chunks come together, in chunk-fusion order, each with
+/// its document's fused score (`document_of` maps a chunk to its document).
+pub fn fuse(
+    mode: Mode,
+    dense: &[(u32, f32)],
+    keyword: &[(u32, f32)],
+    options: &FuseOptions,
+    document_of: &dyn Fn(u32) -> Option<u32>,
+) -> Vec<Candidate> {
     let ranked = |list: &[(u32, f32)], is_dense: bool| -> Vec<Candidate> {
         list.iter()
             .zip(1u32..)
@@ -122,19 +164,40 @@ pub fn fuse(mode: Mode, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Vec<Can
             })
             .collect()
     };
+    let candidate = |h: &FusedHit, score: f32| Candidate {
+        chunk: h.chunk,
+        score,
+        dense_rank: h.ranks.first().copied().flatten(),
+        keyword_rank: h.ranks.get(1).copied().flatten(),
+    };
     match mode {
         Mode::Dense => ranked(dense, true),
         Mode::Keyword => ranked(keyword, false),
+        Mode::Hybrid if !options.documents => fuse_lists(options, dense, keyword)
+            .iter()
+            .map(|h| candidate(h, h.score))
+            .collect(),
         Mode::Hybrid => {
-            let d: Vec<u32> = dense.iter().map(|(c, _)| *c).collect();
-            let kw: Vec<u32> = keyword.iter().map(|(c, _)| *c).collect();
-            reciprocal_rank_fusion(&[&d, &kw], RRF_K)
-                .into_iter()
-                .map(|h| Candidate {
-                    chunk: h.chunk,
-                    score: h.score,
-                    dense_rank: h.ranks.first().copied().flatten(),
-                    keyword_rank: h.ranks.get(1).copied().flatten(),
+            let chunks = fuse_lists(options, dense, keyword);
+            let mut by_document: std::collections::HashMap<u32, Vec<&FusedHit>> = std::collections::HashMap::new();
+            for h in &chunks {
+                if let Some(d) = document_of(h.chunk) {
+                    by_document.entry(d).or_default().push(h);
+                }
+            }
+            let documents = fuse_lists(
+                options,
+                &documents_of(dense, document_of),
+                &documents_of(keyword, document_of),
+            );
+            documents
+                .iter()
+                .flat_map(|d| {
+                    by_document
+                        .remove(&d.chunk)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(move |h| candidate(h, d.score))
                 })
                 .collect()
         }
@@ -227,16 +290,26 @@ mod tests {
         }
     }
 
+    const RRF: FuseOptions = FuseOptions {
+        fusion: Fusion::Rrf,
+        dense_weight: 0.5,
+        documents: false,
+    };
+
+    fn no_documents(_: u32) -> Option<u32> {
+        None
+    }
+
     #[test]
     fn single_modes_keep_their_list_and_ranks() {
         let dense = [(4, 0.9), (1, 0.5)];
         let keyword = [(1, 7.0), (3, 2.0)];
         assert_eq!(
-            fuse(Mode::Dense, &dense, &keyword),
+            fuse(Mode::Dense, &dense, &keyword, &RRF, &no_documents),
             [c(4, 0.9, Some(1), None), c(1, 0.5, Some(2), None)]
         );
         assert_eq!(
-            fuse(Mode::Keyword, &dense, &keyword),
+            fuse(Mode::Keyword, &dense, &keyword, &RRF, &no_documents),
             [c(1, 7.0, None, Some(1)), c(3, 2.0, None, Some(2))]
         );
     }
@@ -245,13 +318,44 @@ mod tests {
     fn hybrid_fuses_with_rrf_and_keeps_both_ranks() {
         let dense = [(4, 0.9), (1, 0.5)];
         let keyword = [(1, 7.0), (3, 2.0)];
-        let fused = fuse(Mode::Hybrid, &dense, &keyword);
+        let fused = fuse(Mode::Hybrid, &dense, &keyword, &RRF, &no_documents);
         let order: Vec<u32> = fused.iter().map(|h| h.chunk).collect();
         assert_eq!(order, [1, 4, 3], "1 is in both lists");
         assert_eq!((fused[0].dense_rank, fused[0].keyword_rank), (Some(2), Some(1)));
         assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
         assert_eq!((fused[1].dense_rank, fused[1].keyword_rank), (Some(1), None));
         assert_eq!((fused[2].dense_rank, fused[2].keyword_rank), (None, Some(2)));
+    }
+
+    #[test]
+    fn fusing_documents_ranks_pages_by_their_best_chunks() {
+        // Chunks 10-12 are document 1, 20-21 document 2, 30 document 3.
+        let doc_of = |chunk: u32| Some(chunk / 10);
+        let dense = [(21, 0.9), (11, 0.8), (30, 0.7), (12, 0.6)];
+        let keyword = [(12, 9.0), (20, 8.0), (10, 1.0)];
+        let options = FuseOptions { documents: true, ..RRF };
+        let fused = fuse(Mode::Hybrid, &dense, &keyword, &options, &doc_of);
+        // Documents: dense [2, 1, 3], keyword [1, 2]; 1 and 2 tie on RRF, 1's best rank
+        // ties too, so the lower number wins; each document's chunks follow in chunk order.
+        let order: Vec<u32> = fused.iter().map(|c| c.chunk).collect();
+        assert_eq!(order, [12, 11, 10, 21, 20, 30]);
+        assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
+        assert_eq!(
+            (fused[0].dense_rank, fused[0].keyword_rank),
+            (Some(4), Some(1)),
+            "the chunk's own ranks"
+        );
+        // A convex fusion of documents orders by normalised scores instead.
+        let convex = FuseOptions {
+            fusion: Fusion::Convex,
+            dense_weight: 0.9,
+            documents: true,
+        };
+        let fused = fuse(Mode::Hybrid, &dense, &keyword, &convex, &doc_of);
+        assert_eq!(
+            fused[0].chunk, 21,
+            "dense weighs most: document 2 first, by its best chunk"
+        );
     }
 
     #[test]
