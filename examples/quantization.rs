@@ -24,7 +24,7 @@ use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
 use sextant::eval::{has_relevant, mean, parse_qrels, parse_queries, score_query, QueryMetrics, RunMetrics};
 use sextant::indexer::chunk_corpus;
 use sextant::options::{Mode, SearchOptions};
-use sextant::search::pipeline::{binary_candidates, filter, fuse, keyword_candidates};
+use sextant::search::pipeline::{binary_candidates, filter, fuse, keyword_candidates, FuseOptions};
 use sextant::search::{Engine, NoClock};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -71,10 +71,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dot = |a: &[f32], b: &[f32]| -> f32 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
     // As `sextant eval` runs them (100 results, one per document, depth 2·k), and as the search
     // box asks (10 results: depth 20, so the binary stage's `rescore` candidates are all it ranks).
+    // Without query expansion, so both paths take the same keyword list: what differs is the
+    // vectors only.
     let options = |mode, k| SearchOptions {
         k,
         mode,
         per_document: true,
+        query_expansion: false,
         ..Default::default()
     };
     let sizes = [20usize, 50, 100, 200];
@@ -129,10 +132,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let keyword = keyword_candidates(store, &analyzer.terms(&q.text), built.manifest.bm25, depth);
             let dense: Vec<(u32, f32)> = exact.iter().take(depth).copied().collect();
             let norms = store.norms().expect("packed");
+            let document_of = |c: u32| norms.documents.get(c as usize).copied();
+            let o = options(Mode::Hybrid, k);
+            let fusion = FuseOptions {
+                fusion: o.fusion,
+                dense_weight: o.dense_weight as f32,
+                documents: o.fuse_documents,
+            };
             for mode in [Mode::Dense, Mode::Hybrid, Mode::Keyword] {
-                let kept = filter(fuse(mode, &dense, &keyword), k, None, true, |c| {
-                    norms.documents.get(c as usize).copied()
-                });
+                let kept = filter(
+                    fuse(mode, &dense, &keyword, &fusion, &document_of),
+                    k,
+                    None,
+                    true,
+                    document_of,
+                );
                 let ranked: Vec<String> = kept.iter().map(|c| doc_id(c.chunk)).collect();
                 let name = format!("{} k={k} f32", mode.name());
                 runs.entry(name)

@@ -161,11 +161,25 @@ pub fn score<'a>(
     params: Bm25Params,
     k: usize,
 ) -> Vec<Bm25Hit> {
+    let weighted: Vec<(&str, f32)> = query_terms.iter().map(|t| (t.as_str(), 1.0)).collect();
+    score_weighted(&weighted, lookup, lengths, avgdl, params, k)
+}
+
+/// [`score`] with a weight per query term: each term's BM25 contribution is multiplied by it
+/// (a repeated term counts each time, as in [`score`]).
+pub fn score_weighted<'a>(
+    query_terms: &[(&str, f32)],
+    lookup: &dyn Fn(&str) -> Option<Postings<'a>>,
+    lengths: &[u32],
+    avgdl: f32,
+    params: Bm25Params,
+    k: usize,
+) -> Vec<Bm25Hit> {
     let mut scores = vec![0f32; lengths.len()];
     let mut touched: Vec<u32> = Vec::new();
     let (k1, b) = (params.k1, params.b);
     let avgdl = if avgdl > 0.0 { avgdl } else { 1.0 };
-    for term in query_terms {
+    for &(term, weight) in query_terms {
         let Some(entry) = lookup(term) else { continue };
         let mut reader = ByteReader::new(entry.bytes);
         let mut doc = 0u32;
@@ -180,7 +194,7 @@ pub fn score<'a>(
             };
             let tf = tf as f32;
             let norm = k1 * (1.0 - b + b * (dl as f32) / avgdl);
-            let contribution = entry.idf * tf * (k1 + 1.0) / (tf + norm);
+            let contribution = weight * entry.idf * tf * (k1 + 1.0) / (tf + norm);
             if let Some(s) = scores.get_mut(doc as usize) {
                 if *s == 0.0 {
                     touched.push(doc);

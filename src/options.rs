@@ -26,8 +26,15 @@ pub const MAX_K: usize = 1000;
 pub const MAX_DEPTH: usize = 10_000;
 /// Largest token budget for framed context.
 pub const MAX_TOKEN_BUDGET: usize = 100_000;
-/// The dense list's weight in a convex fusion unless asked otherwise.
-pub const DEFAULT_DENSE_WEIGHT: f64 = 0.5;
+/// The dense list's weight in a convex fusion unless asked otherwise: chosen by 5-fold
+/// cross-validation on Cranfield (BENCHMARKS.md, "Retrieval quality (issue 12)"). With cosine
+/// normalised over its theoretical floor of −1 its scores spread less than BM25's, so 0.7 is
+/// close to an even mix.
+pub const DEFAULT_DENSE_WEIGHT: f64 = 0.7;
+/// Fewest candidates taken from each retriever unless asked otherwise (the default depth is
+/// `max(2·k, this)`): cross-validated on Cranfield, deeper lists let a convex fusion score
+/// candidates that one retriever ranks low.
+pub const MIN_DEPTH: usize = 100;
 /// Results of a search unless asked otherwise.
 pub const DEFAULT_K: usize = 10;
 /// Model tokens of framed context unless asked otherwise.
@@ -159,9 +166,9 @@ pub struct SearchOptions {
     /// Retrievers to use. Default hybrid.
     pub mode: Mode,
     /// Candidates taken from each retriever before fusion, `k`–[`MAX_DEPTH`] (a smaller value
-    /// counts as `k`). Default `2·k`.
+    /// counts as `k`). Default `max(2·k, 100)`.
     pub depth: Option<usize>,
-    /// Drop results whose score (fused RRF score in hybrid, cosine in dense, BM25 in keyword)
+    /// Drop results whose score (the fused score in hybrid, cosine in dense, BM25 in keyword)
     /// is below this. Default none.
     pub score_threshold: Option<f64>,
     /// Drop dense candidates whose cosine similarity is below this, before fusion (−1.0–1.0).
@@ -174,16 +181,21 @@ pub struct SearchOptions {
     pub bm25: Option<Bm25Override>,
     /// Dense search method. Default auto.
     pub vector_search: VectorSearch,
-    /// How hybrid search fuses its two lists: `rrf` (reciprocal rank fusion, ranks only) or
-    /// `convex` (a weighted sum of scores normalised by their theoretical minimum and the
-    /// query's best score).
+    /// How hybrid search fuses its two lists: `convex` (the default: a weighted sum of scores
+    /// normalised by their theoretical minimum and the query's best score) or `rrf` (reciprocal
+    /// rank fusion, ranks only).
     pub fusion: Fusion,
     /// The dense list's weight in a `convex` fusion, 0–1 (the keyword list gets the rest).
+    /// Default 0.7.
     pub dense_weight: f64,
     /// Fuse documents, not chunks: each retriever's documents ranked by their best chunk are
     /// fused, and a document's chunks follow it in the order chunk fusion gives them (what a
-    /// reader sees when results are grouped by page).
+    /// reader sees when results are grouped by page, as the drop-in UI does). Default false.
     pub fuse_documents: bool,
+    /// Expand keyword queries with terms of their top chunks (RM3 pseudo-relevance feedback):
+    /// more keyword recall, one more step per query (a split index fetches those chunks'
+    /// fragments and the new terms' shards). Default true.
+    pub query_expansion: bool,
 }
 
 impl Default for SearchOptions {
@@ -197,17 +209,20 @@ impl Default for SearchOptions {
             per_document: false,
             bm25: None,
             vector_search: VectorSearch::Auto,
-            fusion: Fusion::Rrf,
+            fusion: Fusion::Convex,
             dense_weight: DEFAULT_DENSE_WEIGHT,
             fuse_documents: false,
+            query_expansion: true,
         }
     }
 }
 
 impl SearchOptions {
-    /// Candidates per retriever: `depth`, at least `k`; `2·k` by default.
+    /// Candidates per retriever: `depth`, at least `k`; `max(2·k, MIN_DEPTH)` by default.
     pub fn depth(&self) -> usize {
-        self.depth.unwrap_or(self.k.saturating_mul(2)).max(self.k)
+        self.depth
+            .unwrap_or(self.k.saturating_mul(2).max(MIN_DEPTH))
+            .max(self.k)
     }
 
     /// Checks every option against its documented range.
@@ -644,12 +659,15 @@ mod tests {
     }
 
     #[test]
-    fn depth_defaults_to_twice_k_and_never_below_k() {
+    fn depth_defaults_to_twice_k_at_least_min_depth_and_never_below_k() {
         let mut o = SearchOptions {
             k: 7,
             ..SearchOptions::default()
         };
-        assert_eq!(o.depth(), 14);
+        assert_eq!(o.depth(), MIN_DEPTH);
+        o.k = 80;
+        assert_eq!(o.depth(), 160);
+        o.k = 7;
         o.depth = Some(3);
         assert_eq!(o.depth(), 7);
         o.depth = Some(50);

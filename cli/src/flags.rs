@@ -60,6 +60,10 @@ pub struct SearchFlags {
     /// Fuse documents (each ranked by its best chunk), not chunks: true or false.
     #[arg(long, default_value_t = SearchOptions::default().fuse_documents, action = clap::ArgAction::Set)]
     pub fuse_documents: bool,
+    /// Expand keyword queries with terms of their top chunks (RM3 pseudo-relevance feedback):
+    /// true or false.
+    #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
+    pub query_expansion: bool,
     /// How the dense retriever searches.
     #[arg(long, default_value_t = SearchOptions::default().vector_search, value_parser = vector_search_parser())]
     pub vector_search: VectorSearch,
@@ -88,6 +92,7 @@ impl SearchFlags {
             fusion: self.fusion,
             dense_weight: self.dense_weight,
             fuse_documents: self.fuse_documents,
+            query_expansion: self.query_expansion,
         }
     }
 }

@@ -117,7 +117,8 @@ fn search_finds_the_right_document_in_every_mode() {
         assert_eq!(top["rank"], 1);
         match mode {
             // Both retrievers rank notes.txt first (the other two modes below), so its fused
-            // score is RRF's for two first places: 1/61 + 1/61.
+            // score is the convex fusion's highest: each list's best normalises to 1, and the
+            // weights sum to 1.
             "hybrid" => {
                 assert_eq!(
                     (&top["dense"]["rank"], &top["keyword"]["rank"]),
@@ -125,7 +126,7 @@ fn search_finds_the_right_document_in_every_mode() {
                     "{out}"
                 );
                 let score = top["score"].as_f64().unwrap();
-                assert!((score - 2.0 / 61.0).abs() < 1e-6, "hybrid score {score}");
+                assert!((score - 1.0).abs() < 1e-6, "hybrid score {score}");
             }
             "dense" => assert!(top["keyword"].is_null() && top["dense"]["rank"] == 1),
             _ => assert!(top["dense"].is_null() && top["keyword"]["rank"] == 1),
@@ -225,13 +226,68 @@ fn eval_reports_one_json_object_per_mode() {
         "--json",
     ]);
     let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines.len(),
+        5,
+        "three modes, then hybrid against each single one: {out}"
+    );
     for (line, mode) in lines.iter().zip(["hybrid", "dense", "keyword"]) {
         assert_eq!(line["mode"], mode);
         assert_eq!(line["queries"], 2);
         assert!(line["ndcg@10"].as_f64().unwrap() > 0.5, "{line}");
         assert!(line["mrr@10"].is_f64() && line["recall@100"].is_f64());
     }
+    for (line, mode) in lines[3..].iter().zip(["dense", "keyword"]) {
+        assert_eq!(line["hybrid_minus"], mode);
+        let ci = &line["ci95"]["nDCG@10"];
+        let (low, mean, high) = (
+            ci["low"].as_f64().unwrap(),
+            ci["mean"].as_f64().unwrap(),
+            ci["high"].as_f64().unwrap(),
+        );
+        assert!(low <= mean && mean <= high, "{line}");
+    }
+}
+
+#[test]
+fn eval_sweep_cross_validates_the_fusion_choices() {
+    let out = ok(&[
+        "eval",
+        s(tiny_bundle()),
+        "--queries",
+        s(&cranfield_like_queries()),
+        "--qrels",
+        s(&tmp("sweep-qrels.tsv")),
+        "--sweep",
+        "--folds",
+        "2",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // 2 expansions × 5 depths × 2 levels × (rrf + 7 convex weights).
+    assert_eq!(v["table"].as_array().unwrap().len(), 160);
+    assert_eq!(v["folds"].as_array().unwrap().len(), 2);
+    assert_eq!(v["queries"], 4);
+    let cv = v["cv_ndcg@10"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&cv), "{cv}");
+    let ci = &v["cv_minus_today_ci95"];
+    assert!(ci["low"].as_f64().unwrap() <= ci["high"].as_f64().unwrap());
+}
+
+/// Four queries over the tiny corpus with their judgements (written beside them).
+fn cranfield_like_queries() -> std::path::PathBuf {
+    let queries = tmp("sweep-q.jsonl");
+    std::fs::write(
+        &queries,
+        "{\"_id\": \"1\", \"text\": \"why do lighthouse beams rotate\"}\n{\"_id\": \"2\", \"text\": \"who writes the logbook\"}\n{\"_id\": \"3\", \"text\": \"how do I clean the lens\"}\n{\"_id\": \"4\", \"text\": \"install from source\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp("sweep-qrels.tsv"),
+        "query-id\tcorpus-id\tscore\n1\tfaq-1\t2\n2\tfaq-3\t2\n3\tnotes.txt\t1\n4\tguide/install.md\t1\n",
+    )
+    .unwrap();
+    queries
 }
 
 #[test]

@@ -34,7 +34,10 @@ use crate::options::{
 };
 use crate::prompt::{chat_messages, ChatMessage, REFUSAL, SYSTEM_PROMPT};
 pub use pipeline::VectorMethod;
-use pipeline::{assemble, binary_candidates, filter, fuse, keyword_candidates, rescore, FuseOptions, Ranked};
+use pipeline::{
+    assemble, binary_candidates, expand_query, filter, fuse, keyword_candidates, rescore, weighted_keyword_candidates,
+    FuseOptions, Ranked, FEEDBACK_CHUNKS,
+};
 
 /// Why a query failed.
 #[derive(Debug, thiserror::Error)]
@@ -453,7 +456,26 @@ impl Engine {
             let t = clock.now_ms();
             let bundle_params = manifest.bm25;
             let params = options.bm25.map_or(bundle_params, |o| o.over(bundle_params));
-            let hits = keyword_candidates(&self.store, &terms, params, depth);
+            let mut hits = keyword_candidates(&self.store, &terms, params, depth);
+            if options.query_expansion && !hits.is_empty() {
+                // The top chunks' texts, then the shards of the terms they add.
+                let top: Vec<(u32, f32)> = hits.iter().take(FEEDBACK_CHUNKS).copied().collect();
+                let need = self.store.fragment_needs(top.iter().map(|(c, _)| *c));
+                if !need.is_empty() {
+                    return Ok(Step::Need(need));
+                }
+                let feedback: Vec<(Vec<String>, f32)> = top
+                    .iter()
+                    .filter_map(|&(c, s)| Some((self.analyzer.terms(&self.store.fragment(c)?.chunk(c)?.text), s)))
+                    .collect();
+                let expanded = expand_query(&terms, &feedback);
+                let added: Vec<String> = expanded.iter().map(|(t, _)| t.clone()).collect();
+                let need = self.store.keyword_needs(&added);
+                if !need.is_empty() {
+                    return Ok(Step::Need(need));
+                }
+                hits = weighted_keyword_candidates(&self.store, &expanded, params, depth);
+            }
             timings.keyword_ms = clock.now_ms() - t;
             hits
         };

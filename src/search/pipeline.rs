@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bm25::{score, Bm25Params};
+use crate::bm25::{score_weighted, Bm25Params};
 use crate::fusion::{convex_combination, documents_of, reciprocal_rank_fusion, FusedHit, Fusion, ScoredList, RRF_K};
 use crate::index::files::VectorMeta;
 use crate::index::IndexStore;
@@ -34,11 +34,69 @@ pub enum VectorMethod {
 /// The BM25 candidates for a query's analyzer terms: the top `depth` (the store holds the norms
 /// and the shards of these terms).
 pub fn keyword_candidates(store: &IndexStore, terms: &[String], params: Bm25Params, depth: usize) -> Ranked {
+    let weighted: Vec<(String, f32)> = terms.iter().map(|t| (t.clone(), 1.0)).collect();
+    weighted_keyword_candidates(store, &weighted, params, depth)
+}
+
+/// Chunks the keyword query is expanded from ([`expand_query`]).
+pub const FEEDBACK_CHUNKS: usize = 10;
+/// Terms an expansion adds at most.
+pub const FEEDBACK_TERMS: usize = 10;
+/// The original query's share of an expanded query's weight.
+pub const ORIGINAL_QUERY_WEIGHT: f32 = 0.5;
+
+/// RM3 pseudo-relevance feedback (Lavrenko & Croft's relevance model, interpolated with the
+/// query as in Abdul-Jaleel et al. 2004; the constants are Anserini's defaults): the query's
+/// terms, each weighted by its share of the query, mixed half and half with the
+/// [`FEEDBACK_TERMS`] most likely terms of the top chunks, `P(w|R) = Σ_d P(w|d) · P(d|q)`, where
+/// `P(w|d)` is the term's share of chunk `d` and `P(d|q)` the chunk's share of the feedback
+/// chunks' BM25 scores. `feedback`: each top chunk's analyzer terms and BM25 score. Sorted by
+/// term, so the same input gives the same query.
+pub fn expand_query(terms: &[String], feedback: &[(Vec<String>, f32)]) -> Vec<(String, f32)> {
+    let mut weights: std::collections::BTreeMap<String, f32> = std::collections::BTreeMap::new();
+    for t in terms {
+        *weights.entry(t.clone()).or_default() += ORIGINAL_QUERY_WEIGHT / terms.len().max(1) as f32;
+    }
+    let total: f32 = feedback.iter().map(|(_, s)| s.max(0.0)).sum();
+    if total > 0.0 {
+        let mut model: std::collections::BTreeMap<&str, f32> = std::collections::BTreeMap::new();
+        for (chunk_terms, score) in feedback {
+            if chunk_terms.is_empty() {
+                continue;
+            }
+            let share = score.max(0.0) / total / chunk_terms.len() as f32;
+            for t in chunk_terms {
+                *model.entry(t.as_str()).or_default() += share;
+            }
+        }
+        let mut best: Vec<(&str, f32)> = model.into_iter().collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        best.truncate(FEEDBACK_TERMS);
+        let mass: f32 = best.iter().map(|(_, p)| p).sum();
+        for (t, p) in best {
+            *weights.entry(t.to_string()).or_default() += (1.0 - ORIGINAL_QUERY_WEIGHT) * p / mass;
+        }
+    } else {
+        for w in weights.values_mut() {
+            *w /= ORIGINAL_QUERY_WEIGHT;
+        }
+    }
+    weights.into_iter().collect()
+}
+
+/// The BM25 candidates of a weighted query (an expanded one), the top `depth`.
+pub fn weighted_keyword_candidates(
+    store: &IndexStore,
+    query: &[(String, f32)],
+    params: Bm25Params,
+    depth: usize,
+) -> Ranked {
     let Some(norms) = store.norms() else {
         return Vec::new();
     };
-    score(
-        terms,
+    let weighted: Vec<(&str, f32)> = query.iter().map(|(t, w)| (t.as_str(), *w)).collect();
+    score_weighted(
+        &weighted,
         &|t: &str| store.postings(t),
         &norms.lengths,
         norms.avgdl,
@@ -325,6 +383,22 @@ mod tests {
         assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
         assert_eq!((fused[1].dense_rank, fused[1].keyword_rank), (Some(1), None));
         assert_eq!((fused[2].dense_rank, fused[2].keyword_rank), (None, Some(2)));
+    }
+
+    #[test]
+    fn an_expanded_query_mixes_the_query_with_its_feedback() {
+        let words = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        let feedback = [(words("wing flutter wing"), 3.0), (words("flutter speed"), 1.0)];
+        let expanded = expand_query(&words("flutter"), &feedback);
+        let weight = |t: &str| expanded.iter().find(|(w, _)| w == t).map(|(_, w)| *w).unwrap();
+        // P(w|R): wing 0.75·2/3, flutter 0.75/3 + 0.25/2, speed 0.25/2; half of the weight.
+        assert!((weight("wing") - 0.5 * 0.5).abs() < 1e-6);
+        assert!((weight("flutter") - (0.5 + 0.5 * 0.375)).abs() < 1e-6);
+        assert!((weight("speed") - 0.5 * 0.125).abs() < 1e-6);
+        assert!((expanded.iter().map(|(_, w)| w).sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!(expanded.windows(2).all(|p| p[0].0 < p[1].0), "sorted by term");
+        // No feedback: the query alone, whole.
+        assert_eq!(expand_query(&words("flutter"), &[]), vec![("flutter".to_string(), 1.0)]);
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub struct EvalArgs {
     /// Evaluate hybrid, dense and keyword, with hybrid's difference from each (95% CI).
     #[arg(long)]
     all_modes: bool,
-    /// Candidates per retriever before fusion (default: 2·100, as a search for 100 results).
+    /// Candidates per retriever before fusion (default: as a search for 100 results, 200).
     #[arg(long)]
     depth: Option<usize>,
     /// Hybrid fusion: rrf or convex.
@@ -48,8 +48,11 @@ pub struct EvalArgs {
     /// Fuse documents, not chunks: true or false.
     #[arg(long, default_value_t = SearchOptions::default().fuse_documents, action = clap::ArgAction::Set)]
     fuse_documents: bool,
-    /// Evaluate every hybrid fusion (rrf; convex at dense weights 0.3–0.8), level (chunks,
-    /// documents) and depth (20–1000) for the top 10, and choose among them by k-fold
+    /// Expand keyword queries (RM3 pseudo-relevance feedback): true or false.
+    #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
+    query_expansion: bool,
+    /// Evaluate every hybrid fusion (rrf; convex at dense weights 0.3–0.9), level (chunks,
+    /// documents), depth (20–1000) and query expansion (off, RM3) for the top 10, and choose among them by k-fold
     /// cross-validation on nDCG@10.
     #[arg(long, conflicts_with_all = ["all_modes", "mode"])]
     sweep: bool,
@@ -163,6 +166,7 @@ pub fn run(args: EvalArgs) -> Result<()> {
             fusion: args.fusion,
             dense_weight: args.dense_weight,
             fuse_documents: args.fuse_documents,
+            query_expansion: args.query_expansion,
             ..Default::default()
         };
         options.validate()?;
@@ -226,6 +230,7 @@ struct Config {
     dense_weight: f64,
     fuse_documents: bool,
     depth: usize,
+    query_expansion: bool,
 }
 
 impl std::fmt::Display for Config {
@@ -235,7 +240,8 @@ impl std::fmt::Display for Config {
             Fusion::Convex => format!("convex w={:.1}", self.dense_weight),
         };
         let level = if self.fuse_documents { "documents" } else { "chunks" };
-        write!(f, "{fusion:<12} {level:<9} depth {}", self.depth)
+        let expansion = if self.query_expansion { " +rm3" } else { "" };
+        write!(f, "{fusion:<12} {level:<9} depth {:<4}{expansion}", self.depth)
     }
 }
 
@@ -244,27 +250,31 @@ impl std::fmt::Display for Config {
 fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
     const K: usize = 10;
     let mut configs = Vec::new();
-    for depth in [20, 50, 100, 200, 1000] {
-        for fuse_documents in [false, true] {
-            configs.push(Config {
-                fusion: Fusion::Rrf,
-                dense_weight: 0.5,
-                fuse_documents,
-                depth,
-            });
-            for w in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
-                configs.push(Config {
-                    fusion: Fusion::Convex,
-                    dense_weight: w,
+    for query_expansion in [false, true] {
+        for depth in [20, 50, 100, 200, 1000] {
+            for fuse_documents in [false, true] {
+                let rrf = Config {
+                    fusion: Fusion::Rrf,
+                    dense_weight: 0.5,
                     fuse_documents,
                     depth,
-                });
+                    query_expansion,
+                };
+                configs.push(rrf);
+                for dense_weight in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
+                    configs.push(Config {
+                        fusion: Fusion::Convex,
+                        dense_weight,
+                        ..rrf
+                    });
+                }
             }
         }
     }
     let base = SearchOptions {
         k: K,
         per_document: true,
+        query_expansion: false,
         ..Default::default()
     };
     let progress = ProgressBar::new(configs.len() as u64 + 2);
@@ -276,6 +286,11 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
     };
     let dense = single(Mode::Dense)?;
     let keyword = single(Mode::Keyword)?;
+    let keyword_expanded = run.metrics(&SearchOptions {
+        mode: Mode::Keyword,
+        query_expansion: true,
+        ..base.clone()
+    })?;
     let mut table: Vec<(Config, Vec<QueryMetrics>)> = Vec::new();
     for c in &configs {
         let options = SearchOptions {
@@ -284,6 +299,7 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
             dense_weight: c.dense_weight,
             fuse_documents: c.fuse_documents,
             depth: Some(c.depth),
+            query_expansion: c.query_expansion,
             ..base.clone()
         };
         table.push((*c, run.metrics(&options)?));
@@ -321,7 +337,7 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
     }
     let today = table
         .iter()
-        .find(|(c, _)| c.fusion == Fusion::Rrf && !c.fuse_documents && c.depth == 2 * K)
+        .find(|(c, _)| c.fusion == Fusion::Rrf && !c.fuse_documents && !c.query_expansion && c.depth == 2 * K)
         .map(|(_, per)| per.clone())
         .expect("today's hybrid is in the grid");
     let best_single = if mean_of(&dense, ndcg) >= mean_of(&keyword, ndcg) {
@@ -334,6 +350,28 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
     let cv_vs_single = paired_bootstrap(
         &column(&held_out, ndcg),
         &column(best_single.1, ndcg),
+        RESAMPLES,
+        args.seed,
+    );
+
+    // The best configuration overall, against the same one fusing at the other level.
+    let (best, best_per) = table
+        .iter()
+        .max_by(|a, b| mean_of(&a.1, ndcg).total_cmp(&mean_of(&b.1, ndcg)))
+        .expect("configurations");
+    let other_level = table
+        .iter()
+        .find(|(c, _)| {
+            c.fusion == best.fusion
+                && c.dense_weight == best.dense_weight
+                && c.depth == best.depth
+                && c.query_expansion == best.query_expansion
+                && c.fuse_documents != best.fuse_documents
+        })
+        .expect("both levels are in the grid");
+    let level_ci = paired_bootstrap(
+        &column(best_per, ndcg),
+        &column(&other_level.1, ndcg),
         RESAMPLES,
         args.seed,
     );
@@ -357,6 +395,7 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
                 "cv_ndcg@10": mean_of(&held_out, ndcg),
                 "cv_minus_today_ci95": cv_vs_today,
                 "cv_minus_best_single_ci95": cv_vs_single, "best_single": best_single.0,
+                "best": best, "best_minus_other_level_ci95": level_ci,
             }),
         )?;
         writeln!(out)?;
@@ -364,7 +403,11 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
     }
     writeln!(out, "top {K}, {n} queries, per document; seed {}", args.seed)?;
     writeln!(out, "{:<36} nDCG@10  MRR@10", "configuration")?;
-    for (name, per) in [("dense", &dense), ("keyword", &keyword)] {
+    for (name, per) in [
+        ("dense", &dense),
+        ("keyword", &keyword),
+        ("keyword +rm3", &keyword_expanded),
+    ] {
         writeln!(
             out,
             "{name:<36} {:.4}   {:.4}",
@@ -401,6 +444,14 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
         out,
         "  minus {} alone: {:+.4} [{:+.4}, {:+.4}]  (95% CI, paired bootstrap)",
         best_single.0, cv_vs_single.mean, cv_vs_single.low, cv_vs_single.high
+    )?;
+    writeln!(
+        out,
+        "best overall: {best}; minus the same fusing {}: {:+.4} [{:+.4}, {:+.4}]",
+        if best.fuse_documents { "chunks" } else { "documents" },
+        level_ci.mean,
+        level_ci.low,
+        level_ci.high
     )?;
     Ok(())
 }
