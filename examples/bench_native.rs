@@ -110,6 +110,48 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
+    // The fusion defaults against the ones before them (issue 12), query by query in turn, on
+    // the same query vectors: everything of a hybrid query but the embedding.
+    let before = SearchOptions {
+        fusion: sextant::options::Fusion::Rrf,
+        depth: Some(20),
+        query_expansion: false,
+        ..Default::default()
+    };
+    let now = SearchOptions::default();
+    let vectors: Vec<Vec<f32>> = queries
+        .iter()
+        .map(|q| embedder.embed(&q.text, TextKind::Query))
+        .collect::<Result<_, _>>()?;
+    let mut stages: [[Vec<f64>; 4]; 2] = Default::default();
+    for _ in 0..rounds {
+        for (q, v) in queries.iter().zip(&vectors) {
+            for (at, options) in [&before, &now].into_iter().enumerate() {
+                let r = engine.search_with_vector(&q.text, Some(v), options, &clock)?.done()?;
+                let t = &r.timings;
+                for (i, x) in [t.keyword_ms, t.vector_ms, t.fusion_ms, t.total_ms - t.embed_ms]
+                    .into_iter()
+                    .enumerate()
+                {
+                    stages[at][i].push(x);
+                }
+            }
+        }
+    }
+    println!("| stage (hybrid, k = 10, query embedded) | before: rrf, depth 20 p50 / p95 ms | now: convex, depth 100, RM3 p50 / p95 ms |\n|---|---|---|");
+    for (i, name) in ["keyword", "vector", "fusion + results", "all but embedding"]
+        .into_iter()
+        .enumerate()
+    {
+        println!(
+            "| {name} | {:.3} / {:.3} | {:.3} / {:.3} |",
+            percentile(&stages[0][i], 50.0),
+            percentile(&stages[0][i], 95.0),
+            percentile(&stages[1][i], 50.0),
+            percentile(&stages[1][i], 95.0)
+        );
+    }
+
     let recall = found as f64 / wanted.max(1) as f64;
     let row = |name: &str, v: &[f64]| {
         println!("| {name} | {:.3} | {:.3} |", percentile(v, 50.0), percentile(v, 95.0));

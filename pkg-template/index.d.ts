@@ -86,7 +86,7 @@ export interface SearchOptions {
   /** Results wanted, 1–1000 (default 10). */
   k?: number;
   mode?: Mode;
-  /** Candidates per retriever before fusion, up to 10000 (default 2·k). */
+  /** Candidates per retriever before fusion, up to 10000 (default max(2·k, 100)). */
   depth?: number | null;
   /** Drop results scoring below this (the fused score in hybrid, cosine in dense, BM25 in keyword). */
   score_threshold?: number | null;
@@ -97,12 +97,14 @@ export interface SearchOptions {
   /** BM25 parameters for this query (default: the index's). */
   bm25?: Partial<Bm25Params> | null;
   vector_search?: 'auto' | 'exact';
-  /** How hybrid search fuses: 'rrf' (ranks only) or 'convex' (normalised scores, weighted). */
+  /** How hybrid search fuses: 'convex' (default: normalised scores, weighted) or 'rrf' (ranks only). */
   fusion?: 'rrf' | 'convex';
-  /** The dense list's weight in a convex fusion, 0–1 (keyword gets the rest). */
+  /** The dense list's weight in a convex fusion, 0–1 (default 0.7; keyword gets the rest). */
   dense_weight?: number;
-  /** Fuse documents (each ranked by its best chunk), not chunks. */
+  /** Fuse documents (each ranked by its best chunk), not chunks (default false). */
   fuse_documents?: boolean;
+  /** Expand keyword queries with terms of their top chunks, RM3 (default true). */
+  query_expansion?: boolean;
 }
 
 export interface FrameOptions {

@@ -274,7 +274,8 @@ class SearchBox {
     const worker = await this.start();
     let response;
     try {
-      response = await worker.request({ type: 'search', query, options: { k: SEARCH_RESULTS } }).done;
+      // Results are shown grouped by page, so pages are what hybrid search fuses.
+      response = await worker.request({ type: 'search', query, options: { k: SEARCH_RESULTS, fuse_documents: true } }).done;
     } catch (e) {
       if (ticket === this.latest) this.status.textContent = e.message;
       return;
