@@ -102,7 +102,10 @@ impl Run<'_> {
     }
 }
 
-fn mean_of(values: &[QueryMetrics], metric: fn(&QueryMetrics) -> f64) -> f64 {
+/// One metric of a query's metrics.
+type Metric = fn(&QueryMetrics) -> f64;
+
+fn mean_of(values: &[QueryMetrics], metric: Metric) -> f64 {
     values.iter().map(metric).sum::<f64>() / values.len().max(1) as f64
 }
 
@@ -195,7 +198,7 @@ pub fn run(args: EvalArgs) -> Result<()> {
     // Hybrid against each single mode, per metric: the mean difference and its 95% interval.
     if let Some((_, hybrid)) = results.iter().find(|(m, _)| *m == Mode::Hybrid) {
         for (mode, single) in results.iter().filter(|(m, _)| *m != Mode::Hybrid) {
-            let metrics: [(&str, fn(&QueryMetrics) -> f64); 3] = [
+            let metrics: [(&str, Metric); 3] = [
                 ("nDCG@10", ndcg),
                 ("MRR@10", |m| m.mrr10),
                 ("Recall@100", |m| m.recall100),
@@ -345,7 +348,7 @@ fn sweep(run: &Run<'_>, args: &EvalArgs) -> Result<()> {
     } else {
         ("keyword", &keyword)
     };
-    let column = |per: &[QueryMetrics], metric: fn(&QueryMetrics) -> f64| per.iter().map(metric).collect::<Vec<f64>>();
+    let column = |per: &[QueryMetrics], metric: Metric| per.iter().map(metric).collect::<Vec<f64>>();
     let cv_vs_today = paired_bootstrap(&column(&held_out, ndcg), &column(&today, ndcg), RESAMPLES, args.seed);
     let cv_vs_single = paired_bootstrap(
         &column(&held_out, ndcg),
