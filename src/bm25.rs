@@ -124,6 +124,23 @@ pub struct Postings<'a> {
     pub bytes: &'a [u8],
 }
 
+impl Postings<'_> {
+    /// The chunks holding the term, in increasing order.
+    pub fn chunks(&self) -> Vec<u32> {
+        let mut reader = ByteReader::new(self.bytes);
+        let mut out = Vec::with_capacity(self.df as usize);
+        let mut chunk = 0u32;
+        for i in 0..self.df {
+            let (Ok(delta), Ok(_)) = (reader.varint_u32("delta"), reader.varint_u32("tf")) else {
+                break;
+            };
+            chunk = if i == 0 { delta } else { chunk.saturating_add(delta) };
+            out.push(chunk);
+        }
+        out
+    }
+}
+
 /// One scored chunk.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bm25Hit {

@@ -684,3 +684,32 @@ fn files_over_the_input_limits_are_skipped_with_the_reason() {
     );
     assert!(stderr.contains("deep.html"), "{stderr}");
 }
+
+#[test]
+fn an_excluded_word_removes_its_chunks_in_every_mode() {
+    let bundle = tiny_bundle();
+    let texts = |query: &str, mode: &str| -> Vec<String> {
+        let out = ok(&["search", s(bundle), query, "--mode", mode, "-k", "20", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["text"].as_str().unwrap().to_lowercase())
+            .collect()
+    };
+    for mode in ["hybrid", "dense", "keyword"] {
+        let all = texts("lighthouse lens", mode);
+        assert!(
+            all.iter().any(|t| t.contains("lens")),
+            "{mode}: the word is there to exclude"
+        );
+        let without = texts("lighthouse -lens", mode);
+        assert!(!without.is_empty(), "{mode}");
+        assert!(without.iter().all(|t| !t.contains("lens")), "{mode}: {without:?}");
+    }
+    // A hyphen inside a word excludes nothing; a query of exclusions only is refused.
+    assert!(!texts("x-ray lighthouse", "keyword").is_empty());
+    let err = fails(&["search", s(bundle), "--mode", "keyword", "--", "-lens"]);
+    assert!(err.contains("every word of it is excluded"), "{err}");
+}

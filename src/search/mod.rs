@@ -372,8 +372,9 @@ impl Engine {
         let start = clock.now_ms();
         validate_query(query)?;
         options.validate()?;
+        // Excluded words (`-word`) are not embedded: the vector is of what the reader wants.
         let query_vector = if options.mode.needs_model() {
-            Some(self.embed_query(query, options.mode)?)
+            Some(self.embed_query(&split_exclusions(query).0, options.mode)?)
         } else {
             None
         };
@@ -434,14 +435,24 @@ impl Engine {
             }
             (_, Some(v)) => Some(v),
         };
+        let (wanted, excluded) = split_exclusions(query);
+        if wanted.trim().is_empty() {
+            return Err(SearchError::BadArgument {
+                name: "query",
+                reason: "every word of it is excluded (-word); add a word to search for".into(),
+            });
+        }
         let terms = if options.mode == Mode::Dense {
             Vec::new()
         } else {
-            self.analyzer.terms(query)
+            self.analyzer.terms(&wanted)
         };
+        let excluded_terms: Vec<String> = excluded.iter().flat_map(|w| self.analyzer.terms(w)).collect();
 
-        // Stage 1: the norms, the shards of the query's terms, and the binary codes.
+        // Stage 1: the norms, the shards of the query's terms (and of excluded ones), and the
+        // binary codes.
         let mut need = self.store.keyword_needs(&terms);
+        need.extend(self.store.keyword_needs(&excluded_terms));
         if vector.is_some() {
             need.extend(self.store.code_needs());
         }
@@ -506,6 +517,19 @@ impl Engine {
                 hits
             }
             _ => Vec::new(),
+        };
+
+        // Chunks holding an excluded word leave both lists.
+        let (dense, keyword) = if excluded_terms.is_empty() {
+            (dense, keyword)
+        } else {
+            let banned: std::collections::HashSet<u32> = excluded_terms
+                .iter()
+                .filter_map(|t| self.store.postings(t))
+                .flat_map(|p| p.chunks())
+                .collect();
+            let keep = |list: Ranked| -> Ranked { list.into_iter().filter(|(c, _)| !banned.contains(c)).collect() };
+            (keep(dense), keep(keyword))
         };
 
         // Stage 3: fuse, filter, and the fragments of what is kept.
@@ -600,10 +624,45 @@ impl Engine {
     }
 }
 
+/// The query without its excluded words, and those words: a word written `-word` (a `-` at
+/// the start of a whitespace-separated word, followed by a letter or digit) excludes every
+/// chunk holding it. A `-` inside a word (`x-sextant-chunks`) or alone excludes nothing. A query
+/// without exclusions comes back as it is.
+pub fn split_exclusions(query: &str) -> (std::borrow::Cow<'_, str>, Vec<String>) {
+    let is_exclusion = |w: &str| {
+        w.strip_prefix('-')
+            .and_then(|r| r.chars().next())
+            .is_some_and(char::is_alphanumeric)
+    };
+    if !query.split_whitespace().any(is_exclusion) {
+        return (std::borrow::Cow::Borrowed(query), Vec::new());
+    }
+    let (excluded, kept): (Vec<&str>, Vec<&str>) = query.split_whitespace().partition(|w| is_exclusion(w));
+    (
+        std::borrow::Cow::Owned(kept.join(" ")),
+        excluded.into_iter().map(|w| w[1..].to_string()).collect(),
+    )
+}
+
 fn needs_model_for(mode: Mode) -> &'static str {
     match mode {
         Mode::Hybrid => "hybrid search",
         Mode::Dense => "dense search",
         Mode::Keyword => "keyword search",
+    }
+}
+
+#[cfg(test)]
+mod exclusion_tests {
+    use super::split_exclusions;
+
+    #[test]
+    fn exclusions_are_words_that_start_with_a_minus() {
+        assert_eq!(split_exclusions("wing flutter"), ("wing flutter".into(), vec![]));
+        assert_eq!(
+            split_exclusions("wing  -flutter x-ray - -2d"),
+            ("wing x-ray -".into(), vec!["flutter".to_string(), "2d".to_string()])
+        );
+        assert_eq!(split_exclusions("-only"), ("".into(), vec!["only".to_string()]));
     }
 }
