@@ -191,7 +191,9 @@ impl Collection {
     /// URLs and metadata, and its chunks as they are (not cut again, so their ids and what they
     /// say stay the index's). When the index was built with this collection's model, its vectors
     /// come too (the int8 vectors, scaled back: searching needs no embedding); otherwise its
-    /// chunks are pending. Replaces the file at `path`; nothing changes when it fails.
+    /// chunks are pending. A document none of whose chunks the index kept (every one a duplicate
+    /// of another document's) has nothing to search and is not imported. Replaces the file at
+    /// `path`; nothing changes when it fails.
     pub fn import_index(
         &mut self,
         path: &str,
@@ -206,6 +208,7 @@ impl Collection {
         let manifest = store.manifest();
         let same_model = manifest.model == self.spec;
         let mut numbers: Vec<u32> = Vec::new(); // the index's document number of each document
+        let mut seen = HashSet::new();
         let mut documents: Vec<Document> = Vec::new();
         let mut splits: Vec<Vec<Vec<String>>> = Vec::new();
         let mut vectors = Vec::new();
@@ -218,7 +221,7 @@ impl Collection {
                 .chunk(number)
                 .ok_or_else(|| bad(format!("chunk {number} is missing")))?;
             if numbers.last() != Some(&chunk.doc) {
-                if numbers.contains(&chunk.doc) {
+                if !seen.insert(chunk.doc) {
                     return Err(bad(format!("document {}'s chunks are not together", chunk.doc)));
                 }
                 let info = fragment

@@ -17,7 +17,7 @@ pub const RRF_K: f32 = 60.0;
 pub struct FusedHit {
     /// The chunk number.
     pub chunk: u32,
-    /// Sum of `1 / (k + rank)` over the lists the chunk appears in.
+    /// The fused score: RRF's sum of `1 / (k + rank)`, or the convex combination's weighted sum.
     pub score: f32,
     /// The chunk's 1-based rank in each input list (`None` where absent), in input order.
     pub ranks: Vec<Option<u32>>,
@@ -65,10 +65,10 @@ pub fn reciprocal_rank_fusion(lists: &[&[u32]], k: f32) -> Vec<FusedHit> {
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
     /// Reciprocal rank fusion (ranks only).
-    #[default]
     Rrf,
     /// A convex combination of scores normalised by their theoretical minimum and the query's
-    /// best score.
+    /// best score. The default.
+    #[default]
     Convex,
 }
 

@@ -168,7 +168,8 @@ pub struct SearchOptions {
     /// Candidates taken from each retriever before fusion, `k`–[`MAX_DEPTH`] (a smaller value
     /// counts as `k`). Default `max(2·k, 100)`.
     pub depth: Option<usize>,
-    /// Drop results whose score (the fused score in hybrid, cosine in dense, BM25 in keyword)
+    /// Drop results whose score (the fused score in hybrid, cosine in dense, BM25 — weighted by
+    /// the expansion — in keyword)
     /// is below this. Default none.
     pub score_threshold: Option<f64>,
     /// Drop dense candidates whose cosine similarity is below this, before fusion (−1.0–1.0).

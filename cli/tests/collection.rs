@@ -219,8 +219,6 @@ fn an_index_the_cli_built_imports_as_a_collection_file() {
     );
     assert!(collection.pending().is_empty(), "the index's vectors came with it");
     // Exported again, it is the index it came from: the same documents, chunk ids, URLs,
-    // headings, keyword index, and vectors (int8 scaled back and quantized again).
-    // Exported again, it is the index it came from: the same documents, chunk ids, URLs,
     // headings, keyword index and int8 vectors, file for file. (The binary codes and their
     // calibration come from the int8 vectors scaled back, not the exact ones, so they may differ.)
     let again = collection.build(embedder.spec(), false).unwrap();

@@ -1,10 +1,12 @@
-//! Queries over an index: keyword (BM25), dense (vectors) or hybrid (both, fused with reciprocal
-//! rank fusion), and framing their results as LLM context.
+//! Queries over an index: keyword (BM25), dense (vectors) or hybrid (both, fused), and framing
+//! their results as LLM context.
 //!
-//! A query runs the steps of [`pipeline`]: BM25 takes its top `depth` chunks (`depth` defaults to
-//! `2·k`); the dense retriever scores every chunk's binary code, rescoring the best
-//! `layout.rescore` (at least `depth`) with their int8 vectors; hybrid fuses the two lists with RRF
-//! (k = 60); then results under `score_threshold` are dropped, with `per_document` only the best
+//! A query runs the steps of [`pipeline`]: words written `-word` exclude their chunks; BM25 takes
+//! its top `depth` chunks (`depth` defaults to `max(2·k, 100)`), expanded by RM3 from its top
+//! chunks unless `query_expansion` is off; the dense retriever scores every chunk's binary code,
+//! rescoring the best `layout.rescore` (at least `depth`) with their int8 vectors; hybrid fuses
+//! the two lists (a convex combination of normalised scores, or RRF), chunk by chunk or page by
+//! page; then results under `score_threshold` are dropped, with `per_document` only the best
 //! chunk of each document is kept, and the first `k` are assembled from the text fragments. The
 //! options are [`crate::options::SearchOptions`].
 //!
@@ -158,7 +160,8 @@ pub struct SearchResult {
     pub heading_path: Vec<String>,
     /// Chunk text.
     pub text: String,
-    /// The mode's score: fused RRF score (hybrid), cosine (dense) or BM25 (keyword).
+    /// The mode's score: the fused score (hybrid: 0–1 convex, or RRF), cosine (dense) or BM25
+    /// (keyword; of the expanded query, its terms weighted, when `query_expansion` is on).
     pub score: f32,
     /// Rank and cosine in the dense candidates, if the chunk was among them.
     pub dense: Option<RetrieverHit>,
@@ -373,8 +376,12 @@ impl Engine {
         validate_query(query)?;
         options.validate()?;
         // Excluded words (`-word`) are not embedded: the vector is of what the reader wants.
+        let wanted = split_exclusions(query).0;
+        if wanted.trim().is_empty() {
+            return Err(all_excluded());
+        }
         let query_vector = if options.mode.needs_model() {
-            Some(self.embed_query(&split_exclusions(query).0, options.mode)?)
+            Some(self.embed_query(&wanted, options.mode)?)
         } else {
             None
         };
@@ -437,17 +444,21 @@ impl Engine {
         };
         let (wanted, excluded) = split_exclusions(query);
         if wanted.trim().is_empty() {
-            return Err(SearchError::BadArgument {
-                name: "query",
-                reason: "every word of it is excluded (-word); add a word to search for".into(),
-            });
+            return Err(all_excluded());
         }
         let terms = if options.mode == Mode::Dense {
             Vec::new()
         } else {
             self.analyzer.terms(&wanted)
         };
-        let excluded_terms: Vec<String> = excluded.iter().flat_map(|w| self.analyzer.terms(w)).collect();
+        // Each excluded word's terms (a word the analyzer drops, like a stop word, excludes
+        // nothing); a chunk is excluded when it holds every term of one excluded word.
+        let excluded_words: Vec<Vec<String>> = excluded
+            .iter()
+            .map(|w| self.analyzer.terms(w))
+            .filter(|t| !t.is_empty())
+            .collect();
+        let excluded_terms: Vec<String> = excluded_words.iter().flatten().cloned().collect();
 
         // Stage 1: the norms, the shards of the query's terms (and of excluded ones), and the
         // binary codes.
@@ -461,13 +472,22 @@ impl Engine {
             need.dedup();
             return Ok(Step::Need(need));
         }
+        let banned = self.excluded_chunks(&excluded_words);
+        // Each list is cut to `depth` after the excluded chunks leave it.
+        let allowed = |list: Ranked| -> Ranked {
+            list.into_iter()
+                .filter(|(c, _)| !banned.contains(c))
+                .take(depth)
+                .collect()
+        };
+        let wide = depth.saturating_add(banned.len());
         let keyword: Ranked = if options.mode == Mode::Dense {
             Vec::new()
         } else {
             let t = clock.now_ms();
             let bundle_params = manifest.bm25;
             let params = options.bm25.map_or(bundle_params, |o| o.over(bundle_params));
-            let mut hits = keyword_candidates(&self.store, &terms, params, depth);
+            let mut hits = allowed(keyword_candidates(&self.store, &terms, params, wide));
             if options.query_expansion && !hits.is_empty() {
                 // The top chunks' texts, then the shards of the terms they add.
                 let top: Vec<(u32, f32)> = hits.iter().take(FEEDBACK_CHUNKS).copied().collect();
@@ -477,7 +497,13 @@ impl Engine {
                 }
                 let feedback: Vec<(Vec<String>, f32)> = top
                     .iter()
-                    .filter_map(|&(c, s)| Some((self.analyzer.terms(&self.store.fragment(c)?.chunk(c)?.text), s)))
+                    .filter_map(|&(c, s)| {
+                        // What the index scored: the heading path, then the text.
+                        let chunk = self.store.fragment(c)?.chunk(c)?;
+                        let mut t = self.analyzer.terms(&chunk.heading_path.join(" "));
+                        t.extend(self.analyzer.terms(&chunk.text));
+                        Some((t, s))
+                    })
                     .collect();
                 let expanded = expand_query(&terms, &feedback);
                 let added: Vec<String> = expanded.iter().map(|(t, _)| t.clone()).collect();
@@ -485,7 +511,7 @@ impl Engine {
                 if !need.is_empty() {
                     return Ok(Step::Need(need));
                 }
-                hits = weighted_keyword_candidates(&self.store, &expanded, params, depth);
+                hits = allowed(weighted_keyword_candidates(&self.store, &expanded, params, wide));
             }
             timings.keyword_ms = clock.now_ms() - t;
             hits
@@ -501,7 +527,9 @@ impl Engine {
                     VectorSearch::Exact => (VectorMethod::Exact, total),
                     VectorSearch::Auto => (VectorMethod::Rescored, manifest.layout.rescore.max(depth)),
                 };
-                let candidates = binary_candidates(meta, self.store.codes(), vector, count);
+                let mut candidates =
+                    binary_candidates(meta, self.store.codes(), vector, count.saturating_add(banned.len()));
+                candidates.retain(|c| !banned.contains(c));
                 let need = self.store.block_needs(candidates.iter().copied());
                 if !need.is_empty() {
                     return Ok(Step::Need(need));
@@ -517,19 +545,6 @@ impl Engine {
                 hits
             }
             _ => Vec::new(),
-        };
-
-        // Chunks holding an excluded word leave both lists.
-        let (dense, keyword) = if excluded_terms.is_empty() {
-            (dense, keyword)
-        } else {
-            let banned: std::collections::HashSet<u32> = excluded_terms
-                .iter()
-                .filter_map(|t| self.store.postings(t))
-                .flat_map(|p| p.chunks())
-                .collect();
-            let keep = |list: Ranked| -> Ranked { list.into_iter().filter(|(c, _)| !banned.contains(c)).collect() };
-            (keep(dense), keep(keyword))
         };
 
         // Stage 3: fuse, filter, and the fragments of what is kept.
@@ -560,6 +575,28 @@ impl Engine {
             timings,
             vector_method: method_used,
         }))
+    }
+
+    /// The chunks that hold every term of one of `words` (each an excluded word's terms; the
+    /// store holds their shards).
+    fn excluded_chunks(&self, words: &[Vec<String>]) -> std::collections::HashSet<u32> {
+        let mut banned = std::collections::HashSet::new();
+        for terms in words {
+            let mut holding: Option<std::collections::HashSet<u32>> = None;
+            for t in terms {
+                let chunks: std::collections::HashSet<u32> = self
+                    .store
+                    .postings(t)
+                    .map(|p| p.chunks().into_iter().collect())
+                    .unwrap_or_default();
+                holding = Some(match holding {
+                    None => chunks,
+                    Some(h) => h.intersection(&chunks).copied().collect(),
+                });
+            }
+            banned.extend(holding.unwrap_or_default());
+        }
+        banned
     }
 
     /// Frames results as LLM context (needs the model's tokenizer to count tokens).
@@ -625,14 +662,15 @@ impl Engine {
 }
 
 /// The query without its excluded words, and those words: a word written `-word` (a `-` at
-/// the start of a whitespace-separated word, followed by a letter or digit) excludes every
-/// chunk holding it. A `-` inside a word (`x-sextant-chunks`) or alone excludes nothing. A query
+/// the start of a whitespace-separated word, followed by a letter) excludes every chunk holding
+/// it (all of its terms: `-e-mail` excludes chunks with both "e" and "mail"). A `-` inside a word
+/// (`x-sextant-chunks`), before a digit (`-40`) or alone excludes nothing. A query
 /// without exclusions comes back as it is.
 pub fn split_exclusions(query: &str) -> (std::borrow::Cow<'_, str>, Vec<String>) {
     let is_exclusion = |w: &str| {
         w.strip_prefix('-')
             .and_then(|r| r.chars().next())
-            .is_some_and(char::is_alphanumeric)
+            .is_some_and(char::is_alphabetic)
     };
     if !query.split_whitespace().any(is_exclusion) {
         return (std::borrow::Cow::Borrowed(query), Vec::new());
@@ -642,6 +680,13 @@ pub fn split_exclusions(query: &str) -> (std::borrow::Cow<'_, str>, Vec<String>)
         std::borrow::Cow::Owned(kept.join(" ")),
         excluded.into_iter().map(|w| w[1..].to_string()).collect(),
     )
+}
+
+fn all_excluded() -> SearchError {
+    SearchError::BadArgument {
+        name: "query",
+        reason: "every word of it is excluded (-word); add a word to search for".into(),
+    }
 }
 
 fn needs_model_for(mode: Mode) -> &'static str {
@@ -660,8 +705,11 @@ mod exclusion_tests {
     fn exclusions_are_words_that_start_with_a_minus() {
         assert_eq!(split_exclusions("wing flutter"), ("wing flutter".into(), vec![]));
         assert_eq!(
-            split_exclusions("wing  -flutter x-ray - -2d"),
-            ("wing x-ray -".into(), vec!["flutter".to_string(), "2d".to_string()])
+            split_exclusions("wing  -flutter x-ray - -40 -e-mail"),
+            (
+                "wing x-ray - -40".into(),
+                vec!["flutter".to_string(), "e-mail".to_string()]
+            )
         );
         assert_eq!(split_exclusions("-only"), ("".into(), vec!["only".to_string()]));
     }

@@ -159,7 +159,7 @@ pub fn rescore(
 pub struct Candidate {
     /// Chunk number.
     pub chunk: u32,
-    /// Fused RRF score (hybrid), cosine (dense) or BM25 score (keyword).
+    /// The fused score (hybrid), cosine (dense) or BM25 score (keyword).
     pub score: f32,
     /// Rank among the dense candidates.
     pub dense_rank: Option<u32>,

@@ -162,12 +162,12 @@ const ops = {
   },
   // The open collection's conversation, kept whole beside it in OPFS (conversation.json,
   // replaced in one step on every save), or null before its first question.
-  async conversation_load() {
-    const bytes = await opfsStorage(name).read(CONVERSATION);
+  async conversation_load({ name: of = name }) {
+    const bytes = await opfsStorage(of).read(CONVERSATION);
     return bytes ? JSON.parse(new TextDecoder().decode(bytes)) : null;
   },
-  async conversation_save({ conversation }) {
-    await opfsStorage(name).write(CONVERSATION, new TextEncoder().encode(JSON.stringify(conversation)));
+  async conversation_save({ name: of = name, conversation }) {
+    await opfsStorage(of).write(CONVERSATION, new TextEncoder().encode(JSON.stringify(conversation)));
     return true;
   },
   async cancel_ask({ ask }) {

@@ -201,7 +201,8 @@ async function addFiles(files) {
             ? await request('import_index', { path: file.name, bytes })
             : await request('add_file', { path: file.name, bytes });
       fileStatus.delete(file.name);
-      // Cancelled while it was read: it goes again.
+      // Cancelled while it was read: it goes again (a file it replaced is gone with it: the
+      // reader asked for this one to be added, then not).
       if (cancelled.delete(file.name)) {
         current = await request('remove_file', { path: file.name });
         showState();
@@ -211,6 +212,7 @@ async function addFiles(files) {
       showState();
       runSearch();
     } catch (e) {
+      cancelled.delete(file.name);
       fileStatus.set(file.name, `Could not add it: ${e.message}`);
       showFiles(current.files);
     }
@@ -325,7 +327,7 @@ const llmSettings = () => {
 const legacyKey = () => `sextant-research-conversation:${current?.name ?? ''}`;
 const EMPTY = () => ({ rounds: [], summary: null, compressed: 0 });
 async function loadConversation() {
-  const stored = await request('conversation_load').catch((e) => (say(`The conversation could not be read: ${e.message}`, true), null));
+  const stored = await request('conversation_load', { name: current?.name }).catch((e) => (say(`The conversation could not be read: ${e.message}`, true), null));
   if (stored) return stored;
   const legacy = localStorage.getItem(legacyKey());
   if (!legacy) return EMPTY();
@@ -339,7 +341,8 @@ async function loadConversation() {
     return EMPTY();
   }
 }
-const saveConversation = (conversation) => request('conversation_save', { conversation });
+// Saved under the collection it belongs to, even if another one was opened meanwhile.
+const saveConversation = (conversation, name = current?.name) => request('conversation_save', { name, conversation });
 
 function fillSettings() {
   const s = llmSettings();
@@ -450,6 +453,7 @@ $('ask-form').addEventListener('submit', async (e) => {
   }
   if (!current) return say('Open a collection first.', true);
   const conversation = await loadConversation();
+  const collectionName = current.name;
   const round = { question };
   const node = roundNode(round);
   $('conversation').append(node);
@@ -492,7 +496,7 @@ $('ask-form').addEventListener('submit', async (e) => {
   round.trace = entries;
   conversation.rounds.push(round);
   node.replaceWith(roundNode(round));
-  await saveConversation(conversation).catch((e) => say(`The conversation could not be saved: ${e.message}`, true));
+  await saveConversation(conversation, collectionName).catch((e) => say(`The conversation could not be saved: ${e.message}`, true));
 });
 
 fillSettings();

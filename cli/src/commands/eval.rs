@@ -15,7 +15,7 @@ use sextant::eval::{
     folds, has_relevant, mean, paired_bootstrap, parse_qrels, parse_queries, score_query, Qrels, Query, QueryMetrics,
 };
 use sextant::options::{Fusion, Mode, SearchOptions};
-use sextant::search::Engine;
+use sextant::search::{split_exclusions, Engine};
 
 use crate::engine::open;
 use crate::flags::{fusion_parser, mode_parser};
@@ -142,7 +142,8 @@ pub fn run(args: EvalArgs) -> Result<()> {
         .par_iter()
         .map(|q| {
             let v = match engine.embedder() {
-                Some(e) if needs_model => Some(e.embed(&q.text, TextKind::Query)).transpose(),
+                // What `sextant search` embeds: the query without its excluded words.
+                Some(e) if needs_model => Some(e.embed(&split_exclusions(&q.text).0, TextKind::Query)).transpose(),
                 _ => Ok(None),
             };
             progress.inc(1);
@@ -157,6 +158,14 @@ pub fn run(args: EvalArgs) -> Result<()> {
         qrels: &qrels,
     };
     if args.sweep {
+        if !(2..=run.queries.len()).contains(&args.folds) {
+            anyhow::bail!(
+                "--folds {} cannot split {} judged queries; use 2 to {}",
+                args.folds,
+                run.queries.len(),
+                run.queries.len()
+            );
+        }
         return sweep(&run, &args);
     }
     let mut results: Vec<(Mode, Vec<QueryMetrics>)> = Vec::new();
