@@ -45,7 +45,7 @@ enum Command {
     Upgrade(commands::upgrade::UpgradeArgs),
     /// Show an index's manifest and files, verifying every digest.
     Inspect {
-        /// The packed index (.sxt).
+        /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
         bundle: PathBuf,
         /// Print JSON.
         #[arg(long)]

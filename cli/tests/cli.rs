@@ -207,6 +207,28 @@ fn inspect_verifies_and_reports_the_manifest() {
     assert!(v["files"].as_u64().unwrap() >= 6);
     let human = ok(&["inspect", s(tiny_bundle())]);
     assert!(human.contains("all digests verified"));
+
+    // The same index split (`sextant unpack`): inspected from its manifest, every file checked.
+    let dir = tmp("inspect-split");
+    let _ = std::fs::remove_dir_all(&dir);
+    ok(&["unpack", s(tiny_bundle()), "-o", s(&dir)]);
+    let manifest = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("manifest."))
+        .unwrap();
+    let split: serde_json::Value = serde_json::from_str(&ok(&["inspect", s(&manifest), "--json"])).unwrap();
+    assert_eq!(
+        (&split["format"], &split["files"], &split["chunks"]),
+        (&v["format"], &v["files"], &v["chunks"])
+    );
+    assert!(ok(&["inspect", s(&manifest)]).contains("each verified against its name"));
+    let norms = dir.join(split["manifest"]["files"]["norms"].as_str().unwrap());
+    let mut bytes = std::fs::read(&norms).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&norms, bytes).unwrap();
+    let err = fails(&["inspect", s(&manifest)]);
+    assert!(err.contains(norms.file_name().unwrap().to_str().unwrap()), "{err}");
 }
 
 #[test]

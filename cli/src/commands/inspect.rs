@@ -24,6 +24,9 @@ struct InspectJson<'a> {
 
 pub fn run(path: &Path, json: bool) -> Result<()> {
     let bytes = read_bundle(path)?;
+    if bytes.first() == Some(&b'{') {
+        return split(path, bytes.len(), json);
+    }
     let raw = RawBundle::parse(&bytes).with_context(|| format!("checking {}", path.display()))?;
     if raw.major == V1_MAJOR {
         anyhow::bail!(
@@ -40,20 +43,13 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
     let files = m.file_names().len();
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer(
+        return print_json(
             &mut out,
-            &InspectJson {
-                format: format!("{}.{}", raw.major, raw.minor),
-                bytes: bytes.len(),
-                manifest: m,
-                sections: &raw.sections,
-                files,
-                documents: m.counts.documents,
-                chunks: m.counts.chunks,
-            },
-        )?;
-        writeln!(out)?;
-        return Ok(());
+            format!("{}.{}", raw.major, raw.minor),
+            bytes.len(),
+            m,
+            &raw.sections,
+        );
     }
     writeln!(
         out,
@@ -63,6 +59,78 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
         raw.minor,
         bytes.len()
     )?;
+    describe(&mut out, m)?;
+    writeln!(out, "  sections:")?;
+    for s in &raw.sections {
+        writeln!(
+            out,
+            "    {:<10} {:>12} bytes at {:>10}  sha256 {}",
+            s.name, s.length, s.offset, s.sha256
+        )?;
+    }
+    Ok(())
+}
+
+/// A split index, from its manifest: every file beside it read and checked against its name.
+fn split(path: &Path, manifest_bytes: usize, json: bool) -> Result<()> {
+    let engine = crate::engine::open(path, None, false)?;
+    let m = engine.manifest();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let names = m.file_names();
+    let mut bytes = manifest_bytes;
+    for name in &names {
+        bytes += std::fs::metadata(dir.join(name))
+            .with_context(|| format!("reading {}, a file of the index", dir.join(name).display()))?
+            .len() as usize;
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        return print_json(
+            &mut out,
+            format!("{}.{}", m.format.major, m.format.minor),
+            bytes,
+            m,
+            &[],
+        );
+    }
+    writeln!(
+        out,
+        "{}: sextant split index format {}.{}, {bytes} bytes with the manifest, {} files beside it, each verified against its name",
+        path.display(),
+        m.format.major,
+        m.format.minor,
+        names.len()
+    )?;
+    describe(&mut out, m)
+}
+
+/// `--json`: one object (`format`: the container's version for a packed index, the manifest's
+/// for a split one).
+fn print_json(
+    out: &mut impl Write,
+    format: String,
+    bytes: usize,
+    m: &IndexManifest,
+    sections: &[SectionEntry],
+) -> Result<()> {
+    serde_json::to_writer(
+        &mut *out,
+        &InspectJson {
+            format,
+            bytes,
+            manifest: m,
+            sections,
+            files: m.file_names().len(),
+            documents: m.counts.documents,
+            chunks: m.counts.chunks,
+        },
+    )?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// What the manifest says, a line each.
+fn describe(out: &mut impl Write, m: &IndexManifest) -> Result<()> {
     writeln!(out, "  generator   {}", m.generator)?;
     writeln!(out, "  documents   {}", m.counts.documents)?;
     writeln!(
@@ -95,13 +163,5 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
         l.block_chunks,
         l.rescore
     )?;
-    writeln!(out, "  sections:")?;
-    for s in &raw.sections {
-        writeln!(
-            out,
-            "    {:<10} {:>12} bytes at {:>10}  sha256 {}",
-            s.name, s.length, s.offset, s.sha256
-        )?;
-    }
     Ok(())
 }
