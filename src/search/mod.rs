@@ -481,6 +481,34 @@ impl Engine {
                 .collect()
         };
         let wide = depth.saturating_add(banned.len());
+
+        // The binary stage's candidates and the vector blocks they need, asked for together with
+        // the expansion's files below, so that a split index fetches them in the same step.
+        let t = clock.now_ms();
+        let binary = match (vector, self.store.meta()) {
+            (Some(vector), Some(meta)) => {
+                let (method, count) = match options.vector_search {
+                    VectorSearch::Exact => (VectorMethod::Exact, manifest.counts.chunks),
+                    VectorSearch::Auto => (VectorMethod::Rescored, manifest.layout.rescore.max(depth)),
+                };
+                let mut candidates =
+                    binary_candidates(meta, self.store.codes(), vector, count.saturating_add(banned.len()));
+                candidates.retain(|c| !banned.contains(c));
+                Some((method, candidates))
+            }
+            _ => None,
+        };
+        let binary_ms = clock.now_ms() - t;
+        let block_need = binary
+            .as_ref()
+            .map(|(_, c)| self.store.block_needs(c.iter().copied()))
+            .unwrap_or_default();
+        let with_blocks = |mut need: Vec<String>| {
+            need.extend(block_need.iter().cloned());
+            need.sort();
+            need.dedup();
+            Step::Need(need)
+        };
         let keyword: Ranked = if options.mode == Mode::Dense {
             Vec::new()
         } else {
@@ -493,7 +521,7 @@ impl Engine {
                 let top: Vec<(u32, f32)> = hits.iter().take(FEEDBACK_CHUNKS).copied().collect();
                 let need = self.store.fragment_needs(top.iter().map(|(c, _)| *c));
                 if !need.is_empty() {
-                    return Ok(Step::Need(need));
+                    return Ok(with_blocks(need));
                 }
                 let feedback: Vec<(Vec<String>, f32)> = top
                     .iter()
@@ -509,7 +537,7 @@ impl Engine {
                 let added: Vec<String> = expanded.iter().map(|(t, _)| t.clone()).collect();
                 let need = self.store.keyword_needs(&added);
                 if !need.is_empty() {
-                    return Ok(Step::Need(need));
+                    return Ok(with_blocks(need));
                 }
                 hits = allowed(weighted_keyword_candidates(&self.store, &expanded, params, wide));
             }
@@ -519,20 +547,11 @@ impl Engine {
 
         // Stage 2: the int8 vectors of the binary stage's best candidates.
         let mut method_used = None;
-        let dense: Ranked = match (vector, self.store.meta()) {
-            (Some(vector), Some(meta)) => {
+        let dense: Ranked = match (vector, binary) {
+            (Some(vector), Some((method, candidates))) => {
                 let t = clock.now_ms();
-                let total = manifest.counts.chunks;
-                let (method, count) = match options.vector_search {
-                    VectorSearch::Exact => (VectorMethod::Exact, total),
-                    VectorSearch::Auto => (VectorMethod::Rescored, manifest.layout.rescore.max(depth)),
-                };
-                let mut candidates =
-                    binary_candidates(meta, self.store.codes(), vector, count.saturating_add(banned.len()));
-                candidates.retain(|c| !banned.contains(c));
-                let need = self.store.block_needs(candidates.iter().copied());
-                if !need.is_empty() {
-                    return Ok(Step::Need(need));
+                if !block_need.is_empty() {
+                    return Ok(Step::Need(block_need));
                 }
                 let hits = rescore(
                     &candidates,
@@ -541,7 +560,7 @@ impl Engine {
                     options.min_similarity,
                 );
                 method_used = Some(method);
-                timings.vector_ms = clock.now_ms() - t;
+                timings.vector_ms = binary_ms + (clock.now_ms() - t);
                 hits
             }
             _ => Vec::new(),
