@@ -297,8 +297,10 @@ impl Engine {
 /// `query` (the analyzer's own terms and stems), as JS string ranges.
 #[wasm_bindgen]
 pub fn highlights(text: &str, query: &str) -> Result<JsValue, JsValue> {
+    // What the query searches for: not its `-exclusions` or quotes.
+    let wanted = crate::search::query::Query::parse(query).text;
     let analyzer = crate::analyzer::Analyzer::english();
-    to_js(&utf16_ranges(text, analyzer.highlights(text, query)))
+    to_js(&utf16_ranges(text, analyzer.highlights(text, &wanted)))
 }
 
 /// `verifyCitations(answer, sent)` → `{citations, valid, unknown, grounded, spans}`: which

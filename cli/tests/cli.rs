@@ -740,5 +740,31 @@ fn an_excluded_word_removes_its_chunks_in_every_mode() {
         .iter()
         .any(|t| t.contains("lens")));
     let err = fails(&["search", s(bundle), "--mode", "keyword", "--", "-lens"]);
-    assert!(err.contains("every word of it is excluded"), "{err}");
+    assert!(err.contains("nothing to search for"), "{err}");
+}
+
+#[test]
+fn a_quoted_phrase_keeps_only_chunks_that_hold_it_in_every_mode() {
+    let bundle = tiny_bundle();
+    let texts = |query: &str, mode: &str| -> Vec<String> {
+        let out = ok(&["search", s(bundle), query, "--mode", mode, "-k", "20", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["text"].as_str().unwrap().to_lowercase())
+            .collect()
+    };
+    for mode in ["hybrid", "dense", "keyword"] {
+        let loose = texts("soft cloth keeper", mode);
+        assert!(
+            loose.iter().any(|t| !t.contains("soft cloth")),
+            "{mode}: without quotes other chunks come too"
+        );
+        let phrase = texts("\"soft cloth\" keeper", mode);
+        assert!(!phrase.is_empty(), "{mode}");
+        assert!(phrase.iter().all(|t| t.contains("soft cloth")), "{mode}: {phrase:?}");
+        assert!(texts("\"cloth soft\"", mode).is_empty(), "{mode}: the order matters");
+    }
 }

@@ -210,13 +210,14 @@ impl IndexManifest {
                 newest: INDEX_MAJOR,
             });
         }
-        if manifest.analyzer != crate::analyzer::Analyzer::NAME {
+        if crate::analyzer::Analyzer::named(&manifest.analyzer).is_none() {
             return Err(BundleError::BadSection {
                 section: "manifest",
                 reason: format!(
-                    "keyword analyzer {:?} is not one this sextant has ({:?}); rebuild the index",
+                    "keyword analyzer {:?} is not one this sextant has ({:?} or {:?}); rebuild the index",
                     manifest.analyzer,
-                    crate::analyzer::Analyzer::NAME
+                    crate::analyzer::Analyzer::NAME,
+                    crate::analyzer::Analyzer::WHOLE_WORDS
                 ),
             });
         }

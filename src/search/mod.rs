@@ -16,6 +16,7 @@
 //! [`Step::Done`].
 
 pub mod pipeline;
+pub mod query;
 
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ use pipeline::{
     assemble, binary_candidates, expand_query, filter, fuse, keyword_candidates, rescore, weighted_keyword_candidates,
     FuseOptions, Ranked, FEEDBACK_CHUNKS,
 };
+use query::Query;
 
 /// Why a query failed.
 #[derive(Debug, thiserror::Error)]
@@ -262,9 +264,11 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// An engine over a store (keyword search only until a model is attached).
     pub fn new(store: IndexStore) -> Self {
+        // The manifest's analyzer is one this sextant has (checked when it was read).
+        let analyzer = Analyzer::named(&store.manifest().analyzer).unwrap_or_default();
         Self {
             store,
-            analyzer: Analyzer::english(),
+            analyzer,
             embedder: None,
             last_query: std::sync::Mutex::new(None),
         }
@@ -376,9 +380,9 @@ impl Engine {
         validate_query(query)?;
         options.validate()?;
         // Excluded words (`-word`) are not embedded: the vector is of what the reader wants.
-        let wanted = split_exclusions(query).0;
+        let wanted = Query::parse(query).text;
         if wanted.trim().is_empty() {
-            return Err(all_excluded());
+            return Err(nothing_wanted());
         }
         let query_vector = if options.mode.needs_model() {
             Some(self.embed_query(&wanted, options.mode)?)
@@ -442,28 +446,38 @@ impl Engine {
             }
             (_, Some(v)) => Some(v),
         };
-        let (wanted, excluded) = split_exclusions(query);
-        if wanted.trim().is_empty() {
-            return Err(all_excluded());
+        let parsed = Query::parse(query);
+        if parsed.text.trim().is_empty() {
+            return Err(nothing_wanted());
         }
         let terms = if options.mode == Mode::Dense {
             Vec::new()
         } else {
-            self.analyzer.terms(&wanted)
+            self.analyzer.terms(&parsed.text)
         };
         // Each excluded word's terms (a word the analyzer drops, like a stop word, excludes
         // nothing); a chunk is excluded when it holds every term of one excluded word.
-        let excluded_words: Vec<Vec<String>> = excluded
+        let excluded_words: Vec<Vec<String>> = parsed
+            .excluded
             .iter()
             .map(|w| self.analyzer.terms(w))
             .filter(|t| !t.is_empty())
             .collect();
         let excluded_terms: Vec<String> = excluded_words.iter().flatten().cloned().collect();
+        // Each phrase's terms at their positions; a chunk can hold them only if it has them all.
+        let phrases: Vec<Vec<(u32, String)>> = parsed
+            .phrases
+            .iter()
+            .map(|p| self.analyzer.positions(p))
+            .filter(|p| !p.is_empty())
+            .collect();
+        let phrase_terms: Vec<String> = phrases.iter().flatten().map(|(_, t)| t.clone()).collect();
 
-        // Stage 1: the norms, the shards of the query's terms (and of excluded ones), and the
-        // binary codes.
+        // Stage 1: the norms, the shards of the query's terms (and of excluded and phrase ones),
+        // and the binary codes.
         let mut need = self.store.keyword_needs(&terms);
         need.extend(self.store.keyword_needs(&excluded_terms));
+        need.extend(self.store.keyword_needs(&phrase_terms));
         if vector.is_some() {
             need.extend(self.store.code_needs());
         }
@@ -473,14 +487,16 @@ impl Engine {
             return Ok(Step::Need(need));
         }
         let banned = self.excluded_chunks(&excluded_words);
-        // Each list is cut to `depth` after the excluded chunks leave it.
-        let allowed = |list: Ranked| -> Ranked {
-            list.into_iter()
-                .filter(|(c, _)| !banned.contains(c))
-                .take(depth)
-                .collect()
+        // With phrases, only the chunks holding all of their terms can be results.
+        let required = (!phrase_terms.is_empty()).then(|| self.chunks_holding(&phrase_terms));
+        let may_be_result = |c: &u32| !banned.contains(c) && required.as_ref().is_none_or(|r| r.contains(c));
+        // Each list is cut to `depth` after the chunks that cannot be results leave it.
+        let allowed =
+            |list: Ranked| -> Ranked { list.into_iter().filter(|(c, _)| may_be_result(c)).take(depth).collect() };
+        let wide = match &required {
+            Some(_) => manifest.counts.chunks,
+            None => depth.saturating_add(banned.len()),
         };
-        let wide = depth.saturating_add(banned.len());
 
         // The binary stage's candidates and the vector blocks they need, asked for together with
         // the expansion's files below, so that a split index fetches them in the same step.
@@ -491,9 +507,16 @@ impl Engine {
                     VectorSearch::Exact => (VectorMethod::Exact, manifest.counts.chunks),
                     VectorSearch::Auto => (VectorMethod::Rescored, manifest.layout.rescore.max(depth)),
                 };
-                let mut candidates =
-                    binary_candidates(meta, self.store.codes(), vector, count.saturating_add(banned.len()));
-                candidates.retain(|c| !banned.contains(c));
+                let mut candidates = match &required {
+                    // The few chunks that can hold the phrases are all rescored.
+                    Some(r) => {
+                        let mut all: Vec<u32> = r.iter().copied().collect();
+                        all.sort_unstable();
+                        all
+                    }
+                    None => binary_candidates(meta, self.store.codes(), vector, count.saturating_add(banned.len())),
+                };
+                candidates.retain(may_be_result);
                 Some((method, candidates))
             }
             _ => None,
@@ -575,8 +598,14 @@ impl Engine {
             dense_weight: options.dense_weight as f32,
             documents: options.fuse_documents,
         };
+        let mut fused = fuse(options.mode, &dense, &keyword, &fuse_options, &document_of);
+        if !phrases.is_empty() {
+            // Whether a chunk holds the phrases is known once its fragment is here: those that do
+            // not are dropped, and those not known yet are asked for below, as results are.
+            fused.retain(|c| self.holds_phrases(c.chunk, &phrases) != Some(false));
+        }
         let kept = filter(
-            fuse(options.mode, &dense, &keyword, &fuse_options, &document_of),
+            fused,
             options.k,
             options.score_threshold,
             options.per_document,
@@ -599,23 +628,33 @@ impl Engine {
     /// The chunks that hold every term of one of `words` (each an excluded word's terms; the
     /// store holds their shards).
     fn excluded_chunks(&self, words: &[Vec<String>]) -> std::collections::HashSet<u32> {
-        let mut banned = std::collections::HashSet::new();
-        for terms in words {
-            let mut holding: Option<std::collections::HashSet<u32>> = None;
-            for t in terms {
-                let chunks: std::collections::HashSet<u32> = self
-                    .store
-                    .postings(t)
-                    .map(|p| p.chunks().into_iter().collect())
-                    .unwrap_or_default();
-                holding = Some(match holding {
-                    None => chunks,
-                    Some(h) => h.intersection(&chunks).copied().collect(),
-                });
-            }
-            banned.extend(holding.unwrap_or_default());
+        words.iter().flat_map(|terms| self.chunks_holding(terms)).collect()
+    }
+
+    /// The chunks that hold every one of `terms` (the store holds their shards).
+    fn chunks_holding(&self, terms: &[String]) -> std::collections::HashSet<u32> {
+        let mut holding: Option<std::collections::HashSet<u32>> = None;
+        for t in terms {
+            let chunks: std::collections::HashSet<u32> = self
+                .store
+                .postings(t)
+                .map(|p| p.chunks().into_iter().collect())
+                .unwrap_or_default();
+            holding = Some(match holding {
+                None => chunks,
+                Some(h) => h.intersection(&chunks).copied().collect(),
+            });
         }
-        banned
+        holding.unwrap_or_default()
+    }
+
+    /// Whether a chunk holds every phrase (in its text or its heading path), or `None` while its
+    /// fragment is not here.
+    fn holds_phrases(&self, chunk: u32, phrases: &[Vec<(u32, String)>]) -> Option<bool> {
+        let c = self.store.fragment(chunk)?.chunk(chunk)?;
+        Some(phrases.iter().all(|p| {
+            self.analyzer.holds_phrase(&c.text, p) || c.heading_path.iter().any(|h| self.analyzer.holds_phrase(h, p))
+        }))
     }
 
     /// Frames results as LLM context (needs the model's tokenizer to count tokens).
@@ -680,31 +719,10 @@ impl Engine {
     }
 }
 
-/// The query without its excluded words, and those words: a word written `-word` (a `-` at
-/// the start of a whitespace-separated word, followed by a letter) excludes every chunk holding
-/// it (all of its terms: `-e-mail` excludes chunks with both "e" and "mail"). A `-` inside a word
-/// (`x-sextant-chunks`), before a digit (`-40`) or alone excludes nothing. A query
-/// without exclusions comes back as it is.
-pub fn split_exclusions(query: &str) -> (std::borrow::Cow<'_, str>, Vec<String>) {
-    let is_exclusion = |w: &str| {
-        w.strip_prefix('-')
-            .and_then(|r| r.chars().next())
-            .is_some_and(char::is_alphabetic)
-    };
-    if !query.split_whitespace().any(is_exclusion) {
-        return (std::borrow::Cow::Borrowed(query), Vec::new());
-    }
-    let (excluded, kept): (Vec<&str>, Vec<&str>) = query.split_whitespace().partition(|w| is_exclusion(w));
-    (
-        std::borrow::Cow::Owned(kept.join(" ")),
-        excluded.into_iter().map(|w| w[1..].to_string()).collect(),
-    )
-}
-
-fn all_excluded() -> SearchError {
+fn nothing_wanted() -> SearchError {
     SearchError::BadArgument {
         name: "query",
-        reason: "every word of it is excluded (-word); add a word to search for".into(),
+        reason: "it has nothing to search for (every word is excluded with -word, or an empty phrase); add a word to search for".into(),
     }
 }
 
@@ -713,23 +731,5 @@ fn needs_model_for(mode: Mode) -> &'static str {
         Mode::Hybrid => "hybrid search",
         Mode::Dense => "dense search",
         Mode::Keyword => "keyword search",
-    }
-}
-
-#[cfg(test)]
-mod exclusion_tests {
-    use super::split_exclusions;
-
-    #[test]
-    fn exclusions_are_words_that_start_with_a_minus() {
-        assert_eq!(split_exclusions("wing flutter"), ("wing flutter".into(), vec![]));
-        assert_eq!(
-            split_exclusions("wing  -flutter x-ray - -40 -e-mail"),
-            (
-                "wing x-ray - -40".into(),
-                vec!["flutter".to_string(), "e-mail".to_string()]
-            )
-        );
-        assert_eq!(split_exclusions("-only"), ("".into(), vec!["only".to_string()]));
     }
 }

@@ -15,7 +15,8 @@ use sextant::eval::{
     folds, has_relevant, mean, paired_bootstrap, parse_qrels, parse_queries, score_query, Qrels, Query, QueryMetrics,
 };
 use sextant::options::{Fusion, Mode, SearchOptions};
-use sextant::search::{split_exclusions, Engine};
+use sextant::search::query::Query as ParsedQuery;
+use sextant::search::Engine;
 
 use crate::engine::open;
 use crate::flags::{fusion_parser, mode_parser};
@@ -143,7 +144,7 @@ pub fn run(args: EvalArgs) -> Result<()> {
         .map(|q| {
             let v = match engine.embedder() {
                 // What `sextant search` embeds: the query without its excluded words.
-                Some(e) if needs_model => Some(e.embed(&split_exclusions(&q.text).0, TextKind::Query)).transpose(),
+                Some(e) if needs_model => Some(e.embed(&ParsedQuery::parse(&q.text).text, TextKind::Query)).transpose(),
                 _ => Ok(None),
             };
             progress.inc(1);
