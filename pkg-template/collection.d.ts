@@ -81,7 +81,7 @@ export class Collection {
   removeFile(path: string): Promise<boolean>;
   files(): FileSummary[];
   readonly pending: number;
-  /** The chunk texts still to embed, each once, in build order. */
+  /** What the model is still to read (chunk texts; after their title and headings with `fields.embed_context`), each once, in build order. */
   pendingTexts(): string[];
   embed(options?: EmbedOptions): Promise<number>;
   search(query: string, options?: SearchOptions): Promise<CollectionSearchResponse>;

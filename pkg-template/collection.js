@@ -303,7 +303,8 @@ export class Collection {
     return this.#inner.pendingCount();
   }
 
-  /** The chunk texts still to embed, each once, in build order (e.g. to embed them elsewhere). */
+  /** What the model is still to read (chunk texts, after their title and headings when the
+   * collection's `fields.embed_context` is on), each once, in build order (e.g. to embed elsewhere). */
   pendingTexts() {
     return call(() => this.#inner.pendingTexts());
   }

@@ -495,7 +495,7 @@ export function makeApi(wasm, initialise) {
       return this.#engine.hasModel();
     }
 
-    /** await search(query, options) → {results, timings, vector_method}. */
+    /** await search(query, options) → {results, timings, vector_method, fallback}. */
     async search(query, options) {
       return untilDone(this.#engine, this.#files, () => this.#engine.search(String(query), options), this.#maxIndexBytes);
     }

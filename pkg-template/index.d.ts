@@ -148,6 +148,9 @@ export interface SearchResponse {
   timings: StageTimings;
   /** 'rescored': binary codes picked candidates, int8 vectors ranked them; 'exact': every int8 vector scored. */
   vector_method: 'rescored' | 'exact' | null;
+  /** The index terms keyword search looked for instead when the index holds none of the query's
+   * words (a typo, or a word being typed): empty when the query's own words were searched for. */
+  fallback: string[];
 }
 
 export interface Framed {

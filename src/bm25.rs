@@ -286,6 +286,14 @@ impl TermTable {
         self.terms.last().map(|e| e.term.as_str())
     }
 
+    /// The terms from `from` (inclusive) to `to` (exclusive), in order, with their document
+    /// frequencies.
+    pub fn terms_between<'a>(&'a self, from: &str, to: &str) -> impl Iterator<Item = (&'a str, u32)> + 'a {
+        let start = self.terms.partition_point(|e| e.term.as_str() < from);
+        let end = self.terms.partition_point(|e| e.term.as_str() < to).max(start);
+        self.terms[start..end].iter().map(|e| (e.term.as_str(), e.df))
+    }
+
     /// The postings of `term`, if the table holds it.
     pub fn lookup(&self, term: &str) -> Option<Postings<'_>> {
         let entry = self

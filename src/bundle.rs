@@ -514,13 +514,14 @@ impl Bundle {
             });
         }
         let manifest = raw.manifest()?;
-        if manifest.analyzer != crate::analyzer::Analyzer::NAME {
+        // Format 1 was only ever written with the analyzer that keeps identifiers whole.
+        if manifest.analyzer != crate::analyzer::Analyzer::WHOLE_WORDS {
             return Err(BundleError::BadSection {
                 section: "manifest",
                 reason: format!(
                     "keyword analyzer {:?} is not one this sextant has ({:?}); rebuild the bundle",
                     manifest.analyzer,
-                    crate::analyzer::Analyzer::NAME
+                    crate::analyzer::Analyzer::WHOLE_WORDS
                 ),
             });
         }

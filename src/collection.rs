@@ -69,7 +69,8 @@ pub struct FileSummary {
     pub documents: usize,
     /// Chunks cut from it (before duplicates across files are dropped).
     pub chunks: usize,
-    /// Of those, chunks whose vector is not computed yet.
+    /// Of those the index keeps (a chunk repeating an earlier one's text is dropped), those whose
+    /// vector is not computed yet.
     pub pending: usize,
 }
 
@@ -206,7 +207,10 @@ impl Collection {
             return Err(bad("some of its files are missing".into()));
         }
         let manifest = store.manifest();
-        let same_model = manifest.model == self.spec;
+        // Its vectors are of what this collection's model would read: the same model, and the
+        // title and headings embedded (or not) alike.
+        let same_model =
+            manifest.model == self.spec && manifest.fields.embed_context == self.config.fields.embed_context;
         let mut numbers: Vec<u32> = Vec::new(); // the index's document number of each document
         let mut seen = HashSet::new();
         let mut documents: Vec<Document> = Vec::new();
@@ -271,7 +275,11 @@ impl Collection {
                 let vector = store
                     .vector(number)
                     .ok_or_else(|| bad(format!("chunk {number} has no vector")))?;
-                vectors.push((chunk.text.clone(), vector));
+                let input = self
+                    .config
+                    .fields
+                    .embed_input(&document.title, &chunk.heading_path, &chunk.text);
+                vectors.push((input, vector));
             }
         }
         validate(&documents, &self.config, tokenizer)?;
@@ -299,13 +307,39 @@ impl Collection {
 
     fn summary(&self, path: &str) -> Option<FileSummary> {
         let entry = self.files.get(&components(path).ok()?)?;
-        let texts: Vec<&String> = entry.splits.iter().flatten().flatten().collect();
+        let chunks = entry.splits.iter().flatten().flatten().count();
+        let pending = self
+            .kept_inputs()
+            .into_iter()
+            .filter(|(file, input)| std::ptr::eq(*file, entry) && !self.has_vector(input))
+            .count();
         Some(FileSummary {
             path: path.to_string(),
             documents: entry.documents.len(),
-            chunks: texts.len(),
-            pending: texts.iter().filter(|t| !self.has_vector(t)).count(),
+            chunks,
+            pending,
         })
+    }
+
+    /// What the model reads for each chunk the index keeps (a text repeating an earlier chunk's
+    /// is dropped, as [`collect_chunks`] drops it), with its file, in build order: its text,
+    /// after its title and headings when `fields.embed_context` (as `sextant build` embeds it).
+    fn kept_inputs(&self) -> Vec<(&FileEntry, String)> {
+        let fields = self.config.fields;
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut out = Vec::new();
+        for entry in self.files.values() {
+            for (document, sections) in entry.documents.iter().zip(&entry.splits) {
+                for (section, texts) in document.sections.iter().zip(sections) {
+                    for t in texts {
+                        if seen.insert(t.as_str()) {
+                            out.push((entry, fields.embed_input(&document.title, &section.heading_path, t)));
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn key(&self, text: &str) -> [u8; 32] {
@@ -316,18 +350,20 @@ impl Collection {
         self.vectors.contains_key(&self.key(text))
     }
 
-    /// Chunk texts without a vector yet, each once, in build order (embed them as passages).
+    /// What the model is to read for each chunk without a vector yet (its text, after its title
+    /// and headings when `fields.embed_context`), each once, in build order: embed them as
+    /// passages.
     pub fn pending(&self) -> Vec<String> {
         let mut seen = HashSet::new();
-        self.files
-            .values()
-            .flat_map(|f| f.splits.iter().flatten().flatten())
-            .filter(|t| !self.has_vector(t) && seen.insert(t.as_str()))
-            .cloned()
+        self.kept_inputs()
+            .into_iter()
+            .map(|(_, input)| input)
+            .filter(|t| !self.has_vector(t) && seen.insert(t.clone()))
             .collect()
     }
 
-    /// Keeps the vector of a chunk text (as [`crate::embed::Embedder::embed`] gave it for a passage).
+    /// Keeps the vector of a pending text (as [`crate::embed::Embedder::embed`] gave it for a
+    /// passage).
     pub fn set_vector(&mut self, text: &str, vector: Vec<f32>) -> Result<(), CollectionError> {
         if vector.len() != self.dims || vector.iter().any(|x| !x.is_finite()) {
             return Err(CollectionError::BadVectors(format!(
@@ -342,12 +378,7 @@ impl Collection {
 
     /// Forgets vectors no file's chunk needs any more.
     pub fn prune_vectors(&mut self) {
-        let needed: HashSet<[u8; 32]> = self
-            .files
-            .values()
-            .flat_map(|f| f.splits.iter().flatten().flatten())
-            .map(|t| self.key(t))
-            .collect();
+        let needed: HashSet<[u8; 32]> = self.kept_inputs().into_iter().map(|(_, t)| self.key(&t)).collect();
         self.vectors.retain(|k, _| needed.contains(k));
     }
 
@@ -369,7 +400,11 @@ impl Collection {
         let vectors: Vec<Vec<f32>> = corpus
             .chunks
             .iter()
-            .map(|c| match self.vectors.get(&self.key(&c.text)) {
+            .map(|c| {
+                let title = documents.get(c.doc as usize).map_or("", |d| d.title.as_str());
+                self.config.fields.embed_input(title, &c.heading_path, &c.text)
+            })
+            .map(|input| match self.vectors.get(&self.key(&input)) {
                 Some(v) => v.clone(),
                 None => {
                     missing += 1;

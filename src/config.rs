@@ -16,6 +16,11 @@
 //! k1 = 1.5
 //! b = 0.75
 //!
+//! [fields]     # see index::Fields: how the title and headings count
+//! title_weight = 1        # BM25 reads the document's title this many times (0: not at all)
+//! heading_weight = 1      # and the heading path this many times
+//! embed_context = true    # the model reads "Title › Heading" before the text
+//!
 //! [layout]     # see index::Layout: how the index is cut into files
 //! keyword_shard_bytes = 8192
 //! fragment_chunks = 8
@@ -37,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use crate::bm25::Bm25Params;
 use crate::chunk::ChunkParams;
 use crate::embed::ModelOptions;
-use crate::index::Layout;
+use crate::index::{Fields, Layout};
 
 /// Everything that shapes a bundle.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -49,6 +54,8 @@ pub struct BuildConfig {
     pub chunking: ChunkParams,
     /// BM25 parameters.
     pub bm25: Bm25Params,
+    /// How the title and headings count.
+    pub fields: Fields,
     /// How the index is cut into files, and the depth of int8 rescoring.
     pub layout: Layout,
     /// Which files are read.

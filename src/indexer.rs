@@ -110,6 +110,7 @@ pub fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelT
         return Err(IndexError::EmptyCorpus);
     }
     config.bm25.validate()?;
+    config.fields.validate().map_err(IndexError::Config)?;
     config.layout.validate().map_err(IndexError::Config)?;
     let limit = chunk_token_limit(config, tokenizer)?;
     config.chunking.validate(limit, tokenizer.max_tokens())?;
@@ -159,6 +160,8 @@ pub fn assemble(
         model,
         chunking: config.chunking,
         bm25: config.bm25,
+        fields: config.fields,
+        analyzer: crate::analyzer::Analyzer::NAME,
         layout: config.layout,
     })?)
 }
@@ -179,6 +182,9 @@ pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, IndexError> {
         model: &bundle.manifest.model,
         chunking: bundle.manifest.chunking,
         bm25: bundle.manifest.bm25,
+        // BM25 as format 1 counted it.
+        fields: crate::index::Fields::UNRECORDED,
+        analyzer: crate::analyzer::Analyzer::WHOLE_WORDS,
         layout,
     })?)
 }

@@ -1,5 +1,7 @@
 //! The golden indexes stay readable: `tests/fixtures/golden-v2.sxt` (format 2, packed, built once
-//! from `tests/fixtures/tiny`) is searched by every later version of sextant, and the format-1
+//! from `tests/fixtures/tiny`, before identifiers were split and fields recorded) and
+//! `tests/fixtures/golden-v2-fields.sxt` (the same files, with both) are searched by every later
+//! version of sextant, and the format-1
 //! bundle `tests/fixtures/golden-v1.sxt` is refused with a message naming `sextant upgrade`, which
 //! converts it into an index that answers as the format-2 build does.
 
@@ -62,6 +64,40 @@ fn golden_v2_is_still_readable() {
     let fresh = engine.embedder().unwrap().embed(text, TextKind::Passage).unwrap();
     let self_score = (0..12u32).filter_map(|c| store.dot(c, &fresh)).fold(f32::MIN, f32::max);
     assert!(self_score > 0.8, "no stored vector is this passage's ({self_score})");
+}
+
+#[test]
+fn golden_v2_is_queried_with_its_own_analyzer_and_fields() {
+    use sextant::analyzer::Analyzer;
+    use sextant::index::Fields;
+    let old = Engine::from_bytes(&fixture("golden-v2.sxt")).unwrap();
+    assert_eq!(old.manifest().analyzer, Analyzer::WHOLE_WORDS);
+    assert_eq!(old.manifest().fields, Fields::UNRECORDED);
+    let new = Engine::from_bytes(&fixture("golden-v2-fields.sxt")).unwrap();
+    assert_eq!(new.manifest().analyzer, Analyzer::NAME);
+    assert_eq!(new.manifest().fields, Fields::default());
+    let keyword = |engine: &Engine, query: &str| {
+        let options = SearchOptions {
+            k: 5,
+            mode: Mode::Keyword,
+            ..Default::default()
+        };
+        let response = engine.search(query, &options, &NoClock).unwrap().done().unwrap();
+        response.results.iter().map(|r| r.doc_id.clone()).collect::<Vec<_>>()
+    };
+    // `retrieved_context` (in the HTML page's text) is one word to the old analyzer, the whole
+    // and its parts to the new one.
+    assert!(keyword(&old, "context").is_empty());
+    assert_eq!(keyword(&new, "context")[0], "pages/security.html");
+    assert_eq!(keyword(&old, "retrieved_context")[0], "pages/security.html");
+    assert_eq!(keyword(&new, "retrieved_context")[0], "pages/security.html");
+    // The title counts in the new index: a word only in a page's title finds it.
+    assert_eq!(top(&new, "installing", Mode::Keyword), "guide/install.md");
+    let new = with_model(new);
+    assert_eq!(
+        top(&new, "how often should the bulb be changed", Mode::Hybrid),
+        "notes.txt"
+    );
 }
 
 #[test]

@@ -117,11 +117,17 @@ pub fn build_index(
         None => None,
     };
     let prefix = &embedder.spec().passage_prefix;
-    let keys: Vec<[u8; 32]> = corpus
+    // What the model reads for each chunk: its text, after its title and headings if
+    // `fields.embed_context`.
+    let inputs: Vec<String> = corpus
         .chunks
         .iter()
-        .map(|c| text_key(&format!("{prefix}{}", c.text)))
+        .map(|c| {
+            let title = documents.get(c.doc as usize).map_or("", |d| d.title.as_str());
+            config.fields.embed_input(title, &c.heading_path, &c.text)
+        })
         .collect();
+    let keys: Vec<[u8; 32]> = inputs.iter().map(|t| text_key(&format!("{prefix}{t}"))).collect();
     let mut vectors: Vec<Option<Vec<f32>>> = keys
         .iter()
         .map(|k| cache.as_ref().and_then(|c| c.get(k)).cloned())
@@ -138,7 +144,7 @@ pub fn build_index(
     let fresh: Vec<(usize, Vec<f32>, usize)> = todo
         .par_iter()
         .map(|&i| {
-            let text = &corpus.chunks[i].text;
+            let text = &inputs[i];
             let v = embedder.embed(text, TextKind::Passage)?;
             let tokens = embedder.tokenizer().count(text)?;
             progress.inc(1);

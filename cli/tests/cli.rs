@@ -641,18 +641,22 @@ fn every_search_option_has_its_flag() {
 
 #[test]
 fn a_build_of_the_tiny_corpus_is_the_golden_index() {
-    // The golden v2 index was built from tests/fixtures/tiny with the defaults, on another
-    // machine. The same inputs still give the same norms, keyword shards and fragments byte for
-    // byte; the quantized vectors agree to float rounding (tract's kernels differ between CPUs).
+    // The golden index with fields (golden-v2-fields.sxt) was built from tests/fixtures/tiny with
+    // the defaults. The same inputs still give the same norms, keyword shards and fragments byte
+    // for byte; the quantized vectors agree to float rounding (tract's kernels differ between
+    // CPUs).
     use sextant::index::packed::unpack;
-    let golden = unpack(&std::fs::read(fixtures().join("golden-v2.sxt")).unwrap()).unwrap();
+    let golden = unpack(&std::fs::read(fixtures().join("golden-v2-fields.sxt")).unwrap()).unwrap();
     let built = unpack(&std::fs::read(tiny_bundle()).unwrap()).unwrap();
     let (g, b) = (&golden.manifest().files, &built.manifest().files);
     assert_eq!(g.norms, b.norms);
     assert_eq!(g.keyword, b.keyword);
     assert_eq!(g.fragments, b.fragments);
     let (gm, bm) = (golden.manifest(), built.manifest());
-    assert_eq!((&gm.counts, &gm.model, &gm.layout), (&bm.counts, &bm.model, &bm.layout));
+    assert_eq!(
+        (&gm.counts, &gm.model, &gm.layout, &gm.fields, &gm.analyzer),
+        (&bm.counts, &bm.model, &bm.layout, &bm.fields, &bm.analyzer)
+    );
     let probe: Vec<f32> = (0..384).map(|i| ((i * 37) % 11) as f32 / 11.0 - 0.5).collect();
     for chunk in 0..gm.counts.chunks as u32 {
         let (x, y) = (golden.dot(chunk, &probe), built.dot(chunk, &probe));
@@ -741,6 +745,27 @@ fn an_excluded_word_removes_its_chunks_in_every_mode() {
         .any(|t| t.contains("lens")));
     let err = fails(&["search", s(bundle), "--mode", "keyword", "--", "-lens"]);
     assert!(err.contains("nothing to search for"), "{err}");
+}
+
+#[test]
+fn a_query_the_index_has_no_word_of_falls_back_to_the_nearest_terms() {
+    let bundle = tiny_bundle();
+    let search = |query: &str| -> serde_json::Value {
+        let out = ok(&["search", s(bundle), query, "--mode", "keyword", "-k", "3", "--json"]);
+        serde_json::from_str(&out).unwrap()
+    };
+    let exact = search("lighthouse");
+    assert_eq!(exact["fallback"], serde_json::json!([]));
+    // A typo (two letters swapped) and a word half typed find what the word would have.
+    for typo in ["lighthuose", "lightho"] {
+        let v = search(typo);
+        assert_eq!(v["fallback"], serde_json::json!(["lighthous"]), "{typo}: {v}");
+        assert_eq!(v["results"], exact["results"].clone(), "{typo}");
+    }
+    // A query with one word the index holds is searched as written.
+    let v = search("lighthuose keeper");
+    assert_eq!(v["fallback"], serde_json::json!([]));
+    assert!(search("qqqqqqq")["results"].as_array().unwrap().is_empty());
 }
 
 #[test]

@@ -43,6 +43,117 @@ pub const INDEX_MAJOR: u16 = crate::bundle::FORMAT_MAJOR;
 /// The format minor written.
 pub const INDEX_MINOR: u16 = crate::bundle::FORMAT_MINOR;
 
+/// How a chunk's fields count: its document's title and its heading path beside its text, in
+/// BM25 and in what the embedding model reads (`[fields]` in `sextant.toml`; recorded in the
+/// manifest, so build and query agree).
+///
+/// BM25 reads each field's terms `weight` times (BM25F with integer weights and one length
+/// normalisation: a title word weighs as much as `title_weight` body words, and lengthens the
+/// chunk as much). The text already holds the heading it starts with, as the page shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Fields {
+    /// How many times the document's title counts, 0–10 (0: not at all).
+    pub title_weight: u32,
+    /// How many times the heading path counts, 0–10.
+    pub heading_weight: u32,
+    /// Whether the model embeds the title and heading path before the text (`Title › Heading ›
+    /// Sub` on a line of its own), so a chunk's vector knows what page and section it is in.
+    pub embed_context: bool,
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Self {
+            title_weight: 1,
+            heading_weight: 1,
+            embed_context: true,
+        }
+    }
+}
+
+impl Fields {
+    /// How indexes built before fields were recorded count them: the heading path once, the
+    /// title not at all, the text alone embedded.
+    pub const UNRECORDED: Fields = Fields {
+        title_weight: 0,
+        heading_weight: 1,
+        embed_context: false,
+    };
+
+    /// The most a field may weigh.
+    pub const MAX_WEIGHT: u32 = 10;
+
+    /// Checks the weights.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, weight) in [
+            ("title_weight", self.title_weight),
+            ("heading_weight", self.heading_weight),
+        ] {
+            if weight > Self::MAX_WEIGHT {
+                return Err(format!(
+                    "fields.{name} = {weight} is out of range; use a whole number from 0 to {}",
+                    Self::MAX_WEIGHT
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The BM25 terms of a chunk: the title's, the heading path's and the text's, each field's
+    /// repeated its weight's times.
+    pub fn terms(
+        &self,
+        analyzer: &crate::analyzer::Analyzer,
+        title: &str,
+        heading_path: &[String],
+        text: &str,
+    ) -> Vec<String> {
+        let mut terms = Vec::new();
+        for (weight, field) in [
+            (self.title_weight, title.to_string()),
+            (self.heading_weight, heading_path.join(" ")),
+        ] {
+            if weight > 0 {
+                let field_terms = analyzer.terms(&field);
+                for _ in 0..weight {
+                    terms.extend(field_terms.iter().cloned());
+                }
+            }
+        }
+        terms.extend(analyzer.terms(text));
+        terms
+    }
+
+    /// What the model embeds for a chunk (before the passage prefix): its text, after its title
+    /// and heading path when `embed_context` (a heading equal to the title is not repeated).
+    pub fn embed_input(&self, title: &str, heading_path: &[String], text: &str) -> String {
+        if !self.embed_context {
+            return text.to_string();
+        }
+        let title = title.trim();
+        let mut context: Vec<&str> = Vec::new();
+        if !title.is_empty() {
+            context.push(title);
+        }
+        for h in heading_path {
+            let h = h.trim();
+            if !h.is_empty() && context.last() != Some(&h) {
+                context.push(h);
+            }
+        }
+        if context.is_empty() {
+            text.to_string()
+        } else {
+            format!("{}\n{text}", context.join(" › "))
+        }
+    }
+}
+
+fn unrecorded_fields() -> Fields {
+    Fields::UNRECORDED
+}
+
 /// How an index is cut into files, and how deep the int8 rescoring goes. Chosen by measurement
 /// (BENCHMARKS.md, "Index format 2"); recorded in the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,6 +297,9 @@ pub struct IndexManifest {
     pub chunking: ChunkParams,
     /// BM25 parameters (defaults for queries).
     pub bm25: Bm25Params,
+    /// How the title and headings count (indexes without it: [`Fields::UNRECORDED`]).
+    #[serde(default = "unrecorded_fields")]
+    pub fields: Fields,
     /// How the index is cut into files.
     pub layout: Layout,
     /// Counts.
@@ -526,6 +640,46 @@ impl IndexStore {
         out.sort();
         out.dedup();
         out
+    }
+
+    /// The shards that may hold terms from `from` (inclusive) to `to` (exclusive).
+    fn shards_between(&self, from: &str, to: &str) -> std::ops::Range<usize> {
+        let shards = &self.manifest.files.keyword;
+        let first = self.shard_of(from).unwrap_or(0);
+        let end = shards.partition_point(|s| s.first.as_str() < to);
+        first..end.max(first)
+    }
+
+    /// The keyword shards of the terms from `from` to `to` not added yet (norms included).
+    pub fn term_range_needs(&self, from: &str, to: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.norms.is_none() {
+            out.push(self.manifest.files.norms.clone());
+        }
+        for i in self.shards_between(from, to) {
+            if !self.keyword.contains_key(&i) {
+                if let Some(s) = self.manifest.files.keyword.get(i) {
+                    out.push(s.file.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The index's terms from `from` (inclusive) to `to` (exclusive) with their document
+    /// frequencies, from the shards added.
+    pub fn terms_between(&self, from: &str, to: &str) -> Vec<(String, u32)> {
+        let now = self.now();
+        self.shards_between(from, to)
+            .filter_map(|i| self.keyword.get(&i))
+            .flat_map(|shard| {
+                shard
+                    .get(now)
+                    .terms_between(from, to)
+                    .map(|(t, df)| (t.to_string(), df))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// The postings of `term`, if its shard is added and holds it.

@@ -85,6 +85,8 @@ pub(crate) fn build(texts: &[String], vectors: &[Vec<f32>], per_doc: usize, layo
         model: &model,
         chunking: crate::chunk::ChunkParams::default(),
         bm25: Bm25Params::default(),
+        fields: super::Fields::default(),
+        analyzer: crate::analyzer::Analyzer::NAME,
         layout,
     })
     .expect("a valid input writes")
@@ -108,6 +110,8 @@ pub(crate) fn tiny() -> BuiltIndex {
         model: &model(3),
         chunking: crate::chunk::ChunkParams::default(),
         bm25: Bm25Params::default(),
+        fields: super::Fields::default(),
+        analyzer: crate::analyzer::Analyzer::NAME,
         layout: Layout {
             fragment_chunks: 2,
             block_chunks: 2,
@@ -154,6 +158,52 @@ fn clustered(seed: u64, n: usize, clusters: usize) -> (Vec<String>, Vec<Vec<f32>
         cluster.push(c);
     }
     (texts, vectors, cluster)
+}
+
+#[test]
+fn fields_weigh_the_title_and_headings_and_give_the_model_its_context() {
+    let analyzer = crate::analyzer::Analyzer::english();
+    let headings = ["Install".to_string(), "From source".to_string()];
+    let fields = Fields {
+        title_weight: 2,
+        heading_weight: 1,
+        embed_context: true,
+    };
+    assert_eq!(
+        fields.terms(&analyzer, "Lamp guide", &headings, "Run make."),
+        ["lamp", "guid", "lamp", "guid", "instal", "sourc", "run", "make"]
+    );
+    assert_eq!(
+        Fields::UNRECORDED.terms(&analyzer, "Lamp guide", &headings, "Run make."),
+        ["instal", "sourc", "run", "make"],
+        "indexes without fields: the heading path once, no title"
+    );
+    assert_eq!(
+        fields.embed_input("Lamp guide", &headings, "Run make."),
+        "Lamp guide › Install › From source\nRun make."
+    );
+    let same = ["Lamp guide".to_string(), " ".to_string()];
+    assert_eq!(
+        fields.embed_input(" Lamp guide ", &same, "Run."),
+        "Lamp guide\nRun.",
+        "a heading equal to the title, or empty, is not repeated"
+    );
+    assert_eq!(fields.embed_input("", &[], "Run."), "Run.");
+    assert_eq!(Fields::UNRECORDED.embed_input("Lamp", &headings, "Run."), "Run.");
+    assert!(Fields {
+        title_weight: 11,
+        ..fields
+    }
+    .validate()
+    .unwrap_err()
+    .contains("fields.title_weight"));
+    // A manifest without `fields` reads as the unrecorded weights.
+    let built = tiny();
+    let mut json: serde_json::Value = serde_json::to_value(&built.manifest).unwrap();
+    assert_eq!(json["fields"]["embed_context"], true);
+    json.as_object_mut().unwrap().remove("fields");
+    let old = IndexManifest::from_json(&serde_json::to_vec(&json).unwrap()).unwrap();
+    assert_eq!(old.fields, Fields::UNRECORDED);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::chunk::{Chunk, ChunkParams};
 use crate::embed::ModelSpec;
 
 use super::files::{cluster_order, file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
-use super::{FileRun, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles, INDEX_MAJOR, INDEX_MINOR};
+use super::{Fields, FileRun, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles, INDEX_MAJOR, INDEX_MINOR};
 
 /// A written index: its manifest and its files (name, bytes), each once.
 #[derive(Debug, Clone)]
@@ -37,6 +37,10 @@ pub struct IndexInput<'a> {
     pub chunking: ChunkParams,
     /// BM25 defaults, recorded.
     pub bm25: Bm25Params,
+    /// How the title and headings count in BM25 (the vectors were embedded as it says), recorded.
+    pub fields: Fields,
+    /// The keyword analyzer's name ([`Analyzer::NAME`] for a new index), recorded.
+    pub analyzer: &'static str,
     /// How to cut the files.
     pub layout: Layout,
 }
@@ -78,16 +82,20 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
         name
     };
 
-    // Keyword: the heading path counts as text of its chunk, as in format 1.
-    let analyzer = Analyzer::english();
+    // Keyword: the title, heading path and text, each as many times as its weight.
+    input.fields.validate().map_err(|reason| BundleError::BadSection {
+        section: "manifest",
+        reason,
+    })?;
+    let analyzer = Analyzer::named(input.analyzer).ok_or_else(|| BundleError::BadSection {
+        section: "manifest",
+        reason: format!("no keyword analyzer is named {:?}", input.analyzer),
+    })?;
+    let title_of = |c: &Chunk| input.documents.get(c.doc as usize).map_or("", |d| d.title.as_str());
     let terms: Vec<Vec<String>> = input
         .chunks
         .iter()
-        .map(|c| {
-            let mut t = analyzer.terms(&c.heading_path.join(" "));
-            t.extend(analyzer.terms(&c.text));
-            t
-        })
+        .map(|c| input.fields.terms(&analyzer, title_of(c), &c.heading_path, &c.text))
         .collect();
     let (table, lengths) = TermTable::build(&terms);
     let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
@@ -168,9 +176,10 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
         generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),
         crates: crate_versions(),
         model: input.model.clone(),
-        analyzer: Analyzer::NAME.to_string(),
+        analyzer: analyzer.name().to_string(),
         chunking: input.chunking,
         bm25: input.bm25,
+        fields: input.fields,
         layout: input.layout,
         counts: Counts {
             documents: input.documents.len(),

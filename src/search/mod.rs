@@ -38,8 +38,8 @@ use crate::options::{
 use crate::prompt::{chat_messages, ChatMessage, REFUSAL, SYSTEM_PROMPT};
 pub use pipeline::VectorMethod;
 use pipeline::{
-    assemble, binary_candidates, expand_query, filter, fuse, keyword_candidates, rescore, weighted_keyword_candidates,
-    FuseOptions, Ranked, FEEDBACK_CHUNKS,
+    assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, keyword_candidates, rescore,
+    weighted_keyword_candidates, FuseOptions, Ranked, FEEDBACK_CHUNKS,
 };
 use query::Query;
 
@@ -195,6 +195,10 @@ pub struct SearchResponse {
     pub timings: StageTimings,
     /// Dense method used, if the dense retriever ran.
     pub vector_method: Option<VectorMethod>,
+    /// The index terms keyword search looked for instead, when the index holds none of the
+    /// query's words (a typo, or a word still being typed): the nearest terms to each word
+    /// ([`pipeline::fallback_terms`]). Empty when the query's own words were searched for.
+    pub fallback: Vec<String>,
 }
 
 /// Framed context for a question: the results, the blocks that fit the budget, and the exact chat
@@ -450,11 +454,12 @@ impl Engine {
         if parsed.text.trim().is_empty() {
             return Err(nothing_wanted());
         }
-        let terms = if options.mode == Mode::Dense {
+        let mut terms = if options.mode == Mode::Dense {
             Vec::new()
         } else {
             self.analyzer.terms(&parsed.text)
         };
+        let mut fallback: Vec<String> = Vec::new();
         // Each excluded word's terms (a word the analyzer drops, like a stop word, excludes
         // nothing); a chunk is excluded when it holds every term of one excluded word.
         let excluded_words: Vec<Vec<String>> = parsed
@@ -539,6 +544,33 @@ impl Engine {
             let bundle_params = manifest.bm25;
             let params = options.bm25.map_or(bundle_params, |o| o.over(bundle_params));
             let mut hits = allowed(keyword_candidates(&self.store, &terms, params, wide));
+            if hits.is_empty() && !terms.is_empty() && terms.iter().all(|t| self.store.postings(t).is_none()) {
+                // No word of the query is in the index: its nearest terms are searched for (the
+                // shards of the terms starting with each word's first character).
+                let ranges: Vec<(String, String)> = terms.iter().filter_map(|t| first_character_range(t)).collect();
+                let mut need: Vec<String> = ranges
+                    .iter()
+                    .flat_map(|(from, to)| self.store.term_range_needs(from, to))
+                    .collect();
+                if !need.is_empty() {
+                    need.sort();
+                    need.dedup();
+                    return Ok(with_blocks(need));
+                }
+                fallback = terms
+                    .iter()
+                    .flat_map(|t| {
+                        let candidates = first_character_range(t)
+                            .map(|(from, to)| self.store.terms_between(&from, &to))
+                            .unwrap_or_default();
+                        fallback_terms(t, &candidates)
+                    })
+                    .collect();
+                let mut seen = std::collections::HashSet::new();
+                fallback.retain(|t| seen.insert(t.clone()));
+                terms = fallback.clone();
+                hits = allowed(keyword_candidates(&self.store, &terms, params, wide));
+            }
             if options.query_expansion && !hits.is_empty() {
                 // The top chunks' texts, then the shards of the terms they add.
                 let top: Vec<(u32, f32)> = hits.iter().take(FEEDBACK_CHUNKS).copied().collect();
@@ -549,10 +581,13 @@ impl Engine {
                 let feedback: Vec<(Vec<String>, f32)> = top
                     .iter()
                     .filter_map(|&(c, s)| {
-                        // What the index scored: the heading path, then the text.
-                        let chunk = self.store.fragment(c)?.chunk(c)?;
-                        let mut t = self.analyzer.terms(&chunk.heading_path.join(" "));
-                        t.extend(self.analyzer.terms(&chunk.text));
+                        // What the index scored: the title, heading path and text, weighted.
+                        let fragment = self.store.fragment(c)?;
+                        let chunk = fragment.chunk(c)?;
+                        let title = fragment.document(chunk.doc).map_or("", |d| d.title.as_str());
+                        let t = manifest
+                            .fields
+                            .terms(&self.analyzer, title, &chunk.heading_path, &chunk.text);
                         Some((t, s))
                     })
                     .collect();
@@ -622,6 +657,7 @@ impl Engine {
             results,
             timings,
             vector_method: method_used,
+            fallback,
         }))
     }
 
@@ -717,6 +753,13 @@ impl Engine {
         options.validate()?;
         self.context(question, &options.context, clock)
     }
+}
+
+/// The range of terms that start with `term`'s first character: from it to the next character.
+fn first_character_range(term: &str) -> Option<(String, String)> {
+    let first = term.chars().next()?;
+    let next = (u32::from(first) + 1..=u32::from(char::MAX)).find_map(char::from_u32)?;
+    Some((first.to_string(), next.to_string()))
 }
 
 fn nothing_wanted() -> SearchError {

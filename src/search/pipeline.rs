@@ -38,6 +38,79 @@ pub fn keyword_candidates(store: &IndexStore, terms: &[String], params: Bm25Para
     weighted_keyword_candidates(store, &weighted, params, depth)
 }
 
+/// Index terms searched for at most, for each word of a query none of whose words the index holds.
+pub const FALLBACK_TERMS: usize = 3;
+
+/// The index terms to search for in place of a query term the index does not hold (a typo, or a
+/// word being typed), from `candidates` (the index's terms starting with the same character,
+/// with their document frequencies): those fewest edits away (a letter added, dropped, changed,
+/// or two swapped; one edit for terms of 4–7 characters, two from 8), the term completed (the
+/// query term starts it, from 3 characters; as one edit), or else cut short (it starts the query
+/// term and is at most 2 characters shorter, from 4: a stem, as `configur` for `configura`;
+/// after every one-edit term). At most [`FALLBACK_TERMS`] of the nearest, the most frequent
+/// first; nothing when none is near.
+pub fn fallback_terms(term: &str, candidates: &[(String, u32)]) -> Vec<String> {
+    let len = term.chars().count();
+    let most_edits = match len {
+        0..=3 => 0,
+        4..=7 => 1,
+        _ => 2,
+    };
+    let mut near: Vec<(usize, u32, &str)> = candidates
+        .iter()
+        .filter(|(t, _)| t != term)
+        .filter_map(|(t, df)| {
+            let t_len = t.chars().count();
+            // In half edits, so that a cut-short term comes after the one-edit ones.
+            let cost = if len >= 3 && t.starts_with(term) {
+                2
+            } else if let Some(d) = edit_distance(term, t, most_edits) {
+                2 * d
+            } else if t_len >= 4 && term.starts_with(t.as_str()) && len - t_len <= 2 {
+                3
+            } else {
+                return None;
+            };
+            Some((cost, *df, t.as_str()))
+        })
+        .collect();
+    let Some(best) = near.iter().map(|n| n.0).min() else {
+        return Vec::new();
+    };
+    near.retain(|n| n.0 == best);
+    near.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(b.2)));
+    near.into_iter().take(FALLBACK_TERMS).map(|n| n.2.to_string()).collect()
+}
+
+/// The optimal-string-alignment distance between `a` and `b` (insertions, deletions,
+/// substitutions and swaps of neighbours, in characters), if it is at most `most`.
+fn edit_distance(a: &str, b: &str, most: usize) -> Option<usize> {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > most {
+        return None;
+    }
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    rows[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let change = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + change);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = d;
+        }
+    }
+    let d = rows[a.len()][b.len()];
+    (d <= most).then_some(d)
+}
+
 /// Chunks the keyword query is expanded from ([`expand_query`]).
 pub const FEEDBACK_CHUNKS: usize = 10;
 /// Terms an expansion adds at most.
@@ -430,6 +503,35 @@ mod tests {
             fused[0].chunk, 21,
             "dense weighs most: document 2 first, by its best chunk"
         );
+    }
+
+    #[test]
+    fn a_missing_term_falls_back_to_near_ones() {
+        let index: Vec<(String, u32)> = [
+            ("search", 9),
+            ("seam", 2),
+            ("sector", 4),
+            ("configur", 5),
+            ("configfile", 1),
+            ("sextant", 7),
+            ("sextantui", 1),
+        ]
+        .iter()
+        .map(|(t, df)| (t.to_string(), *df))
+        .collect();
+        assert_eq!(fallback_terms("serach", &index), ["search"], "two letters swapped");
+        assert_eq!(fallback_terms("sextnt", &index), ["sextant"], "a letter dropped");
+        assert_eq!(
+            fallback_terms("sext", &index),
+            ["sextant", "sextantui"],
+            "completed, frequent first"
+        );
+        assert_eq!(fallback_terms("configura", &index), ["configur"], "a stem cut short");
+        assert!(fallback_terms("se", &index).is_empty(), "too short to guess");
+        assert!(fallback_terms("zzzzzz", &index).is_empty());
+        assert_eq!(edit_distance("kitten", "sitting", 3), Some(3));
+        assert_eq!(edit_distance("kitten", "sitting", 2), None);
+        assert_eq!(edit_distance("abcd", "abdc", 1), Some(1));
     }
 
     #[test]

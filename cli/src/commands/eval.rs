@@ -69,6 +69,10 @@ pub struct EvalArgs {
     /// Print JSON (one object per mode; one object for a sweep).
     #[arg(long)]
     json: bool,
+    /// Also write each query's metrics to this file, one JSON object a line ({"mode", "query",
+    /// "ndcg@10", "mrr@10", "recall@100"}): to compare indexes built differently query by query.
+    #[arg(long, conflicts_with = "sweep")]
+    per_query: Option<PathBuf>,
 }
 
 /// Bootstrap resamples behind every confidence interval.
@@ -184,6 +188,17 @@ pub fn run(args: EvalArgs) -> Result<()> {
         };
         options.validate()?;
         results.push((mode, run.metrics(&options)?));
+    }
+    if let Some(path) = &args.per_query {
+        let mut lines = String::new();
+        for (mode, per) in &results {
+            for (q, m) in run.queries.iter().zip(per) {
+                let line = serde_json::json!({"mode": mode.name(), "query": q.id, "ndcg@10": m.ndcg10, "mrr@10": m.mrr10, "recall@100": m.recall100});
+                lines.push_str(&line.to_string());
+                lines.push('\n');
+            }
+        }
+        std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
     for (mode, per) in &results {
