@@ -490,6 +490,20 @@ export function makeApi(wasm, initialise) {
       call(() => this.#engine.loadModel(modelBytes, tokenizerBytes, load_options));
     }
 
+    /**
+     * Attaches a cross-encoder (an ONNX model of yours and its tokenizer.json; none ships with
+     * sextant): every search then reranks its best `rerank_depth` results with it.
+     */
+    async loadReranker({ model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...rerank_options } = {}) {
+      if (model == null || tokenizer == null) throw new SextantError('BAD_ARGUMENT', 'loadReranker() needs model and tokenizer (URLs or bytes)');
+      if (typeof this.#engine.loadReranker !== 'function') {
+        throw new SextantError('NO_MODEL', 'this build of sextant searches by keyword only; load the full package to rerank');
+      }
+      const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
+      const modelBytes = await toBytes(model, 'reranker', on_progress, fetchImpl);
+      call(() => this.#engine.loadReranker(modelBytes, tokenizerBytes, rerank_options));
+    }
+
     /** Whether a model is attached. */
     get hasModel() {
       return this.#engine.hasModel();

@@ -105,6 +105,8 @@ export interface SearchOptions {
   fuse_documents?: boolean;
   /** Expand keyword queries with terms of their top chunks, RM3 (default true). */
   query_expansion?: boolean;
+  /** With a cross-encoder loaded (`loadReranker()`): how many of the best results it reranks, 0–200 (0: none). Default 20. */
+  rerank_depth?: number;
 }
 
 export interface FrameOptions {
@@ -132,6 +134,8 @@ export interface SearchResult {
   score: number;
   dense: RetrieverHit | null;
   keyword: RetrieverHit | null;
+  /** The cross-encoder's score, when it reranked this result. */
+  rerank: number | null;
 }
 
 export interface StageTimings {
@@ -139,6 +143,7 @@ export interface StageTimings {
   keyword_ms: number;
   vector_ms: number;
   fusion_ms: number;
+  rerank_ms: number;
   total_ms: number;
 }
 
@@ -266,6 +271,7 @@ export interface Defaults {
     max_k: number;
     max_depth: number;
     max_token_budget: number;
+    max_rerank_depth: number;
     max_request_bytes: number;
   };
   error_codes: ErrorCodeInfo[];
@@ -278,6 +284,8 @@ export class Sextant {
   static load(options: LoadOptions): Promise<Sextant>;
   /** Attaches the index's model later (keyword search works before). */
   loadModel(options: Omit<LoadOptions, 'index'> & { model: Source; tokenizer: Source }): Promise<void>;
+  /** Attaches a cross-encoder of yours: every search reranks its best `rerank_depth` results with it. */
+  loadReranker(options: { model: Source; tokenizer: Source; max_tokens?: number; on_progress?: (p: Progress) => void; fetch?: typeof fetch }): Promise<void>;
   /** Whether a model is attached (dense and hybrid search, framing, ask). */
   readonly hasModel: boolean;
   /** Fetches every file of a split index not fetched yet (for offline use). */

@@ -28,6 +28,11 @@
 //! block_chunks = 4
 //! rescore = 50
 //!
+//! [rerank]     # optional: a cross-encoder of yours reranks the best results (see RerankConfig)
+//! model = "models/cross-encoder.onnx"     # paths relative to this file
+//! tokenizer = "models/tokenizer.json"
+//! max_tokens = 512
+//!
 //! [input]      # see InputConfig
 //! include = []            # globs of paths to index (relative to each input); empty: all
 //! exclude = []            # globs of paths to skip
@@ -60,6 +65,28 @@ pub struct BuildConfig {
     pub layout: Layout,
     /// Which files are read.
     pub input: InputConfig,
+    /// A cross-encoder that reranks search results (not part of the index: the CLI's search,
+    /// frame and eval load it when given this file with `--config`).
+    pub rerank: Option<RerankConfig>,
+}
+
+/// A cross-encoder ONNX model the user supplies (none ships with sextant), run by tract natively
+/// and in wasm: it reads the query with each of a search's best `rerank_depth` results and puts
+/// them in its order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RerankConfig {
+    /// The model's ONNX file (relative paths are relative to the config file).
+    pub model: String,
+    /// Its `tokenizer.json`.
+    pub tokenizer: String,
+    /// Its window (see [`crate::options::RerankOptions`]).
+    #[serde(default = "default_rerank_tokens")]
+    pub max_tokens: usize,
+}
+
+fn default_rerank_tokens() -> usize {
+    crate::options::RerankOptions::default().max_tokens
 }
 
 /// Which input files are read, and the limits on what one file may hold (the CLI walks the

@@ -24,6 +24,10 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 pub const MAX_K: usize = 1000;
 /// Most candidates taken from one retriever.
 pub const MAX_DEPTH: usize = 10_000;
+/// Most results a cross-encoder reranks in one query.
+pub const MAX_RERANK_DEPTH: usize = 200;
+/// Results a cross-encoder reranks unless asked otherwise (when one is loaded).
+pub const DEFAULT_RERANK_DEPTH: usize = 20;
 /// Largest token budget for framed context.
 pub const MAX_TOKEN_BUDGET: usize = 100_000;
 /// The dense list's weight in a convex fusion unless asked otherwise: chosen by 5-fold
@@ -197,6 +201,11 @@ pub struct SearchOptions {
     /// more keyword recall, one more step per query (a split index fetches those chunks'
     /// fragments and the new terms' shards). Default true.
     pub query_expansion: bool,
+    /// With a cross-encoder loaded (`[rerank]` in `sextant.toml`, `loadReranker()`): how many of
+    /// the best results it reads again with the query and puts in its order, 0–
+    /// [`MAX_RERANK_DEPTH`] (0: none). Without one, nothing. Default
+    /// [`DEFAULT_RERANK_DEPTH`] (20).
+    pub rerank_depth: usize,
 }
 
 impl Default for SearchOptions {
@@ -214,6 +223,7 @@ impl Default for SearchOptions {
             dense_weight: DEFAULT_DENSE_WEIGHT,
             fuse_documents: false,
             query_expansion: true,
+            rerank_depth: DEFAULT_RERANK_DEPTH,
         }
     }
 }
@@ -239,6 +249,15 @@ impl SearchOptions {
         }
         if let Some(p) = &self.bm25 {
             p.validate().map_err(|e| bad("bm25", e.to_string()))?;
+        }
+        if self.rerank_depth > MAX_RERANK_DEPTH {
+            return Err(bad(
+                "rerank_depth",
+                format!(
+                    "{} is out of range; use 0 (no reranking) to {MAX_RERANK_DEPTH}",
+                    self.rerank_depth
+                ),
+            ));
         }
         if !(0.0..=1.0).contains(&self.dense_weight) {
             return Err(bad(
@@ -280,6 +299,37 @@ pub struct LoadOptions {
     /// fastest queries) or `int8` (dequantised on every query: about 32 MB less memory for
     /// all-MiniLM-L6-v2, slower queries).
     pub weights: Weights,
+}
+
+/// Options of loading a cross-encoder reranker (`[rerank]` in `sextant.toml`, `loadReranker()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerankOptions {
+    /// The cross-encoder's window: a query and a passage are cut to this many tokens together,
+    /// special tokens included (the passage first). Default 512, 8–8192.
+    pub max_tokens: usize,
+}
+
+impl Default for RerankOptions {
+    fn default() -> Self {
+        Self { max_tokens: 512 }
+    }
+}
+
+impl RerankOptions {
+    /// Checks the window.
+    pub fn validate(&self) -> Result<(), BadOption> {
+        if !(8..=8192).contains(&self.max_tokens) {
+            return Err(bad(
+                "max_tokens",
+                format!(
+                    "{} is out of range for a cross-encoder's window; use 8 to 8192 (512 for BERT)",
+                    self.max_tokens
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Options of framing search results as LLM context.
@@ -511,6 +561,8 @@ pub struct Limits {
     pub max_depth: usize,
     /// [`MAX_TOKEN_BUDGET`].
     pub max_token_budget: usize,
+    /// [`MAX_RERANK_DEPTH`].
+    pub max_rerank_depth: usize,
     /// [`MAX_REQUEST_BYTES`].
     pub max_request_bytes: usize,
 }
@@ -552,6 +604,7 @@ pub fn defaults() -> Defaults {
             max_k: MAX_K,
             max_depth: MAX_DEPTH,
             max_token_budget: MAX_TOKEN_BUDGET,
+            max_rerank_depth: MAX_RERANK_DEPTH,
             max_request_bytes: MAX_REQUEST_BYTES,
         },
         error_codes: error_table(),

@@ -187,6 +187,22 @@ impl Engine {
             .map_err(|e| js_error(e.code(), e))
     }
 
+    /// `loadReranker(model, tokenizer, {max_tokens?})`: attaches a cross-encoder that reranks the
+    /// best `rerank_depth` results of every search.
+    #[cfg(feature = "model")]
+    #[wasm_bindgen(js_name = loadReranker)]
+    pub fn load_reranker(&mut self, model: Vec<u8>, tokenizer: &[u8], rerank_options: JsValue) -> Result<(), JsValue> {
+        let o: crate::options::RerankOptions = options(
+            &crate::options::RerankOptions::default(),
+            rerank_options,
+            "reranker options",
+        )?;
+        o.validate().map_err(|e| js_error(ErrorCode::BadArgument, e))?;
+        self.inner
+            .load_reranker(model, tokenizer, o.max_tokens)
+            .map_err(|e| js_error(e.code(), e))
+    }
+
     /// Whether a model is attached (dense and hybrid search work).
     #[wasm_bindgen(js_name = hasModel)]
     pub fn has_model(&self) -> bool {

@@ -30,6 +30,43 @@ pub fn read_bundle(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("reading index {}", path.display()))
 }
 
+/// Attaches the cross-encoder of `config`'s `[rerank]` section, if it has one (its paths are
+/// relative to the config file).
+pub fn attach_reranker(engine: &mut Engine, config: Option<&Path>) -> Result<()> {
+    let Some(path) = config else { return Ok(()) };
+    let Some(rerank) = crate::config::read_config(Some(path))?.rerank else {
+        return Ok(());
+    };
+    let options = sextant::options::RerankOptions {
+        max_tokens: rerank.max_tokens,
+    };
+    options
+        .validate()
+        .map_err(|e| anyhow::anyhow!("[rerank] in {}: {e}", path.display()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let read = |name: &str, what: &str| -> Result<Vec<u8>> {
+        let file = dir.join(name);
+        std::fs::read(&file).with_context(|| {
+            format!(
+                "reading the reranker's {what} {} ([rerank] in {})",
+                file.display(),
+                path.display()
+            )
+        })
+    };
+    let model = read(&rerank.model, "model")?;
+    let tokenizer = read(&rerank.tokenizer, "tokenizer")?;
+    engine
+        .load_reranker(model, &tokenizer, options.max_tokens)
+        .with_context(|| {
+            format!(
+                "loading the cross-encoder {} ([rerank] in {})",
+                rerank.model,
+                path.display()
+            )
+        })
+}
+
 /// Opens an index: a packed `.sxt`, or the manifest of a split index (`sextant build --site`
 /// writes `sextant/index/manifest.*.json`), whose files are read from beside it. Attaches the
 /// model (from `--model`, else the default folder) unless only keyword search is needed.

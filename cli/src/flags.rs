@@ -64,6 +64,10 @@ pub struct SearchFlags {
     /// true or false.
     #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
     pub query_expansion: bool,
+    /// With a cross-encoder in the --config's [rerank]: how many of the best results it reranks
+    /// (0: none).
+    #[arg(long, default_value_t = SearchOptions::default().rerank_depth)]
+    pub rerank_depth: usize,
     /// How the dense retriever searches.
     #[arg(long, default_value_t = SearchOptions::default().vector_search, value_parser = vector_search_parser())]
     pub vector_search: VectorSearch,
@@ -71,6 +75,9 @@ pub struct SearchFlags {
     /// filled by `make model`).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// A sextant.toml: with a [rerank] section, its cross-encoder reranks the best results.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 impl SearchFlags {
@@ -93,6 +100,7 @@ impl SearchFlags {
             dense_weight: self.dense_weight,
             fuse_documents: self.fuse_documents,
             query_expansion: self.query_expansion,
+            rerank_depth: self.rerank_depth,
         }
     }
 }

@@ -769,6 +769,65 @@ fn a_query_the_index_has_no_word_of_falls_back_to_the_nearest_terms() {
 }
 
 #[test]
+fn the_configs_cross_encoder_reranks_search_frame_and_eval() {
+    // The tiny cross-encoder of tests/rerank.rs (it scores a passage by its "fog" tokens).
+    let model_dir = std::env::var_os("SEXTANT_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/sextant/models/minilm-l6-v2-int8")
+        });
+    let config = tmp("rerank.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[rerank]\nmodel = {:?}\ntokenizer = {:?}\n",
+            fixtures().join("tiny-cross-encoder.onnx"),
+            model_dir.join("tokenizer.json")
+        ),
+    )
+    .unwrap();
+    let bundle = tiny_bundle();
+    let top = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "search",
+            s(bundle),
+            "ships coast",
+            "--mode",
+            "keyword",
+            "-k",
+            "3",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+        v["results"][0].clone()
+    };
+    assert_eq!(top(&[])["chunk_id"], "faq-1#0");
+    assert!(top(&[])["rerank"].is_null());
+    let reranked = top(&["--config", s(&config)]);
+    assert_eq!(reranked["chunk_id"], "faq-2#0");
+    assert_eq!(reranked["rerank"], 3.0);
+    assert_eq!(
+        top(&["--config", s(&config), "--rerank-depth", "0"])["chunk_id"],
+        "faq-1#0"
+    );
+    let framed = ok(&["frame", s(bundle), "ships coast", "-k", "1", "--config", s(&config)]);
+    assert!(framed.contains("faq-2#0"), "{framed}");
+    // A missing model file names the file and the config.
+    let broken = tmp("rerank-broken.toml");
+    std::fs::write(
+        &broken,
+        "[rerank]\nmodel = \"nowhere.onnx\"\ntokenizer = \"nowhere.json\"\n",
+    )
+    .unwrap();
+    let err = fails(&["search", s(bundle), "ships", "--config", s(&broken)]);
+    assert!(
+        err.contains("nowhere.onnx") && err.contains("rerank-broken.toml"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_quoted_phrase_keeps_only_chunks_that_hold_it_in_every_mode() {
     let bundle = tiny_bundle();
     let texts = |query: &str, mode: &str| -> Vec<String> {

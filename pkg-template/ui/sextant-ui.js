@@ -282,11 +282,11 @@ class SearchBox {
     }
     if (ticket !== this.latest) return; // a newer query is on its way
     this.shownMode = response.mode;
-    this.render(response.results, query);
+    this.render(response.results, query, response.fallback);
     this.showMode();
   }
 
-  render(results, query) {
+  render(results, query, fallback = []) {
     this.active = -1;
     this.links = [];
     this.results.dataset.query = query; // which query these results answer
@@ -296,7 +296,8 @@ class SearchBox {
       this.results.replaceChildren();
       return;
     }
-    this.status.textContent = results.length ? '' : `No results for “${query}”`;
+    // With no word of the query in the index, the results are of its nearest words.
+    this.status.textContent = !results.length ? `No results for “${query}”` : fallback?.length ? `No exact matches for “${query}”: showing near matches` : '';
     const pages = new Map();
     for (const r of results) {
       if (!pages.has(r.doc_id)) pages.set(r.doc_id, []);

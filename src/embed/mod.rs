@@ -16,6 +16,8 @@
 //! never depends on what it was batched with (the CLI gets its parallelism from threads).
 
 #[cfg(feature = "model")]
+pub mod rerank;
+#[cfg(feature = "model")]
 mod rewrite;
 #[cfg(feature = "model")]
 pub mod runner;
@@ -198,6 +200,13 @@ impl EmbedError {
             EmbedError::Tokenize { .. } | EmbedError::Run { .. } => ErrorCode::EmbedFailed,
         }
     }
+}
+
+/// Scores how relevant a passage is to a query, reading both together (a cross-encoder): what
+/// reranks the best results of a search. Implemented by `rerank::CrossEncoder` (feature `model`).
+pub trait Reranker: Send + Sync {
+    /// The passage's relevance to the query: higher is more relevant.
+    fn score(&self, query: &str, passage: &str) -> Result<f32, EmbedError>;
 }
 
 /// Turns texts into fixed-size vectors. `Sync` so the CLI can embed from many threads at once.

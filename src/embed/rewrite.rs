@@ -110,13 +110,27 @@ fn remove_nodes(graph: &mut pb::GraphProto, drop: &HashSet<usize>) {
     });
 }
 
-fn node(op: &str, inputs: &[&str], output: &str, attribute: Vec<pb::AttributeProto>) -> pb::NodeProto {
+/// A node named after its one output.
+pub(super) fn node(op: &str, inputs: &[&str], output: &str, attribute: Vec<pb::AttributeProto>) -> pb::NodeProto {
     pb::NodeProto {
         op_type: op.to_string(),
         name: output.to_string(),
         input: inputs.iter().map(|s| s.to_string()).collect(),
         output: vec![output.to_string()],
         attribute,
+        ..Default::default()
+    }
+}
+
+/// A model of one graph, at the ONNX opset the hand-built test models use (13).
+pub(super) fn model_of(graph: pb::GraphProto) -> pb::ModelProto {
+    pb::ModelProto {
+        ir_version: 7,
+        opset_import: vec![pb::OperatorSetIdProto {
+            domain: String::new(),
+            version: 13,
+        }],
+        graph: Some(graph),
         ..Default::default()
     }
 }
@@ -469,15 +483,7 @@ pub(super) mod tests {
             )],
             ..Default::default()
         };
-        pb::ModelProto {
-            ir_version: 7,
-            opset_import: vec![pb::OperatorSetIdProto {
-                domain: String::new(),
-                version: 13,
-            }],
-            graph: Some(graph),
-            ..Default::default()
-        }
+        model_of(graph)
     }
 
     /// Runs a graph on `ids` the way the runner does, with extra inputs appended.

@@ -68,61 +68,17 @@ impl TractEmbedder {
     }
 
     fn from_proto(
-        mut proto: pb::ModelProto,
+        proto: pb::ModelProto,
         model_sha256: String,
         tokenizer: &[u8],
         options: &ModelOptions,
         weights: Weights,
     ) -> Result<Self, EmbedError> {
-        let bad = |e: TractError| EmbedError::BadModel {
-            reason: format!("{e:#}"),
-        };
-        let onnx = tract_onnx::onnx()
-            .with_ignore_value_info(true)
-            .with_ignore_output_shapes(true);
-        let prepared = match proto.graph.as_mut() {
-            Some(graph) => prepare_graph(graph, weights).map_err(bad)?,
-            None => Default::default(),
-        };
-        let (folded, runtime_weights) = (prepared.folded, prepared.runtime_weights);
-        let mut inference = onnx.model_for_proto_model(&proto).map_err(bad)?;
-        drop(proto);
-        inject_constants(&mut inference, folded).map_err(bad)?;
+        let loaded = load_plan(proto, weights)?;
         // After the protobuf is freed, so the tokenizer reuses that memory.
         let tokenizer_impl = ModelTokenizer::from_bytes(tokenizer, options.max_tokens)?;
-        // The model's own inputs come first; the int8 weights were appended after them.
-        let input_count = inference.inputs.len().saturating_sub(runtime_weights.len());
-        if !(2..=3).contains(&input_count) {
-            return Err(EmbedError::BadModel {
-                reason: format!(
-                    "the model has {input_count} inputs; expected input_ids, attention_mask and optionally token_type_ids"
-                ),
-            });
-        }
-        let sequence = inference.sym("S");
-        for i in 0..input_count {
-            inference = inference
-                .with_input_fact(
-                    i,
-                    InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), sequence.to_dim())),
-                )
-                .map_err(bad)?;
-        }
-        for (i, (_, tensor)) in runtime_weights.iter().enumerate() {
-            inference = inference
-                .with_input_fact(
-                    input_count + i,
-                    InferenceFact::dt_shape(tensor.datum_type(), tensor.shape()),
-                )
-                .map_err(bad)?;
-        }
-        let typed = inference.into_optimized().map_err(bad)?;
-        let plan = match weights {
-            Weights::F32 => typed.into_runnable().map_err(bad)?,
-            Weights::Int8 => int8_plan(typed, runtime_weights.len()).map_err(bad)?,
-        };
         let mut embedder = Self {
-            plan,
+            plan: loaded.plan,
             tokenizer: tokenizer_impl,
             spec: ModelSpec {
                 sha256: model_sha256,
@@ -134,11 +90,8 @@ impl TractEmbedder {
                 query_prefix: options.query_prefix.clone(),
                 passage_prefix: options.passage_prefix.clone(),
             },
-            takes_token_type_ids: input_count == 3,
-            weight_inputs: runtime_weights
-                .into_iter()
-                .map(|(_, t)| TValue::from_const(t.into_arc_tensor()))
-                .collect(),
+            takes_token_type_ids: loaded.takes_token_type_ids,
+            weight_inputs: loaded.weight_inputs,
         };
         let probe = embedder.embed("probe", TextKind::Query)?;
         if probe.is_empty() {
@@ -301,7 +254,75 @@ fn int8_plan(model: TypedModel, weight_inputs: usize) -> TractResult<Arc<TypedRu
 }
 
 /// Parses `model.onnx` straight from the bytes (no intermediate copy).
-fn decode_model(model: &[u8]) -> Result<pb::ModelProto, EmbedError> {
+/// A BERT-family ONNX graph made runnable on one sequence of any length.
+pub(super) struct LoadedPlan {
+    pub(super) plan: Arc<TypedRunnableModel>,
+    /// Whether the model takes `token_type_ids` (its third input).
+    pub(super) takes_token_type_ids: bool,
+    /// With [`Weights::Int8`]: the int8 weights, passed as inputs on every call.
+    pub(super) weight_inputs: Vec<TValue>,
+}
+
+/// Parses, rewrites (int8 weights and embedding tables, see `rewrite`), optimises and makes
+/// runnable a graph whose inputs are `input_ids`, `attention_mask` and optionally
+/// `token_type_ids`, each `[1, S]` of i64. Frees the protobuf as soon as it is parsed.
+pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<LoadedPlan, EmbedError> {
+    let bad = |e: TractError| EmbedError::BadModel {
+        reason: format!("{e:#}"),
+    };
+    let onnx = tract_onnx::onnx()
+        .with_ignore_value_info(true)
+        .with_ignore_output_shapes(true);
+    let prepared = match proto.graph.as_mut() {
+        Some(graph) => prepare_graph(graph, weights).map_err(bad)?,
+        None => Default::default(),
+    };
+    let (folded, runtime_weights) = (prepared.folded, prepared.runtime_weights);
+    let mut inference = onnx.model_for_proto_model(&proto).map_err(bad)?;
+    drop(proto);
+    inject_constants(&mut inference, folded).map_err(bad)?;
+    // The model's own inputs come first; the int8 weights were appended after them.
+    let input_count = inference.inputs.len().saturating_sub(runtime_weights.len());
+    if !(2..=3).contains(&input_count) {
+        return Err(EmbedError::BadModel {
+            reason: format!(
+                "the model has {input_count} inputs; expected input_ids, attention_mask and optionally token_type_ids"
+            ),
+        });
+    }
+    let sequence = inference.sym("S");
+    for i in 0..input_count {
+        inference = inference
+            .with_input_fact(
+                i,
+                InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), sequence.to_dim())),
+            )
+            .map_err(bad)?;
+    }
+    for (i, (_, tensor)) in runtime_weights.iter().enumerate() {
+        inference = inference
+            .with_input_fact(
+                input_count + i,
+                InferenceFact::dt_shape(tensor.datum_type(), tensor.shape()),
+            )
+            .map_err(bad)?;
+    }
+    let typed = inference.into_optimized().map_err(bad)?;
+    let plan = match weights {
+        Weights::F32 => typed.into_runnable().map_err(bad)?,
+        Weights::Int8 => int8_plan(typed, runtime_weights.len()).map_err(bad)?,
+    };
+    Ok(LoadedPlan {
+        plan,
+        takes_token_type_ids: input_count == 3,
+        weight_inputs: runtime_weights
+            .into_iter()
+            .map(|(_, t)| TValue::from_const(t.into_arc_tensor()))
+            .collect(),
+    })
+}
+
+pub(super) fn decode_model(model: &[u8]) -> Result<pb::ModelProto, EmbedError> {
     use prost::Message;
     pb::ModelProto::decode(model).map_err(|e| EmbedError::BadModel {
         reason: format!("not an ONNX model ({e})"),

@@ -75,6 +75,31 @@ impl ModelTokenizer {
         Ok(encoding.get_ids().to_vec())
     }
 
+    /// Token ids and token type ids of a pair (a query and a passage, as a cross-encoder reads
+    /// them: `[CLS] query [SEP] passage [SEP]` for BERT), special tokens added, cut to the window:
+    /// the passage first, then the query if it alone is too long.
+    pub fn encode_pair(&self, first: &str, second: &str) -> Result<(Vec<u32>, Vec<u32>), EmbedError> {
+        let failed = |e: tokenizers::Error| EmbedError::Tokenize { reason: e.to_string() };
+        let mut a = self.inner.encode_fast(first, false).map_err(failed)?;
+        let mut b = self.inner.encode_fast(second, false).map_err(failed)?;
+        let specials = self
+            .inner
+            .get_post_processor()
+            .map(|p| tokenizers::PostProcessor::added_tokens(p, true))
+            .unwrap_or(0);
+        let room = self.max_tokens.saturating_sub(specials);
+        // The query keeps at most half the window; the passage has the rest.
+        if a.len() > room / 2 {
+            a.truncate(room / 2, 0, TruncationDirection::Right);
+        }
+        let left = room.saturating_sub(a.len());
+        if b.len() > left {
+            b.truncate(left, 0, TruncationDirection::Right);
+        }
+        let encoding = self.inner.post_process(a, Some(b), true).map_err(failed)?;
+        Ok((encoding.get_ids().to_vec(), encoding.get_type_ids().to_vec()))
+    }
+
     /// Number of tokens in `text` without special tokens and without truncation.
     pub fn count(&self, text: &str) -> Result<usize, EmbedError> {
         let encoding = self

@@ -26,7 +26,7 @@ use crate::analyzer::Analyzer;
 use crate::bundle::{check_model, BundleError};
 #[cfg(feature = "model")]
 use crate::digest::sha256_hex;
-use crate::embed::{EmbedError, Embedder, TextKind};
+use crate::embed::{EmbedError, Embedder, Reranker, TextKind};
 #[cfg(feature = "model")]
 use crate::embed::{TractEmbedder, Weights};
 use crate::error_code::ErrorCode;
@@ -39,7 +39,7 @@ use crate::prompt::{chat_messages, ChatMessage, REFUSAL, SYSTEM_PROMPT};
 pub use pipeline::VectorMethod;
 use pipeline::{
     assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, keyword_candidates, rescore,
-    weighted_keyword_candidates, FuseOptions, Ranked, FEEDBACK_CHUNKS,
+    weighted_keyword_candidates, Candidate, FuseOptions, Ranked, FEEDBACK_CHUNKS,
 };
 use query::Query;
 
@@ -169,6 +169,8 @@ pub struct SearchResult {
     pub dense: Option<RetrieverHit>,
     /// Rank and BM25 score in the keyword candidates, if the chunk was among them.
     pub keyword: Option<RetrieverHit>,
+    /// The cross-encoder's score, when it reranked this result (`rerank_depth`).
+    pub rerank: Option<f32>,
 }
 
 /// Milliseconds spent in each stage of a query (all zero without a clock).
@@ -182,6 +184,8 @@ pub struct StageTimings {
     pub vector_ms: f64,
     /// Fusion, filtering and assembling results.
     pub fusion_ms: f64,
+    /// The cross-encoder reading the best results again (0 without one).
+    pub rerank_ms: f64,
     /// Everything.
     pub total_ms: f64,
 }
@@ -251,6 +255,8 @@ pub struct Engine {
     store: IndexStore,
     analyzer: Analyzer,
     embedder: Option<Arc<dyn Embedder>>,
+    /// A cross-encoder that reranks the best results, if attached.
+    reranker: Option<Arc<dyn Reranker>>,
     /// The last query embedded and its vector: a query over a split index is asked again after
     /// each batch of files arrives, and embedding is nearly all of its cost.
     last_query: std::sync::Mutex<Option<(String, Vec<f32>)>>,
@@ -274,6 +280,7 @@ impl Engine {
             store,
             analyzer,
             embedder: None,
+            reranker: None,
             last_query: std::sync::Mutex::new(None),
         }
     }
@@ -334,6 +341,26 @@ impl Engine {
         }
         self.embedder = Some(embedder);
         Ok(())
+    }
+
+    /// Loads a cross-encoder from the bytes of its ONNX model and `tokenizer.json` (a query and
+    /// a passage cut to `max_tokens` together) and attaches it: searches then rerank their best
+    /// `rerank_depth` results with it.
+    #[cfg(feature = "model")]
+    pub fn load_reranker(&mut self, model: Vec<u8>, tokenizer: &[u8], max_tokens: usize) -> Result<(), EngineError> {
+        let encoder = crate::embed::rerank::CrossEncoder::from_vec(model, tokenizer, max_tokens)?;
+        self.attach_reranker(Arc::new(encoder));
+        Ok(())
+    }
+
+    /// Attaches a reranker (see [`Engine::load_reranker`]).
+    pub fn attach_reranker(&mut self, reranker: Arc<dyn Reranker>) {
+        self.reranker = Some(reranker);
+    }
+
+    /// Whether a reranker is attached.
+    pub fn has_reranker(&self) -> bool {
+        self.reranker.is_some()
     }
 
     /// The embedder, if attached.
@@ -639,6 +666,36 @@ impl Engine {
             // not are dropped, and those not known yet are asked for below, as results are.
             fused.retain(|c| self.holds_phrases(c.chunk, &phrases) != Some(false));
         }
+        // A cross-encoder reads the best candidates again with the query, and puts them in its
+        // order (their fragments, and those of the first `k`, asked for together).
+        let mut reranked: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
+        if let Some(reranker) = self.reranker.as_ref().filter(|_| options.rerank_depth > 0) {
+            let head = options.rerank_depth.min(fused.len());
+            let need = self
+                .store
+                .fragment_needs(fused.iter().take(head.max(options.k)).map(|c| c.chunk));
+            if !need.is_empty() {
+                return Ok(Step::Need(need));
+            }
+            let r = clock.now_ms();
+            let mut scored: Vec<(f32, Candidate)> = Vec::with_capacity(head);
+            for candidate in fused.drain(..head) {
+                let score = match self.store.fragment(candidate.chunk).and_then(|f| {
+                    let chunk = f.chunk(candidate.chunk)?;
+                    let title = f.document(chunk.doc).map_or("", |d| d.title.as_str());
+                    Some(manifest.fields.embed_input(title, &chunk.heading_path, &chunk.text))
+                }) {
+                    Some(passage) => reranker.score(&parsed.text, &passage)?,
+                    None => f32::NEG_INFINITY,
+                };
+                reranked.insert(candidate.chunk, score);
+                scored.push((score, candidate));
+            }
+            // Stable: equal scores keep the fused order.
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            fused.splice(0..0, scored.into_iter().map(|(_, c)| c));
+            timings.rerank_ms = clock.now_ms() - r;
+        }
         let kept = filter(
             fused,
             options.k,
@@ -650,8 +707,8 @@ impl Engine {
         if !need.is_empty() {
             return Ok(Step::Need(need));
         }
-        let results = assemble(&self.store, &kept, &dense, &keyword);
-        timings.fusion_ms = clock.now_ms() - t;
+        let results = assemble(&self.store, &kept, &dense, &keyword, &reranked);
+        timings.fusion_ms = clock.now_ms() - t - timings.rerank_ms;
         timings.total_ms = clock.now_ms() - start;
         Ok(Step::Done(SearchResponse {
             results,

@@ -366,12 +366,14 @@ pub fn filter(
 }
 
 /// The results shown for the kept candidates: chunk and document fields from the fragments the
-/// store holds, and each retriever's rank and score.
+/// store holds, each retriever's rank and score, and the cross-encoder's score (`reranked`, by
+/// chunk).
 pub fn assemble(
     store: &IndexStore,
     kept: &[Candidate],
     dense: &[(u32, f32)],
     keyword: &[(u32, f32)],
+    reranked: &std::collections::HashMap<u32, f32>,
 ) -> Vec<SearchResult> {
     let hit = |list: &[(u32, f32)], rank: Option<u32>| -> Option<RetrieverHit> {
         let rank = rank?;
@@ -401,6 +403,7 @@ pub fn assemble(
             score: candidate.score,
             dense: hit(dense, candidate.dense_rank),
             keyword: hit(keyword, candidate.keyword_rank),
+            rerank: reranked.get(&candidate.chunk).copied(),
         });
     }
     results
@@ -614,7 +617,7 @@ mod tests {
         let dense = [(2, 0.8), (1, 0.6)];
         let keyword = [(2, 3.5)];
         let kept = [c(2, 0.0325, Some(1), Some(1)), c(1, 0.0161, Some(2), None)];
-        let results = assemble(&store, &kept, &dense, &keyword);
+        let results = assemble(&store, &kept, &dense, &keyword, &Default::default());
         assert_eq!(results.len(), 2);
         let top = &results[0];
         assert_eq!(
@@ -634,7 +637,13 @@ mod tests {
         assert_eq!(results[1].dense, Some(RetrieverHit { rank: 2, score: 0.6 }));
         assert_eq!(results[1].keyword, None);
         // A rank past the end of its list gives no hit rather than a wrong score.
-        let odd = assemble(&store, &[c(0, 1.0, Some(9), None)], &dense, &keyword);
+        let odd = assemble(
+            &store,
+            &[c(0, 1.0, Some(9), None)],
+            &dense,
+            &keyword,
+            &Default::default(),
+        );
         assert_eq!(odd[0].dense, None);
     }
 }

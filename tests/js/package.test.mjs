@@ -347,6 +347,34 @@ test('defaults() is the core vocabulary: one JSON shape, every default and limit
   await assert.rejects(sextant.search('fog horn', { perDocument: true }), (e) => e.code === 'BAD_ARGUMENT' && /per_document/.test(e.message));
 });
 
+test('a cross-encoder loaded with loadReranker reranks as the CLI with [rerank] does', async () => {
+  // The tiny cross-encoder of tests/rerank.rs: it scores a passage by its "fog" tokens.
+  const reranker = await readFile(path.join(fixtures, 'tiny-cross-encoder.onnx'));
+  const index = await readFile(path.join(fixtures, 'golden-v2-fields.sxt'));
+  const engine = await api.Sextant.load({ index, model, tokenizer });
+  try {
+    const plain = await engine.search('ships coast', { mode: 'keyword', k: 3 });
+    assert.equal(plain.results[0].chunk_id, 'faq-1#0');
+    assert.equal(plain.results[0].rerank, null);
+    await assert.rejects(engine.loadReranker({ model: reranker }), (e) => e.code === 'BAD_ARGUMENT');
+    await assert.rejects(engine.loadReranker({ model: reranker, tokenizer, max_tokens: 2 }), (e) => e.code === 'BAD_ARGUMENT' && /max_tokens/.test(e.message));
+    await engine.loadReranker({ model: reranker, tokenizer });
+    const config = path.join(await mkdtemp(path.join(tmpdir(), 'sextant-rerank-')), 'sextant.toml');
+    await writeFile(config, `[rerank]\nmodel = ${JSON.stringify(path.join(fixtures, 'tiny-cross-encoder.onnx'))}\ntokenizer = ${JSON.stringify(path.join(modelDir, 'tokenizer.json'))}\n`);
+    for (const mode of ['keyword', 'hybrid']) {
+      const js = await engine.search('ships coast', { mode, k: 5 });
+      const cli = JSON.parse(execFileSync(sextantBin, ['search', path.join(fixtures, 'golden-v2-fields.sxt'), 'ships coast', '--mode', mode, '-k', '5', '--json', '--config', config], { encoding: 'utf8' }));
+      assert.deepEqual(js.results.map((r) => [r.chunk_id, r.rerank]), cli.results.map((r) => [r.chunk_id, r.rerank]), mode);
+      assert.equal(js.results[0].chunk_id, 'faq-2#0', mode);
+      assert.equal(js.results[0].rerank, 3);
+      assert.equal(typeof js.timings.rerank_ms, 'number');
+    }
+    assert.equal((await engine.search('ships coast', { mode: 'keyword', k: 3, rerank_depth: 0 })).results[0].chunk_id, 'faq-1#0');
+  } finally {
+    engine.free();
+  }
+});
+
 test('every error code the JS code can raise is in the core table', async () => {
   const table = new Set(api.defaults().error_codes.map((c) => c.code));
   const sources = ['pkg-template/core.js', 'pkg-template/ui/search-worker.js', 'pkg-template/ui/sextant-ui.js', 'www/worker/src/index.js'];

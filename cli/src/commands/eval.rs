@@ -18,7 +18,7 @@ use sextant::options::{Fusion, Mode, SearchOptions};
 use sextant::search::query::Query as ParsedQuery;
 use sextant::search::Engine;
 
-use crate::engine::open;
+use crate::engine::{attach_reranker, open};
 use crate::flags::{fusion_parser, mode_parser};
 
 #[derive(clap::Args, Debug)]
@@ -66,6 +66,10 @@ pub struct EvalArgs {
     /// Folder with model.onnx and tokenizer.json (default: the cached model).
     #[arg(long)]
     model: Option<PathBuf>,
+    /// A sextant.toml: with a [rerank] section, its cross-encoder reranks each mode's best
+    /// results (the default rerank depth, 20).
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Print JSON (one object per mode; one object for a sweep).
     #[arg(long)]
     json: bool,
@@ -125,7 +129,8 @@ pub fn run(args: EvalArgs) -> Result<()> {
         vec![args.mode]
     };
     let needs_model = modes.iter().any(|m| m.needs_model());
-    let engine = open(&args.bundle, args.model.as_deref(), needs_model)?;
+    let mut engine = open(&args.bundle, args.model.as_deref(), needs_model)?;
+    attach_reranker(&mut engine, args.config.as_deref())?;
     let queries_text =
         std::fs::read_to_string(&args.queries).with_context(|| format!("reading {}", args.queries.display()))?;
     let qrels_text =

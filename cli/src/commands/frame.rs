@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use sextant::options::{ContextOptions, FrameOptions, DEFAULT_TOKEN_BUDGET};
 
-use crate::engine::{open, InstantClock};
+use crate::engine::{attach_reranker, open, InstantClock};
 use crate::flags::SearchFlags;
 
 #[derive(clap::Args, Debug)]
@@ -29,7 +29,8 @@ pub struct FrameArgs {
 
 pub fn run(args: FrameArgs) -> Result<()> {
     // Framing counts tokens with the model's tokenizer, so the model is always loaded.
-    let engine = open(&args.bundle, args.flags.model.as_deref(), true)?;
+    let mut engine = open(&args.bundle, args.flags.model.as_deref(), true)?;
+    attach_reranker(&mut engine, args.flags.config.as_deref())?;
     let options = ContextOptions {
         search: args.flags.options(),
         frame: FrameOptions {

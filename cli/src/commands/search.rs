@@ -8,7 +8,7 @@ use serde::Serialize;
 use sextant::eval::parse_queries;
 use sextant::search::SearchResponse;
 
-use crate::engine::{open, InstantClock};
+use crate::engine::{attach_reranker, open, InstantClock};
 use crate::flags::SearchFlags;
 
 #[derive(clap::Args, Debug)]
@@ -68,7 +68,8 @@ fn print_results(response: &SearchResponse) -> Result<()> {
 }
 
 pub fn run(args: SearchArgs) -> Result<()> {
-    let engine = open(&args.bundle, args.flags.model.as_deref(), args.flags.mode.needs_model())?;
+    let mut engine = open(&args.bundle, args.flags.model.as_deref(), args.flags.mode.needs_model())?;
+    attach_reranker(&mut engine, args.flags.config.as_deref())?;
     let options = args.flags.options();
     let clock = InstantClock::start();
     if let Some(path) = &args.queries {
