@@ -2,7 +2,7 @@
 # script in scripts/ that also runs on its own.
 SHELL := /bin/bash
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection bench-fields clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -62,6 +62,9 @@ bench-adversarial: setup wasm
 
 bench-collection: setup wasm
 	scripts/bench-collection.sh
+
+bench-fields: setup cli
+	scripts/bench-fields.sh
 
 clean:
 	rm -rf www/dist pkg www/worker/dist tests/artifacts

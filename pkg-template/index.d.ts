@@ -86,7 +86,7 @@ export interface SearchOptions {
   /** Results wanted, 1–1000 (default 10). */
   k?: number;
   mode?: Mode;
-  /** Candidates per retriever before fusion, up to 10000 (default max(2·k, 100)). */
+  /** Candidates per retriever before fusion, up to 10000 (default max(10·k, 100)). */
   depth?: number | null;
   /** Drop results scoring below this (the fused score in hybrid, cosine in dense, BM25 in keyword). */
   score_threshold?: number | null;

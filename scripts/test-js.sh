@@ -5,6 +5,11 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
+# Every temporary file and browser profile of the run in one folder, removed when it ends (runs
+# used to leave hundreds of megabytes in /tmp each).
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/sextant-test-XXXXXX")
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 # The Worker test needs the bundled Worker and the Cranfield parity fixtures.
 SEXTANT_PARITY_DIR=$(scripts/parity-fixtures.sh)
 export SEXTANT_PARITY_DIR

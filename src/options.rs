@@ -35,9 +35,13 @@ pub const MAX_TOKEN_BUDGET: usize = 100_000;
 /// normalised over its theoretical floor of −1 its scores spread less than BM25's, so 0.7 is
 /// close to an even mix.
 pub const DEFAULT_DENSE_WEIGHT: f64 = 0.7;
-/// Fewest candidates taken from each retriever unless asked otherwise (the default depth is
-/// `max(2·k, this)`): cross-validated on Cranfield, deeper lists let a convex fusion score
-/// candidates that one retriever ranks low.
+/// Candidates taken from each retriever per result asked for, unless asked otherwise (the default
+/// depth is `DEPTH_PER_RESULT · k`, at least [`MIN_DEPTH`], at most [`MAX_DEPTH`]):
+/// cross-validation on Cranfield chose depth 100 for 10 results; deeper lists let a convex
+/// fusion score candidates that one retriever ranks low, and 100 results need deeper lists than
+/// 10 do (Recall@100 0.7800 at depth 200, 0.8086 at 1,000).
+pub const DEPTH_PER_RESULT: usize = 10;
+/// Fewest candidates taken from each retriever unless asked otherwise.
 pub const MIN_DEPTH: usize = 100;
 /// Results of a search unless asked otherwise.
 pub const DEFAULT_K: usize = 10;
@@ -170,7 +174,7 @@ pub struct SearchOptions {
     /// Retrievers to use. Default hybrid.
     pub mode: Mode,
     /// Candidates taken from each retriever before fusion, `k`–[`MAX_DEPTH`] (a smaller value
-    /// counts as `k`). Default `max(2·k, 100)`.
+    /// counts as `k`). Default `max(10·k, 100)`.
     pub depth: Option<usize>,
     /// Drop results whose score (the fused score in hybrid, cosine in dense, BM25 — weighted by
     /// the expansion — in keyword)
@@ -229,10 +233,11 @@ impl Default for SearchOptions {
 }
 
 impl SearchOptions {
-    /// Candidates per retriever: `depth`, at least `k`; `max(2·k, MIN_DEPTH)` by default.
+    /// Candidates per retriever: `depth`, at least `k`; `max(10·k, MIN_DEPTH)` (at most
+    /// [`MAX_DEPTH`]) by default.
     pub fn depth(&self) -> usize {
         self.depth
-            .unwrap_or(self.k.saturating_mul(2).max(MIN_DEPTH))
+            .unwrap_or(self.k.saturating_mul(DEPTH_PER_RESULT).clamp(MIN_DEPTH, MAX_DEPTH))
             .max(self.k)
     }
 
@@ -713,14 +718,16 @@ mod tests {
     }
 
     #[test]
-    fn depth_defaults_to_twice_k_at_least_min_depth_and_never_below_k() {
+    fn depth_defaults_to_ten_times_k_at_least_min_depth_and_never_below_k() {
         let mut o = SearchOptions {
             k: 7,
             ..SearchOptions::default()
         };
         assert_eq!(o.depth(), MIN_DEPTH);
         o.k = 80;
-        assert_eq!(o.depth(), 160);
+        assert_eq!(o.depth(), 800);
+        o.k = MAX_K;
+        assert_eq!(o.depth(), MAX_DEPTH);
         o.k = 7;
         o.depth = Some(3);
         assert_eq!(o.depth(), 7);

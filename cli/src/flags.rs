@@ -32,7 +32,7 @@ pub struct SearchFlags {
     /// (which needs no model).
     #[arg(long, default_value_t = SearchOptions::default().mode, value_parser = mode_parser())]
     pub mode: Mode,
-    /// Candidates taken from each retriever before fusion (default max(2·k, 100)).
+    /// Candidates taken from each retriever before fusion (default max(10·k, 100)).
     #[arg(long)]
     pub depth: Option<usize>,
     /// Drop results scoring below this (the fused score in hybrid, cosine in dense, BM25 in keyword).

@@ -2,7 +2,7 @@
 //! their results as LLM context.
 //!
 //! A query runs the steps of [`pipeline`]: words written `-word` exclude their chunks; BM25 takes
-//! its top `depth` chunks (`depth` defaults to `max(2·k, 100)`), expanded by RM3 from its top
+//! its top `depth` chunks (`depth` defaults to `max(10·k, 100)`), expanded by RM3 from its top
 //! chunks unless `query_expansion` is off; the dense retriever scores every chunk's binary code,
 //! rescoring the best `layout.rescore` (at least `depth`) with their int8 vectors; hybrid fuses
 //! the two lists (a convex combination of normalised scores, or RRF), chunk by chunk or page by

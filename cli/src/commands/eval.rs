@@ -37,7 +37,7 @@ pub struct EvalArgs {
     /// Evaluate hybrid, dense and keyword, with hybrid's difference from each (95% CI).
     #[arg(long)]
     all_modes: bool,
-    /// Candidates per retriever before fusion (default: as a search for 100 results, 200).
+    /// Candidates per retriever before fusion (default: as a search for 100 results, 1,000).
     #[arg(long)]
     depth: Option<usize>,
     /// Hybrid fusion: rrf or convex.
