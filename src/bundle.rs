@@ -36,7 +36,7 @@ pub const MAGIC: [u8; 8] = *b"SXTBNDL\0";
 /// majors outside its range.
 pub const FORMAT_MAJOR: u16 = 2;
 /// The format minor this code writes (minors only add sections or manifest fields).
-pub const FORMAT_MINOR: u16 = 0;
+pub const FORMAT_MINOR: u16 = 1;
 /// The oldest major this code still reads (format 1, only to convert it: `sextant upgrade`).
 pub const OLDEST_READABLE_MAJOR: u16 = 1;
 /// The major of the one-piece format-1 bundle ([`Bundle`], [`write_bundle`]).

@@ -302,38 +302,58 @@ impl Collection {
 
     /// Every file, in build order.
     pub fn files(&self) -> Vec<FileSummary> {
-        self.files.keys().filter_map(|k| self.summary(&k.join("/"))).collect()
+        let pending = self.pending_by_file();
+        self.files
+            .iter()
+            .map(|(key, entry)| Self::summarise(key, entry, pending.get(key.as_slice()).copied().unwrap_or(0)))
+            .collect()
     }
 
     fn summary(&self, path: &str) -> Option<FileSummary> {
-        let entry = self.files.get(&components(path).ok()?)?;
-        let chunks = entry.splits.iter().flatten().flatten().count();
-        let pending = self
-            .kept_inputs()
-            .into_iter()
-            .filter(|(file, input)| std::ptr::eq(*file, entry) && !self.has_vector(input))
-            .count();
-        Some(FileSummary {
-            path: path.to_string(),
+        let (key, entry) = self.files.get_key_value(&components(path).ok()?)?;
+        Some(Self::summarise(
+            key,
+            entry,
+            self.pending_by_file().get(key.as_slice()).copied().unwrap_or(0),
+        ))
+    }
+
+    fn summarise(key: &[String], entry: &FileEntry, pending: usize) -> FileSummary {
+        FileSummary {
+            path: key.join("/"),
             documents: entry.documents.len(),
-            chunks,
+            chunks: entry.splits.iter().flatten().flatten().count(),
             pending,
-        })
+        }
+    }
+
+    /// Each file's kept chunks without a vector yet (one pass over the collection).
+    fn pending_by_file(&self) -> HashMap<&[String], usize> {
+        let mut pending = HashMap::new();
+        for (key, input) in self.kept_inputs() {
+            if !self.has_vector(&input) {
+                *pending.entry(key).or_default() += 1;
+            }
+        }
+        pending
     }
 
     /// What the model reads for each chunk the index keeps (a text repeating an earlier chunk's
     /// is dropped, as [`collect_chunks`] drops it), with its file, in build order: its text,
     /// after its title and headings when `fields.embed_context` (as `sextant build` embeds it).
-    fn kept_inputs(&self) -> Vec<(&FileEntry, String)> {
+    fn kept_inputs(&self) -> Vec<(&[String], String)> {
         let fields = self.config.fields;
         let mut seen: HashSet<&str> = HashSet::new();
         let mut out = Vec::new();
-        for entry in self.files.values() {
+        for (key, entry) in &self.files {
             for (document, sections) in entry.documents.iter().zip(&entry.splits) {
                 for (section, texts) in document.sections.iter().zip(sections) {
                     for t in texts {
                         if seen.insert(t.as_str()) {
-                            out.push((entry, fields.embed_input(&document.title, &section.heading_path, t)));
+                            out.push((
+                                key.as_slice(),
+                                fields.embed_input(&document.title, &section.heading_path, t),
+                            ));
                         }
                     }
                 }

@@ -459,8 +459,9 @@ impl Collection {
         self.inner.pending().len() as u32
     }
 
-    /// `pendingTexts()` → the chunk texts still to embed, each once, in build order (without
-    /// the model's passage prefix).
+    /// `pendingTexts()` → what the model is still to read (chunk texts, after their title and
+    /// headings with `fields.embed_context`), each once, in build order (without the model's
+    /// passage prefix).
     #[wasm_bindgen(js_name = pendingTexts)]
     pub fn pending_texts(&self) -> Result<JsValue, JsValue> {
         to_js(&self.inner.pending())

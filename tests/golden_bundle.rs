@@ -75,6 +75,7 @@ fn golden_v2_is_queried_with_its_own_analyzer_and_fields() {
     assert_eq!(old.manifest().fields, Fields::UNRECORDED);
     let new = Engine::from_bytes(&fixture("golden-v2-fields.sxt")).unwrap();
     assert_eq!(new.manifest().analyzer, Analyzer::NAME);
+    assert_eq!((new.manifest().format.major, new.manifest().format.minor), (2, 1));
     assert_eq!(new.manifest().fields, Fields::default());
     let keyword = |engine: &Engine, query: &str| {
         let options = SearchOptions {

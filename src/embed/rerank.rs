@@ -84,12 +84,8 @@ impl CrossEncoder {
                 })
             }
         };
-        if !score.is_finite() {
-            return Err(EmbedError::Run {
-                reason: format!("the cross-encoder gave {score}"),
-            });
-        }
-        Ok(score)
+        // A score that is not a number ranks last rather than failing the search.
+        Ok(if score.is_finite() { score } else { f32::MIN })
     }
 }
 

@@ -650,6 +650,11 @@ impl IndexStore {
         first..end.max(first)
     }
 
+    /// How many keyword shards may hold terms from `from` (inclusive) to `to` (exclusive).
+    pub fn shard_count_between(&self, from: &str, to: &str) -> usize {
+        self.shards_between(from, to).len()
+    }
+
     /// The keyword shards of the terms from `from` to `to` not added yet (norms included).
     pub fn term_range_needs(&self, from: &str, to: &str) -> Vec<String> {
         let mut out = Vec::new();

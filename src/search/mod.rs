@@ -1,14 +1,17 @@
 //! Queries over an index: keyword (BM25), dense (vectors) or hybrid (both, fused), and framing
 //! their results as LLM context.
 //!
-//! A query runs the steps of [`pipeline`]: words written `-word` exclude their chunks; BM25 takes
-//! its top `depth` chunks (`depth` defaults to `max(10·k, 100)`), expanded by RM3 from its top
-//! chunks unless `query_expansion` is off; the dense retriever scores every chunk's binary code,
-//! rescoring the best `layout.rescore` (at least `depth`) with their int8 vectors; hybrid fuses
-//! the two lists (a convex combination of normalised scores, or RRF), chunk by chunk or page by
-//! page; then results under `score_threshold` are dropped, with `per_document` only the best
-//! chunk of each document is kept, and the first `k` are assembled from the text fragments. The
-//! options are [`crate::options::SearchOptions`].
+//! A query is parsed ([`query::Query`]) and runs the steps of [`pipeline`]: words written
+//! `-word` exclude their chunks and `"quoted phrases"` keep only the chunks holding them; BM25
+//! takes its top `depth` chunks (`depth` defaults to `max(10·k, 100)`), or, when the index holds
+//! none of the query's words, those of their nearest terms ([`pipeline::fallback_terms`]),
+//! expanded by RM3 from its top chunks unless `query_expansion` is off; the dense retriever
+//! scores every chunk's binary code, rescoring the best `layout.rescore` (at least `depth`) with
+//! their int8 vectors; hybrid fuses the two lists (a convex combination of normalised scores, or
+//! RRF), chunk by chunk or page by page; an attached cross-encoder reranks the best
+//! `rerank_depth`; then results under `score_threshold` are dropped, with `per_document` only the
+//! best chunk of each document is kept, and the first `k` are assembled from the text fragments.
+//! The options are [`crate::options::SearchOptions`].
 //!
 //! The engine reads no files: over a split index a query answers [`Step::Need`] with the files it
 //! needs and has not been given yet; the caller fetches them, adds them with
@@ -519,8 +522,17 @@ impl Engine {
             return Ok(Step::Need(need));
         }
         let banned = self.excluded_chunks(&excluded_words);
-        // With phrases, only the chunks holding all of their terms can be results.
-        let required = (!phrase_terms.is_empty()).then(|| self.chunks_holding(&phrase_terms));
+        // With phrases, only the chunks holding all of their terms can be results; when they are
+        // few, their fragments are read now and only those holding the phrases stay, so the
+        // retrievers' lists are cut after them (more are checked as results, below).
+        let mut required = (!phrase_terms.is_empty()).then(|| self.chunks_holding(&phrase_terms));
+        if let Some(r) = required.as_mut().filter(|r| r.len() <= PHRASE_CHECK_LIMIT) {
+            let need = self.store.fragment_needs(r.iter().copied());
+            if !need.is_empty() {
+                return Ok(Step::Need(need));
+            }
+            r.retain(|&c| self.holds_phrases(c, &phrases) == Some(true));
+        }
         let may_be_result = |c: &u32| !banned.contains(c) && required.as_ref().is_none_or(|r| r.contains(c));
         // Each list is cut to `depth` after the chunks that cannot be results leave it.
         let allowed =
@@ -539,16 +551,21 @@ impl Engine {
                     VectorSearch::Exact => (VectorMethod::Exact, manifest.counts.chunks),
                     VectorSearch::Auto => (VectorMethod::Rescored, manifest.layout.rescore.max(depth)),
                 };
-                let mut candidates = match &required {
-                    // The few chunks that can hold the phrases are all rescored.
-                    Some(r) => {
-                        let mut all: Vec<u32> = r.iter().copied().collect();
-                        all.sort_unstable();
+                let candidates = match &required {
+                    // The chunks that can hold the phrases, best binary codes first.
+                    Some(_) => {
+                        let mut all = binary_candidates(meta, self.store.codes(), vector, manifest.counts.chunks);
+                        all.retain(may_be_result);
+                        all.truncate(count);
                         all
                     }
-                    None => binary_candidates(meta, self.store.codes(), vector, count.saturating_add(banned.len())),
+                    None => {
+                        let mut c =
+                            binary_candidates(meta, self.store.codes(), vector, count.saturating_add(banned.len()));
+                        c.retain(may_be_result);
+                        c
+                    }
                 };
-                candidates.retain(may_be_result);
                 Some((method, candidates))
             }
             _ => None,
@@ -571,10 +588,15 @@ impl Engine {
             let bundle_params = manifest.bm25;
             let params = options.bm25.map_or(bundle_params, |o| o.over(bundle_params));
             let mut hits = allowed(keyword_candidates(&self.store, &terms, params, wide));
-            if hits.is_empty() && !terms.is_empty() && terms.iter().all(|t| self.store.postings(t).is_none()) {
+            if hits.is_empty()
+                && phrases.is_empty()
+                && !terms.is_empty()
+                && terms.iter().all(|t| self.store.postings(t).is_none())
+            {
                 // No word of the query is in the index: its nearest terms are searched for (the
-                // shards of the terms starting with each word's first character).
-                let ranges: Vec<(String, String)> = terms.iter().filter_map(|t| first_character_range(t)).collect();
+                // shards of the terms starting as each word does). A quoted phrase is taken as
+                // written.
+                let ranges: Vec<(String, String)> = terms.iter().filter_map(|t| self.fallback_range(t)).collect();
                 let mut need: Vec<String> = ranges
                     .iter()
                     .flat_map(|(from, to)| self.store.term_range_needs(from, to))
@@ -587,7 +609,8 @@ impl Engine {
                 fallback = terms
                     .iter()
                     .flat_map(|t| {
-                        let candidates = first_character_range(t)
+                        let candidates = self
+                            .fallback_range(t)
                             .map(|(from, to)| self.store.terms_between(&from, &to))
                             .unwrap_or_default();
                         fallback_terms(t, &candidates)
@@ -741,13 +764,31 @@ impl Engine {
         holding.unwrap_or_default()
     }
 
-    /// Whether a chunk holds every phrase (in its text or its heading path), or `None` while its
-    /// fragment is not here.
+    /// Whether a chunk holds every phrase (in its text, a heading, or its document's title when
+    /// BM25 reads titles), or `None` while its fragment is not here.
     fn holds_phrases(&self, chunk: u32, phrases: &[Vec<(u32, String)>]) -> Option<bool> {
-        let c = self.store.fragment(chunk)?.chunk(chunk)?;
+        let fragment = self.store.fragment(chunk)?;
+        let c = fragment.chunk(chunk)?;
+        let title = fragment
+            .document(c.doc)
+            .filter(|_| self.store.manifest().fields.title_weight > 0)
+            .map(|d| d.title.as_str());
         Some(phrases.iter().all(|p| {
-            self.analyzer.holds_phrase(&c.text, p) || c.heading_path.iter().any(|h| self.analyzer.holds_phrase(h, p))
+            self.analyzer.holds_phrase(&c.text, p)
+                || c.heading_path.iter().any(|h| self.analyzer.holds_phrase(h, p))
+                || title.is_some_and(|t| self.analyzer.holds_phrase(t, p))
         }))
+    }
+
+    /// The range of index terms a fallback for `term` looks among: those starting with its first
+    /// character, or with its first two when that range spans more than
+    /// [`FALLBACK_MAX_SHARDS`] keyword shards (a large index: fewer bytes fetched).
+    fn fallback_range(&self, term: &str) -> Option<(String, String)> {
+        let first = prefix_range(term, 1)?;
+        if self.store.shard_count_between(&first.0, &first.1) <= FALLBACK_MAX_SHARDS {
+            return Some(first);
+        }
+        prefix_range(term, 2).or(Some(first))
     }
 
     /// Frames results as LLM context (needs the model's tokenizer to count tokens).
@@ -812,11 +853,25 @@ impl Engine {
     }
 }
 
-/// The range of terms that start with `term`'s first character: from it to the next character.
-fn first_character_range(term: &str) -> Option<(String, String)> {
-    let first = term.chars().next()?;
-    let next = (u32::from(first) + 1..=u32::from(char::MAX)).find_map(char::from_u32)?;
-    Some((first.to_string(), next.to_string()))
+/// Keyword shards a fallback reads at most for one word before it narrows its range.
+const FALLBACK_MAX_SHARDS: usize = 4;
+
+/// Chunks holding a phrase's words checked for the phrase before the retrievers cut their lists
+/// (more are checked as results).
+const PHRASE_CHECK_LIMIT: usize = 500;
+
+/// The range of terms that start with `term`'s first `n` characters (`None` when it is shorter):
+/// from that prefix to the prefix with its last character incremented.
+fn prefix_range(term: &str, n: usize) -> Option<(String, String)> {
+    let prefix: Vec<char> = term.chars().take(n).collect();
+    if prefix.len() < n {
+        return None;
+    }
+    let (last, head) = prefix.split_last()?;
+    let next = (u32::from(*last) + 1..=u32::from(char::MAX)).find_map(char::from_u32)?;
+    let from: String = prefix.iter().collect();
+    let to: String = head.iter().chain(std::iter::once(&next)).collect();
+    Some((from, to))
 }
 
 fn nothing_wanted() -> SearchError {

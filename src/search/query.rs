@@ -1,7 +1,7 @@
 //! What a query asks for, read from its text: the words to search for, `"quoted phrases"` the
 //! results must hold, and `-words` they must not.
 //!
-//! - `"boundary layer"` (straight or curly quotes): every result holds these words next to each
+//! - `"boundary layer"` (straight, curly, « » or full-width quotes): every result holds these words next to each
 //!   other in this order (stop words keep their place: `"speed of sound"` also matches "speed and
 //!   sound"). The phrase's words are searched for as well. A quote left open is not a phrase: it
 //!   is ignored, and the words after it are plain words.
@@ -24,7 +24,10 @@ pub struct Query {
 }
 
 fn is_quote(c: char) -> bool {
-    matches!(c, '"' | '\u{201C}' | '\u{201D}' | '\u{201E}')
+    matches!(
+        c,
+        '"' | '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{FF02}' | '\u{00AB}' | '\u{00BB}'
+    )
 }
 
 impl Query {
@@ -60,8 +63,19 @@ impl Query {
                     }
                     continue;
                 }
-                // An unclosed quote: dropped; what follows is plain words.
+                // An unclosed quote: dropped; what follows is plain words (after `-"`, the next word
+                // is still excluded).
                 rest = inner;
+                if excluding {
+                    let next = rest.trim_start();
+                    let end = next
+                        .find(|c: char| c.is_whitespace() || is_quote(c))
+                        .unwrap_or(next.len());
+                    if end > 0 {
+                        parsed.excluded.push(next[..end].to_string());
+                    }
+                    rest = &next[end..];
+                }
                 continue;
             }
             let end = body
@@ -135,6 +149,15 @@ mod tests {
             ("wing boundary layer".into(), vec![], vec![])
         );
         assert_eq!(parse(r#"""#), (String::new(), vec![], vec![]));
+        assert_eq!(
+            parse(r#"wing -"flutter drag"#),
+            ("wing drag".into(), vec![], strings(&["flutter"])),
+            "an open quote after a minus still excludes its word"
+        );
+        assert_eq!(
+            parse("\u{00AB}boundary layer\u{00BB} \u{FF02}x y\u{FF02}"),
+            ("boundary layer x y".into(), strings(&["boundary layer", "x y"]), vec![])
+        );
     }
 
     #[test]

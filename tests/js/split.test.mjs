@@ -56,7 +56,8 @@ test('hybrid search fetches vectors too, and gives the CLI\'s results for the sa
   const sextant = await api.Sextant.load({ index: indexUrl(), model, tokenizer });
   const manifestPath = path.join(site, 'sextant', entry.index);
   for (const mode of ['hybrid', 'dense', 'keyword']) {
-    for (const query of ['what stops prompt injection', 'run the worker locally', 'section table checksums']) {
+    // Plain queries, a phrase, an exclusion and a typo (the fallback's shards fetched on the way).
+    for (const query of ['what stops prompt injection', 'run the worker locally', 'section table checksums', '"split index" files', 'worker -wrangler', 'cheksums']) {
       const before = server.log.length;
       const js = await sextant.search(query, { k: 5, mode });
       if (mode !== 'keyword') assert.ok(kinds(fetched(0)).includes('codes'));
@@ -69,6 +70,23 @@ test('hybrid search fetches vectors too, and gives the CLI\'s results for the sa
   assert.deepEqual(kinds(fetched(0)).filter((k) => ['codes', 'vec', 'vmeta'].includes(k)), ['codes', 'vec', 'vmeta']);
   const framed = await sextant.context('what stops prompt injection', { token_budget: 300 });
   assert.ok(framed.included.length > 0 && framed.tokens <= 300);
+  sextant.free();
+});
+
+test('a cross-encoder reranks a split index as the CLI reranks it, fetching the fragments it reads', async () => {
+  const sextant = await api.Sextant.load({ index: indexUrl(), model, tokenizer });
+  const manifestPath = path.join(site, 'sextant', entry.index);
+  const reranker = path.join(root, 'tests/fixtures/tiny-cross-encoder.onnx');
+  await sextant.loadReranker({ model: await readFile(reranker), tokenizer });
+  const config = path.join(site, 'rerank.toml');
+  writeFileSync(config, `[rerank]\nmodel = ${JSON.stringify(reranker)}\ntokenizer = ${JSON.stringify(path.join(modelDir, 'tokenizer.json'))}\n`);
+  for (const [query, mode] of [['what stops prompt injection', 'hybrid'], ['"split index" files', 'keyword']]) {
+    const js = await sextant.search(query, { k: 5, mode, rerank_depth: 12 });
+    const cli = JSON.parse(execFileSync(sextantBin, ['search', manifestPath, query, '--mode', mode, '-k', '5', '--rerank-depth', '12', '--json', '--config', config], { env: { ...process.env, SEXTANT_MODEL_DIR: modelDir } }));
+    assert.deepEqual(js.results.map((r) => [r.chunk_id, r.rerank]), cli.results.map((r) => [r.chunk_id, r.rerank]), `${mode}: ${query}`);
+    assert.ok(js.results.length > 0, query);
+    assert.ok(js.results.every((r) => typeof r.rerank === 'number'), 'the first five of twelve were reranked');
+  }
   sextant.free();
 });
 
