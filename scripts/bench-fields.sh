@@ -23,13 +23,13 @@ for setting in "t0h1e0 0 1 false" "t1h1e0 1 1 false" "t2h1e0 2 1 false" "t3h1e0 
   "$BIN" build "$DATA/corpus.jsonl" -o "$OUT/cranfield-$name.sxt" --config "$OUT/$name.toml" > /dev/null
   echo "## cranfield $name (title $2, headings $3, embed context $4)"
   "$BIN" eval "$OUT/cranfield-$name.sxt" --queries "$DATA/queries.jsonl" --qrels "$DATA/qrels.tsv" --all-modes \
-    --per-query "$OUT/cranfield-$name.jsonl" | head -3
+    --per-query "$OUT/cranfield-$name.jsonl" | grep -E "^(hybrid|dense|keyword) "
   rm -rf "$OUT/site-$name"
   mkdir -p "$OUT/site-$name"
   (cd "$SITE" && tar cf - --exclude=./sextant --exclude=./sextant-sw.js .) | (cd "$OUT/site-$name" && tar xf -)
   "$BIN" build --site "$OUT/site-$name" --config "$OUT/$name.toml" > /dev/null
   echo "## docs $name"
   "$BIN" eval "$OUT"/site-$name/sextant/index/manifest.*.json --queries "$DOCS/queries.jsonl" --qrels "$DOCS/qrels.tsv" \
-    --all-modes --fuse-documents true --per-query "$OUT/docs-$name.jsonl" | head -3
+    --all-modes --fuse-documents true --per-query "$OUT/docs-$name.jsonl" | grep -E "^(hybrid|dense|keyword) "
 done
 python3 bench/fields-cv.py "$OUT"

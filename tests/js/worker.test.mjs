@@ -84,7 +84,7 @@ test('assets load lazily on the first request, and memory stays well under 128 M
   const loaded = await (await get('/healthz')).json();
   assert.equal(loaded.engine, 'loaded');
   assert.equal(loaded.model.dims, 384);
-  assert.deepEqual(loaded.format, { major: 2, minor: 0 });
+  assert.deepEqual(loaded.format, { major: 2, minor: 1 });
   assert.equal(loaded.weights, 'int8', 'the Worker holds int8 weights by default');
   const after = rss(workerd.pid);
   console.log(`workerd: wasm memory ${(loaded.wasm_memory_bytes / 1e6).toFixed(1)} MB; process RSS ${(rssAtStart / 1e6).toFixed(1)} MB at start, ${(after / 1e6).toFixed(1)} MB loaded; load ${loaded.load_ms} ms`);
