@@ -138,6 +138,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fusion: o.fusion,
                 dense_weight: o.dense_weight as f32,
                 documents: o.fuse_documents,
+                page_score: o.page_score,
             };
             for mode in [Mode::Dense, Mode::Hybrid, Mode::Keyword] {
                 let kept = filter(

@@ -105,6 +105,8 @@ export interface SearchOptions {
   fuse_documents?: boolean;
   /** Expand keyword queries with terms of their top chunks, RM3 (default true). */
   query_expansion?: boolean;
+  /** With `fuse_documents`, how a page's chunks score it: 'max' (its best chunk, default) or 'sum3' (its best three added up). */
+  page_score?: 'max' | 'sum3';
   /** With a cross-encoder loaded (`loadReranker()`): how many of the best results it reranks, 0–200 (0: none). Default 20. */
   rerank_depth?: number;
 }

@@ -102,6 +102,48 @@ impl std::str::FromStr for Fusion {
     }
 }
 
+/// How a page's chunks score the page when pages are fused (`fuse_documents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PageScore {
+    /// Its best chunk (MaxP, Dai & Callan 2019). The default.
+    #[default]
+    Max,
+    /// Its best three chunks added up (over the score's floor): a page that matches in several
+    /// places comes before one that matches once.
+    Sum3,
+}
+
+impl PageScore {
+    /// The names, as options and flags take them.
+    pub const NAMES: [&'static str; 2] = ["max", "sum3"];
+
+    /// Its name in options and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PageScore::Max => Self::NAMES[0],
+            PageScore::Sum3 => Self::NAMES[1],
+        }
+    }
+}
+
+impl std::fmt::Display for PageScore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PageScore {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "max" => Ok(Self::Max),
+            "sum3" => Ok(Self::Sum3),
+            _ => Err(format!("{s:?} is not max or sum3")),
+        }
+    }
+}
+
 /// One list for [`convex_combination`]: items best first with their scores, the score
 /// function's theoretical minimum, and the list's weight.
 #[derive(Debug, Clone, Copy)]
@@ -172,16 +214,80 @@ fn sort_fused(hits: &mut [FusedHit]) {
 /// A chunk list collapsed to its documents: each document once, where its best chunk ranks,
 /// with that chunk's score (`document_of` maps a chunk to its document; unknown chunks drop).
 pub fn documents_of(list: &[(u32, f32)], document_of: &dyn Fn(u32) -> Option<u32>) -> Vec<(u32, f32)> {
-    let mut seen = std::collections::HashSet::new();
-    list.iter()
-        .filter_map(|&(chunk, score)| Some((document_of(chunk)?, score)))
-        .filter(|(doc, _)| seen.insert(*doc))
-        .collect()
+    documents_scored(list, document_of, PageScore::Max, 0.0)
+}
+
+/// A chunk list (best first) as its documents, each scored from its chunks as `page` says
+/// (`floor`: the score function's lowest value, which [`PageScore::Sum3`] adds over), best
+/// first; ties keep the order of the documents' best chunks.
+pub fn documents_scored(
+    list: &[(u32, f32)],
+    document_of: &dyn Fn(u32) -> Option<u32>,
+    page: PageScore,
+    floor: f32,
+) -> Vec<(u32, f32)> {
+    let mut order: Vec<u32> = Vec::new();
+    let mut scores: std::collections::HashMap<u32, (f32, usize)> = std::collections::HashMap::new();
+    for &(chunk, score) in list {
+        let Some(doc) = document_of(chunk) else { continue };
+        let entry = scores.entry(doc).or_insert_with(|| {
+            order.push(doc);
+            (floor, 0)
+        });
+        let counted = match page {
+            PageScore::Max => 1,
+            PageScore::Sum3 => 3,
+        };
+        if entry.1 < counted {
+            entry.0 += score - floor;
+            entry.1 += 1;
+        }
+    }
+    let mut out: Vec<(u32, f32)> = order.into_iter().map(|d| (d, scores[&d].0)).collect();
+    // Stable: equal scores keep the order of first appearance.
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_scores_by_its_best_chunk_or_its_best_three() {
+        // Chunks 0–2 are page 0, 3 is page 1, 4–7 page 2; the list is best first.
+        let doc = |c: u32| {
+            Some(match c {
+                0..=2 => 0,
+                3 => 1,
+                _ => 2,
+            })
+        };
+        let list = [
+            (3, 0.9),
+            (0, 0.8),
+            (4, 0.5),
+            (1, 0.4),
+            (5, 0.4),
+            (6, 0.3),
+            (7, 0.3),
+            (2, 0.1),
+        ];
+        assert_eq!(documents_of(&list, &doc), [(1, 0.9), (0, 0.8), (2, 0.5)]);
+        let sum = documents_scored(&list, &doc, PageScore::Sum3, 0.0);
+        let ids: Vec<u32> = sum.iter().map(|d| d.0).collect();
+        assert_eq!(
+            ids,
+            [0, 2, 1],
+            "0.8+0.4+0.1, 0.5+0.4+0.3 (the fourth chunk not counted), 0.9"
+        );
+        assert!((sum[0].1 - 1.3).abs() < 1e-6 && (sum[1].1 - 1.2).abs() < 1e-6);
+        // Over a floor of −1 (cosine): each chunk adds its distance above the floor.
+        let cos = documents_scored(&[(3, -0.5), (0, 0.0)], &doc, PageScore::Sum3, -1.0);
+        assert_eq!(cos, [(0, 0.0), (1, -0.5)]);
+        assert_eq!("sum3".parse::<PageScore>(), Ok(PageScore::Sum3));
+        assert!("mean".parse::<PageScore>().is_err());
+    }
 
     #[test]
     fn agreement_beats_a_single_top_rank() {

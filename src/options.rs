@@ -16,7 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::bm25::Bm25Override;
 use crate::embed::Weights;
 use crate::error_code::{error_table, ErrorCodeInfo};
-pub use crate::fusion::Fusion;
+pub use crate::fusion::{Fusion, PageScore};
 
 /// Longest query accepted, in bytes (UTF-8).
 pub const MAX_QUERY_BYTES: usize = 4096;
@@ -205,6 +205,9 @@ pub struct SearchOptions {
     /// more keyword recall, one more step per query (a split index fetches those chunks'
     /// fragments and the new terms' shards). Default true.
     pub query_expansion: bool,
+    /// With `fuse_documents`, how a page's chunks score it in each retriever's list: `max` (its
+    /// best chunk, the default) or `sum3` (its best three added up).
+    pub page_score: PageScore,
     /// With a cross-encoder loaded (`[rerank]` in `sextant.toml`, `loadReranker()`): how many of
     /// the best results it reads again with the query and puts in its order, 0–
     /// [`MAX_RERANK_DEPTH`] (0: none). Without one, nothing. Default
@@ -227,6 +230,7 @@ impl Default for SearchOptions {
             dense_weight: DEFAULT_DENSE_WEIGHT,
             fuse_documents: false,
             query_expansion: true,
+            page_score: PageScore::Max,
             rerank_depth: DEFAULT_RERANK_DEPTH,
         }
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use sextant::bm25::Bm25Override;
-use sextant::options::{Fusion, Mode, SearchOptions, VectorSearch};
+use sextant::options::{Fusion, Mode, PageScore, SearchOptions, VectorSearch};
 
 /// `--mode`, parsed by the core's own names.
 pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
@@ -16,6 +16,11 @@ pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
 /// `--fusion`, parsed by the core's own names.
 pub fn fusion_parser() -> impl TypedValueParser<Value = Fusion> {
     PossibleValuesParser::new(Fusion::NAMES).try_map(|s| s.parse::<Fusion>())
+}
+
+/// Parses `--page-score`.
+pub fn page_score_parser() -> impl TypedValueParser<Value = PageScore> {
+    PossibleValuesParser::new(PageScore::NAMES).try_map(|s| s.parse::<PageScore>())
 }
 
 fn vector_search_parser() -> impl TypedValueParser<Value = VectorSearch> {
@@ -64,6 +69,10 @@ pub struct SearchFlags {
     /// true or false.
     #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
     pub query_expansion: bool,
+    /// With --fuse-documents true, how a page's chunks score it: max (its best chunk) or sum3
+    /// (its best three added up).
+    #[arg(long, default_value_t = SearchOptions::default().page_score, value_parser = page_score_parser())]
+    pub page_score: PageScore,
     /// With a cross-encoder in the --config's [rerank]: how many of the best results it reranks
     /// (0: none).
     #[arg(long, default_value_t = SearchOptions::default().rerank_depth)]
@@ -101,6 +110,7 @@ impl SearchFlags {
             fuse_documents: self.fuse_documents,
             query_expansion: self.query_expansion,
             rerank_depth: self.rerank_depth,
+            page_score: self.page_score,
         }
     }
 }

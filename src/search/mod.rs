@@ -682,6 +682,7 @@ impl Engine {
             fusion: options.fusion,
             dense_weight: options.dense_weight as f32,
             documents: options.fuse_documents,
+            page_score: options.page_score,
         };
         let mut fused = fuse(options.mode, &dense, &keyword, &fuse_options, &document_of);
         if !phrases.is_empty() {

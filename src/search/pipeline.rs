@@ -11,7 +11,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bm25::{score_weighted, Bm25Params};
-use crate::fusion::{convex_combination, documents_of, reciprocal_rank_fusion, FusedHit, Fusion, ScoredList, RRF_K};
+use crate::fusion::{
+    convex_combination, documents_scored, reciprocal_rank_fusion, FusedHit, Fusion, PageScore, ScoredList, RRF_K,
+};
 use crate::index::files::VectorMeta;
 use crate::index::IndexStore;
 use crate::options::Mode;
@@ -247,8 +249,10 @@ pub struct FuseOptions {
     pub fusion: Fusion,
     /// The dense list's weight in a convex combination.
     pub dense_weight: f32,
-    /// Fuse documents (each ranked by its best chunk), not chunks.
+    /// Fuse documents (each scored from its chunks as `page_score` says), not chunks.
     pub documents: bool,
+    /// How a document's chunks score it when documents are fused.
+    pub page_score: PageScore,
 }
 
 /// Two lists fused as `options` say (dense first, then keyword).
@@ -318,8 +322,8 @@ pub fn fuse(
             }
             let documents = fuse_lists(
                 options,
-                &documents_of(dense, document_of),
-                &documents_of(keyword, document_of),
+                &documents_scored(dense, document_of, options.page_score, -1.0),
+                &documents_scored(keyword, document_of, options.page_score, 0.0),
             );
             documents
                 .iter()
@@ -428,6 +432,7 @@ mod tests {
         fusion: Fusion::Rrf,
         dense_weight: 0.5,
         documents: false,
+        page_score: PageScore::Max,
     };
 
     fn no_documents(_: u32) -> Option<u32> {
@@ -500,6 +505,7 @@ mod tests {
             fusion: Fusion::Convex,
             dense_weight: 0.9,
             documents: true,
+            page_score: PageScore::Max,
         };
         let fused = fuse(Mode::Hybrid, &dense, &keyword, &convex, &doc_of);
         assert_eq!(

@@ -14,12 +14,12 @@ use sextant::embed::TextKind;
 use sextant::eval::{
     folds, has_relevant, mean, paired_bootstrap, parse_qrels, parse_queries, score_query, Qrels, Query, QueryMetrics,
 };
-use sextant::options::{Fusion, Mode, SearchOptions};
+use sextant::options::{Fusion, Mode, PageScore, SearchOptions};
 use sextant::search::query::Query as ParsedQuery;
 use sextant::search::Engine;
 
 use crate::engine::{attach_reranker, open};
-use crate::flags::{fusion_parser, mode_parser};
+use crate::flags::{fusion_parser, mode_parser, page_score_parser};
 
 #[derive(clap::Args, Debug)]
 pub struct EvalArgs {
@@ -52,6 +52,9 @@ pub struct EvalArgs {
     /// Expand keyword queries (RM3 pseudo-relevance feedback): true or false.
     #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
     query_expansion: bool,
+    /// With --fuse-documents true, how a page's chunks score it: max or sum3.
+    #[arg(long, default_value_t = SearchOptions::default().page_score, value_parser = page_score_parser())]
+    page_score: PageScore,
     /// Evaluate every hybrid fusion (rrf; convex at dense weights 0.3–0.9), level (chunks,
     /// documents), depth (20–1000) and query expansion (off, RM3) for the top 10, and choose among them by k-fold
     /// cross-validation on nDCG@10.
@@ -189,6 +192,7 @@ pub fn run(args: EvalArgs) -> Result<()> {
             dense_weight: args.dense_weight,
             fuse_documents: args.fuse_documents,
             query_expansion: args.query_expansion,
+            page_score: args.page_score,
             ..Default::default()
         };
         options.validate()?;
