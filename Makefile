@@ -1,8 +1,10 @@
 # The two commands of the README are `make demo` and `make test`; each target is one small
 # script in scripts/ that also runs on its own.
 SHELL := /bin/bash
+# Seconds each fuzz target runs under `make fuzz`.
+FUZZ_SECONDS ?= 60
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection bench-fields clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection bench-fields fuzz clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -65,6 +67,9 @@ bench-collection: setup wasm
 
 bench-fields: setup cli
 	scripts/bench-fields.sh
+
+fuzz: setup
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf www/dist pkg www/worker/dist tests/artifacts

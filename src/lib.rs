@@ -20,6 +20,8 @@ pub mod error_code;
 pub mod eval;
 pub mod frame;
 pub mod fusion;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod index;
 #[cfg(feature = "collection")]
 pub mod indexer;
