@@ -711,36 +711,38 @@ fn files_over_the_input_limits_are_skipped_with_the_reason() {
     assert!(stderr.contains("deep.html"), "{stderr}");
 }
 
+/// The texts (lower case) of a search's top 20 in a mode.
+fn texts(bundle: &Path, query: &str, mode: &str) -> Vec<String> {
+    let out = ok(&["search", s(bundle), query, "--mode", mode, "-k", "20", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["text"].as_str().unwrap().to_lowercase())
+        .collect()
+}
+
 #[test]
 fn an_excluded_word_removes_its_chunks_in_every_mode() {
     let bundle = tiny_bundle();
-    let texts = |query: &str, mode: &str| -> Vec<String> {
-        let out = ok(&["search", s(bundle), query, "--mode", mode, "-k", "20", "--json"]);
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["text"].as_str().unwrap().to_lowercase())
-            .collect()
-    };
     for mode in ["hybrid", "dense", "keyword"] {
-        let all = texts("lighthouse lens", mode);
+        let all = texts(bundle, "lighthouse lens", mode);
         assert!(
             all.iter().any(|t| t.contains("lens")),
             "{mode}: the word is there to exclude"
         );
-        let without = texts("lighthouse -lens", mode);
+        let without = texts(bundle, "lighthouse -lens", mode);
         assert!(!without.is_empty(), "{mode}");
         assert!(without.iter().all(|t| !t.contains("lens")), "{mode}: {without:?}");
     }
     // A hyphen inside a word excludes nothing (the same results as the words apart); a query of
     // exclusions only is refused.
     assert_eq!(
-        texts("lighthouse lens-cleaning", "keyword"),
-        texts("lighthouse lens cleaning", "keyword")
+        texts(bundle, "lighthouse lens-cleaning", "keyword"),
+        texts(bundle, "lighthouse lens cleaning", "keyword")
     );
-    assert!(texts("lighthouse lens-cleaning", "keyword")
+    assert!(texts(bundle, "lighthouse lens-cleaning", "keyword")
         .iter()
         .any(|t| t.contains("lens")));
     let err = fails(&["search", s(bundle), "--mode", "keyword", "--", "-lens"]);
@@ -830,25 +832,18 @@ fn the_configs_cross_encoder_reranks_search_frame_and_eval() {
 #[test]
 fn a_quoted_phrase_keeps_only_chunks_that_hold_it_in_every_mode() {
     let bundle = tiny_bundle();
-    let texts = |query: &str, mode: &str| -> Vec<String> {
-        let out = ok(&["search", s(bundle), query, "--mode", mode, "-k", "20", "--json"]);
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["text"].as_str().unwrap().to_lowercase())
-            .collect()
-    };
     for mode in ["hybrid", "dense", "keyword"] {
-        let loose = texts("soft cloth keeper", mode);
+        let loose = texts(bundle, "soft cloth keeper", mode);
         assert!(
             loose.iter().any(|t| !t.contains("soft cloth")),
             "{mode}: without quotes other chunks come too"
         );
-        let phrase = texts("\"soft cloth\" keeper", mode);
+        let phrase = texts(bundle, "\"soft cloth\" keeper", mode);
         assert!(!phrase.is_empty(), "{mode}");
         assert!(phrase.iter().all(|t| t.contains("soft cloth")), "{mode}: {phrase:?}");
-        assert!(texts("\"cloth soft\"", mode).is_empty(), "{mode}: the order matters");
+        assert!(
+            texts(bundle, "\"cloth soft\"", mode).is_empty(),
+            "{mode}: the order matters"
+        );
     }
 }
