@@ -20,6 +20,7 @@ pub mod error_code;
 pub mod eval;
 pub mod frame;
 pub mod fusion;
+#[cfg(not(target_arch = "wasm32"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod index;
