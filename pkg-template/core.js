@@ -480,28 +480,27 @@ export function makeApi(wasm, initialise) {
     }
 
     /** Attaches the index's model (URLs or bytes): dense and hybrid search, framing and ask(). */
-    async loadModel({ model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...load_options } = {}) {
-      if (model == null || tokenizer == null) throw new SextantError('BAD_ARGUMENT', 'loadModel() needs model and tokenizer (URLs or bytes)');
-      if (typeof this.#engine.loadModel !== 'function') {
-        throw new SextantError('NO_MODEL', 'this build of sextant searches by keyword only; load the full package to use the model');
-      }
-      const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
-      const modelBytes = await toBytes(model, 'model', on_progress, fetchImpl);
-      call(() => this.#engine.loadModel(modelBytes, tokenizerBytes, load_options));
+    async loadModel(options = {}) {
+      return this.#attach('loadModel', 'model', 'use the model', options);
     }
 
     /**
      * Attaches a cross-encoder (an ONNX model of yours and its tokenizer.json; none ships with
      * sextant): every search then reranks its best `rerank_depth` results with it.
      */
-    async loadReranker({ model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...rerank_options } = {}) {
-      if (model == null || tokenizer == null) throw new SextantError('BAD_ARGUMENT', 'loadReranker() needs model and tokenizer (URLs or bytes)');
-      if (typeof this.#engine.loadReranker !== 'function') {
-        throw new SextantError('NO_MODEL', 'this build of sextant searches by keyword only; load the full package to rerank');
+    async loadReranker(options = {}) {
+      return this.#attach('loadReranker', 'reranker', 'rerank', options);
+    }
+
+    /** Fetches a model and its tokenizer (URLs or bytes) and hands them to the engine's `method`. */
+    async #attach(method, file, purpose, { model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, ...rest } = {}) {
+      if (model == null || tokenizer == null) throw new SextantError('BAD_ARGUMENT', `${method}() needs model and tokenizer (URLs or bytes)`);
+      if (typeof this.#engine[method] !== 'function') {
+        throw new SextantError('NO_MODEL', `this build of sextant searches by keyword only; load the full package to ${purpose}`);
       }
       const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
-      const modelBytes = await toBytes(model, 'reranker', on_progress, fetchImpl);
-      call(() => this.#engine.loadReranker(modelBytes, tokenizerBytes, rerank_options));
+      const modelBytes = await toBytes(model, file, on_progress, fetchImpl);
+      call(() => this.#engine[method](modelBytes, tokenizerBytes, rest));
     }
 
     /** Whether a model is attached. */

@@ -72,33 +72,12 @@ pub enum Fusion {
     Convex,
 }
 
-impl Fusion {
-    /// The names, as options and flags take them.
-    pub const NAMES: [&'static str; 2] = ["rrf", "convex"];
-
-    /// Its name in options and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Fusion::Rrf => Self::NAMES[0],
-            Fusion::Convex => Self::NAMES[1],
-        }
-    }
-}
-
-impl std::fmt::Display for Fusion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named_enum!(Fusion { Rrf => "rrf", Convex => "convex" });
 
 impl std::str::FromStr for Fusion {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "rrf" => Ok(Self::Rrf),
-            "convex" => Ok(Self::Convex),
-            _ => Err(format!("{s:?} is not rrf or convex")),
-        }
+        Self::from_name(s).ok_or_else(|| format!("{s:?} is not rrf or convex"))
     }
 }
 
@@ -114,33 +93,12 @@ pub enum PageScore {
     Sum3,
 }
 
-impl PageScore {
-    /// The names, as options and flags take them.
-    pub const NAMES: [&'static str; 2] = ["max", "sum3"];
-
-    /// Its name in options and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            PageScore::Max => Self::NAMES[0],
-            PageScore::Sum3 => Self::NAMES[1],
-        }
-    }
-}
-
-impl std::fmt::Display for PageScore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named_enum!(PageScore { Max => "max", Sum3 => "sum3" });
 
 impl std::str::FromStr for PageScore {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "max" => Ok(Self::Max),
-            "sum3" => Ok(Self::Sum3),
-            _ => Err(format!("{s:?} is not max or sum3")),
-        }
+        Self::from_name(s).ok_or_else(|| format!("{s:?} is not max or sum3"))
     }
 }
 

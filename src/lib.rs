@@ -5,6 +5,39 @@
 //! `docs/ARCHITECTURE.md` for how the modules fit together and `docs/FORMAT.md` for the bundle.
 #![warn(missing_docs)]
 
+/// Names for a fieldless enum, as options, flags and reports spell them:
+/// `NAMES` (in variant order), `name()`, `from_name()` and `Display`. Each enum's `FromStr` maps
+/// `from_name`'s `None` to its own error.
+macro_rules! named_enum {
+    ($t:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $t {
+            /// The names, as options and flags take them.
+            pub const NAMES: [&'static str; [$($name),+].len()] = [$($name),+];
+
+            /// Its name in options and reports.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($t::$variant => $name),+
+                }
+            }
+
+            /// The variant with this name.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($name => Some($t::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
 pub mod analyzer;
 pub mod bm25;
 pub mod bundle;

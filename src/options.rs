@@ -135,33 +135,12 @@ pub enum VectorSearch {
     Exact,
 }
 
-impl VectorSearch {
-    /// Their names.
-    pub const NAMES: [&'static str; 2] = ["auto", "exact"];
-
-    /// The method's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            VectorSearch::Auto => Self::NAMES[0],
-            VectorSearch::Exact => Self::NAMES[1],
-        }
-    }
-}
-
-impl std::fmt::Display for VectorSearch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named_enum!(VectorSearch { Auto => "auto", Exact => "exact" });
 
 impl std::str::FromStr for VectorSearch {
     type Err = BadOption;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(Self::Auto),
-            "exact" => Ok(Self::Exact),
-            _ => Err(bad("vector_search", format!("{s:?} is not auto or exact"))),
-        }
+        Self::from_name(s).ok_or_else(|| bad("vector_search", format!("{s:?} is not auto or exact")))
     }
 }
 

@@ -7,8 +7,6 @@
 //! output of shape `[1, 1]` or `[1]` (the logit), or `[1, 2]` (two classes: the second is
 //! "relevant", and the score is its logit minus the first's).
 
-use tract_onnx::prelude::*;
-
 use super::rewrite::{model_of, node};
 use super::runner::{decode_model, load_plan, LoadedPlan};
 use super::{EmbedError, ModelTokenizer, Reranker, Weights};
@@ -52,26 +50,11 @@ impl CrossEncoder {
 
     /// The relevance of `passage` to `query` (a logit: higher is more relevant).
     pub fn score(&self, query: &str, passage: &str) -> Result<f32, EmbedError> {
-        let run = |e: TractError| EmbedError::Run {
-            reason: format!("{e:#}"),
-        };
         let (ids, types) = self.tokenizer.encode_pair(query, passage)?;
-        let len = ids.len();
-        let input_ids: Tensor = tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| ids[j] as i64).into();
-        let mask: Tensor = tract_ndarray::Array2::<i64>::ones((1, len)).into();
-        let mut inputs: TVec<TValue> = tvec!(input_ids.into(), mask.into());
-        if self.loaded.takes_token_type_ids {
-            let types: Tensor = tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| types[j] as i64).into();
-            inputs.push(types.into());
-        }
-        let outputs = self.loaded.plan.run(inputs).map_err(run)?;
-        let logits = outputs
-            .first()
-            .ok_or_else(|| EmbedError::Run {
-                reason: "the cross-encoder produced no output".into(),
-            })?
-            .to_plain_array_view::<f32>()
-            .map_err(run)?;
+        let output = self.loaded.run(&ids, Some(&types))?;
+        let logits = output.to_plain_array_view::<f32>().map_err(|e| EmbedError::Run {
+            reason: format!("{e:#}"),
+        })?;
         let values: Vec<f32> = logits.iter().copied().collect();
         let score = match (logits.shape(), values.as_slice()) {
             ([1] | [1, 1], [logit]) => *logit,

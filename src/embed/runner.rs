@@ -20,20 +20,18 @@ use crate::vecmath::l2_normalize;
 
 /// The tract implementation of [`Embedder`]. Load once, embed many times, from many threads.
 pub struct TractEmbedder {
-    plan: Arc<TypedRunnableModel>,
+    /// The plan (with [`Weights::Int8`], its int8 weights passed as inputs on every call, shared,
+    /// never copied, so the optimiser cannot fold them to f32).
+    loaded: LoadedPlan,
     tokenizer: ModelTokenizer,
     spec: ModelSpec,
-    takes_token_type_ids: bool,
-    /// With [`Weights::Int8`]: the int8 weights, passed to the plan as inputs on every call
-    /// (shared, never copied), so the optimiser cannot fold them to f32.
-    weight_inputs: Vec<TValue>,
 }
 
 impl std::fmt::Debug for TractEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TractEmbedder")
             .field("spec", &self.spec)
-            .field("int8_weights", &!self.weight_inputs.is_empty())
+            .field("int8_weights", &!self.loaded.weight_inputs.is_empty())
             .finish()
     }
 }
@@ -78,7 +76,7 @@ impl TractEmbedder {
         // After the protobuf is freed, so the tokenizer reuses that memory.
         let tokenizer_impl = ModelTokenizer::from_bytes(tokenizer, options.max_tokens)?;
         let mut embedder = Self {
-            plan: loaded.plan,
+            loaded,
             tokenizer: tokenizer_impl,
             spec: ModelSpec {
                 sha256: model_sha256,
@@ -90,8 +88,6 @@ impl TractEmbedder {
                 query_prefix: options.query_prefix.clone(),
                 passage_prefix: options.passage_prefix.clone(),
             },
-            takes_token_type_ids: loaded.takes_token_type_ids,
-            weight_inputs: loaded.weight_inputs,
         };
         let probe = embedder.embed("probe", TextKind::Query)?;
         if probe.is_empty() {
@@ -110,33 +106,14 @@ impl TractEmbedder {
 
     /// Runs the model on token ids and pools, without prefixing or tokenising.
     pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>, EmbedError> {
-        let run = |e: TractError| EmbedError::Run {
-            reason: format!("{e:#}"),
-        };
         let len = ids.len();
         if len == 0 {
             return Err(EmbedError::Run {
                 reason: "no tokens to embed".into(),
             });
         }
-        let input_ids: Tensor = tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| ids[j] as i64).into();
-        let mask: Tensor = tract_ndarray::Array2::<i64>::ones((1, len)).into();
-        let mut inputs: TVec<TValue> = tvec!(input_ids.into(), mask.into());
-        if self.takes_token_type_ids {
-            let types: Tensor = tract_ndarray::Array2::<i64>::zeros((1, len)).into();
-            inputs.push(types.into());
-        }
-        if !self.weight_inputs.is_empty() {
-            inputs.extend(self.weight_inputs.iter().cloned());
-        }
-        let outputs = self.plan.run(inputs).map_err(run)?;
-        let hidden = outputs
-            .first()
-            .ok_or_else(|| EmbedError::Run {
-                reason: "the model produced no output".into(),
-            })?
-            .to_plain_array_view::<f32>()
-            .map_err(run)?;
+        let output = self.loaded.run(ids, None)?;
+        let hidden = output.to_plain_array_view::<f32>().map_err(run_error)?;
         let shape = hidden.shape().to_vec();
         if shape.len() != 3 || shape[0] != 1 || shape[1] != len {
             return Err(EmbedError::BadModel {
@@ -261,6 +238,37 @@ pub(super) struct LoadedPlan {
     pub(super) takes_token_type_ids: bool,
     /// With [`Weights::Int8`]: the int8 weights, passed as inputs on every call.
     pub(super) weight_inputs: Vec<TValue>,
+}
+
+fn run_error(e: TractError) -> EmbedError {
+    EmbedError::Run {
+        reason: format!("{e:#}"),
+    }
+}
+
+impl LoadedPlan {
+    /// Runs the plan on one sequence: `input_ids`, an `attention_mask` of ones and, if the model
+    /// takes them, `token_type_ids` (`types`, or zeros); its first output.
+    pub(super) fn run(&self, ids: &[u32], types: Option<&[u32]>) -> Result<TValue, EmbedError> {
+        let len = ids.len();
+        let column = |values: &[u32], j: usize| values.get(j).copied().map_or(0, i64::from);
+        let input_ids: Tensor = tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| column(ids, j)).into();
+        let mask: Tensor = tract_ndarray::Array2::<i64>::ones((1, len)).into();
+        let mut inputs: TVec<TValue> = tvec!(input_ids.into(), mask.into());
+        if self.takes_token_type_ids {
+            let types: Tensor =
+                tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| types.map_or(0, |t| column(t, j))).into();
+            inputs.push(types.into());
+        }
+        inputs.extend(self.weight_inputs.iter().cloned());
+        let mut outputs = self.plan.run(inputs).map_err(run_error)?;
+        if outputs.is_empty() {
+            return Err(EmbedError::Run {
+                reason: "the model produced no output".into(),
+            });
+        }
+        Ok(outputs.swap_remove(0))
+    }
 }
 
 /// Parses, rewrites (int8 weights and embedding tables, see `rewrite`), optimises and makes
