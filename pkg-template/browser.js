@@ -4,5 +4,5 @@ import { makeApi } from './core.js';
 
 const api = makeApi(wasm, () => init({ module_or_path: new URL('./sextant_wasm_bg.wasm', import.meta.url) }));
 
-export const { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
+export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
 export { readChatStream, retryAfterMs, backoffMs, fetchBytes, redact } from './core.js';

@@ -6,6 +6,9 @@
 // citation rules are the core's (`defaults()`, `prepareAsk`, `verifyCitations`): this file
 // restates none of them. Option and result names are the core's snake_case vocabulary.
 
+/** The key of a Sextant's internals, for `Bases` (not part of the API). */
+const INTERNAL = Symbol('sextant.internal');
+
 /** An error with a stable `code` (one of `defaults().error_codes`). */
 export class SextantError extends Error {
   constructor(code, message, details = {}) {
@@ -276,22 +279,35 @@ async function errorDetail(response, secrets) {
   }
 }
 
-/** POSTs the chat request, retrying 429 and 5xx (at most `max_tries` tries, Retry-After honoured). */
-export async function postWithRetries(url, init, { max_tries, signal, fetchImpl, random, on_retry, secrets }) {
+/**
+ * POSTs the chat request, retrying 429 and 5xx (at most `max_tries` tries, Retry-After honoured).
+ * Each try is pushed onto `trace` as `{attempt, status, ms, outcome, retry_after_ms?, wait_ms?}`
+ * (`status` null when no answer came; `outcome` "answered", "retry" or the error code).
+ */
+export async function postWithRetries(url, init, { max_tries, signal, fetchImpl, random, on_retry, secrets, trace = [] }) {
   for (let attempt = 1; ; attempt++) {
     let response;
+    const started = performance.now();
+    const record = (status, outcome, more = {}) => trace.push({ attempt, status, ms: Math.round(performance.now() - started), outcome, ...more });
     try {
       response = await fetchImpl(url, { ...init, signal });
     } catch (e) {
-      if (signal?.aborted) throw abortError(signal);
-      throw new SextantError('LLM_UNREACHABLE', 'could not reach the LLM endpoint; check llm.base_url and the network', {
-        detail: redact(`${new URL(url).origin}: ${e?.message ?? e}`, secrets),
-      });
+      const error = signal?.aborted
+        ? abortError(signal)
+        : new SextantError('LLM_UNREACHABLE', 'could not reach the LLM endpoint; check llm.base_url and the network', {
+          detail: redact(`${new URL(url).origin}: ${e?.message ?? e}`, secrets),
+        });
+      record(null, error.code);
+      throw error;
     }
-    if (response.ok) return response;
+    if (response.ok) {
+      record(response.status, 'answered');
+      return response;
+    }
     const status = response.status;
     if (status === 401 || status === 403) {
       const detail = await errorDetail(response, secrets);
+      record(status, 'LLM_AUTH');
       throw new SextantError('LLM_AUTH', `the LLM endpoint refused the request (${status}); check llm.api_key and that the key may use llm.model`, { status, detail });
     }
     const retryable = status === 429 || status >= 500;
@@ -299,10 +315,13 @@ export async function postWithRetries(url, init, { max_tries, signal, fetchImpl,
       const detail = await errorDetail(response, secrets);
       const code = retryable ? 'LLM_UNAVAILABLE' : 'LLM_HTTP';
       const hint = retryable ? `after ${attempt} tries; try again later` : 'check llm.model and the request options';
+      record(status, code);
       throw new SextantError(code, `the LLM endpoint answered ${status} ${hint}`, { status, detail });
     }
     await response.body?.cancel().catch(() => {});
-    const wait = retryAfterMs(response.headers.get('retry-after')) ?? backoffMs(attempt, random);
+    const retryAfter = retryAfterMs(response.headers.get('retry-after'));
+    const wait = retryAfter ?? backoffMs(attempt, random);
+    record(status, 'retry', { retry_after_ms: retryAfter, wait_ms: Math.round(Math.min(wait, 30000)) });
     on_retry?.({ attempt, status, wait_ms: Math.min(wait, 30000) });
     try {
       await sleep(Math.min(wait, 30000), signal);
@@ -335,6 +354,42 @@ export async function readJsonCompletion(response, on_delta, max_answer_bytes) {
   }
   if (content) on_delta(content);
   return { usage: parsed.usage ?? null, finish_reason: choice.finish_reason ?? 'stop', malformed: 0, complete: true, overflow: false, text: content };
+}
+
+/**
+ * Reads the LLM's answer (an event stream, or a whole JSON completion) and checks it ended well:
+ * cut off, over `max_answer_bytes`, without [DONE] or empty are errors that keep what arrived
+ * (`partial_answer`, from `sofar()`).
+ */
+async function readAnswer(response, onDelta, settings, signal, secrets, sofar) {
+  const type = (response.headers.get('content-type') ?? '').toLowerCase();
+  let stream;
+  try {
+    if (type.includes('application/json')) {
+      stream = await readJsonCompletion(response, onDelta, settings.max_answer_bytes);
+    } else if (type && !type.includes('text/event-stream')) {
+      await response.body?.cancel().catch(() => {});
+      throw new SextantError('LLM_BAD_RESPONSE', `the LLM answered with ${type.split(';')[0]}, not an event stream; check that llm.base_url is an OpenAI-compatible API`);
+    } else if (!response.body) {
+      throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered without a body');
+    } else {
+      stream = await readChatStream(response.body, onDelta, { max_line_bytes: settings.max_sse_line_bytes, max_answer_bytes: settings.max_answer_bytes });
+    }
+  } catch (e) {
+    if (signal?.aborted) throw abortError(signal);
+    if (e instanceof SextantError) throw e;
+    throw new SextantError('LLM_INCOMPLETE', `the LLM stream broke off: ${redact(e?.message ?? e, secrets)}`, { partial_answer: sofar() });
+  }
+  if (stream.overflow) {
+    throw new SextantError('LLM_INCOMPLETE', `the answer went over max_answer_bytes (${settings.max_answer_bytes}) and was cut`, { partial_answer: sofar() });
+  }
+  if (!stream.complete) {
+    throw new SextantError('LLM_INCOMPLETE', 'the LLM stream ended before the answer was complete (no [DONE] and no finish reason); try again', { partial_answer: sofar() });
+  }
+  if (!sofar().trim()) {
+    throw new SextantError('LLM_BAD_RESPONSE', 'the LLM returned an empty answer');
+  }
+  return stream;
 }
 
 /**
@@ -421,16 +476,113 @@ export function makeApi(wasm, initialise) {
    * Runs a step of the engine until it needs no more files, fetching what it asks for; then, with
    * `maxIndexBytes`, lets the engine drop the least recently used files beyond it.
    */
-  async function untilDone(engine, files, step, maxIndexBytes) {
-    for (let round = 0; round < 8; round++) {
+  async function untilDone(engine, files, step, maxIndexBytes, rounds = 8) {
+    let fetchMs = 0;
+    let fetched = 0;
+    for (let round = 0; round < rounds; round++) {
       const result = call(step);
       if (!result || !Array.isArray(result.need)) {
         if (maxIndexBytes != null) engine.trim(maxIndexBytes);
+        // Waiting for index files is the host's time, not the core's: beside its stages.
+        if (result?.timings) Object.assign(result.timings, { fetch_ms: fetchMs, files_fetched: fetched });
         return result;
       }
+      const started = performance.now();
       await files.add(engine, result.need);
+      fetchMs += performance.now() - started;
+      fetched += result.need.length;
     }
     throw new SextantError('INTERNAL', 'the index kept asking for files; reload the page, or build the index again');
+  }
+
+  /**
+   * Answers `question` from the context `prepare(options)` frames (one index's, or several
+   * bases' fused) with the LLM the caller configures: see `Sextant.ask`.
+   */
+  async function answer(question, { llm, signal, on_context, on_token, on_retry, fetch: fetchImpl = globalThis.fetch, random = Math.random, ...options } = {}, prepare) {
+    const started = performance.now();
+    if (typeof question !== 'string') throw new SextantError('BAD_ARGUMENT', 'the question must be a string');
+    if (!llm || !llm.base_url || !llm.model) {
+      throw new SextantError('BAD_ARGUMENT', 'ask() needs llm: { base_url, model, api_key? }');
+    }
+    const url = chatUrl(llm.base_url);
+    const prepared = await prepare(options);
+    const timings = { ...prepared.timings, retrieve_ms: performance.now() - started, llm_first_token_ms: null, llm_ms: 0, total_ms: 0 };
+    const trace = [];
+    const finish = () => {
+      timings.total_ms = performance.now() - started;
+      return { timings, trace };
+    };
+    on_context?.(prepared);
+    const sent = prepared.results.filter((r) => prepared.included.includes(r.chunk_id));
+    if (prepared.refused) {
+      return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [], ...finish() };
+    }
+    const settings = prepared.options;
+    const secrets = [llm.api_key, ...Object.values(llm.headers ?? {})].filter((v) => typeof v === 'string' && v);
+    const headers = { 'content-type': 'application/json', accept: 'text/event-stream', ...(llm.headers ?? {}) };
+    if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
+    const body = JSON.stringify({
+      model: llm.model,
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: settings.temperature,
+      messages: prepared.messages,
+    });
+    const signals = [signal, settings.timeout_ms ? AbortSignal.timeout(settings.timeout_ms) : null].filter(Boolean);
+    const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    const llmStarted = performance.now();
+    let answer = '';
+    const onDelta = (delta) => {
+      timings.llm_first_token_ms ??= performance.now() - llmStarted;
+      answer += delta;
+      on_token?.(delta);
+    };
+    let stream;
+    let streamStarted = null;
+    // The try that answered gains how its stream went: its length, and "ok" or the error.
+    const streamEnded = (outcome) => {
+      const last = trace.at(-1);
+      if (streamStarted === null || !last) return;
+      Object.assign(last, { outcome, stream_ms: Math.round(performance.now() - streamStarted), answer_bytes: new TextEncoder().encode(answer).length, finish_reason: stream?.finish_reason ?? null });
+    };
+    try {
+      const response = await postWithRetries(url, { method: 'POST', headers, body }, {
+        max_tries: settings.max_tries, signal: combined, fetchImpl, random, on_retry, secrets, trace,
+      });
+      streamStarted = performance.now();
+      stream = await readAnswer(response, onDelta, settings, combined, secrets, () => answer);
+      streamEnded('ok');
+    } catch (e) {
+      streamEnded(e?.code ?? 'INTERNAL');
+      timings.llm_ms = performance.now() - llmStarted;
+      // The error says what happened to each try, and how long each stage took.
+      Object.assign(e, finish());
+      throw e;
+    }
+    timings.llm_ms = performance.now() - llmStarted;
+    const report = verifyCitations(answer, sent.map((r) => r.chunk_id));
+    const byId = new Map(sent.map((r) => [r.chunk_id, r]));
+    const citations = report.citations.map((c) => ({
+      ...c,
+      url: byId.get(c.chunk_id)?.url ?? null,
+      title: byId.get(c.chunk_id)?.title ?? null,
+      ...(byId.get(c.chunk_id)?.base !== undefined ? { base: byId.get(c.chunk_id).base } : {}),
+    }));
+    return {
+      answer,
+      citations,
+      unknown_citations: report.unknown,
+      grounded: report.grounded,
+      refused: false,
+      chunks: sent,
+      usage: stream.usage,
+      malformed_events: stream.malformed,
+      finish_reason: stream.finish_reason,
+      truncated: stream.finish_reason === 'length' || stream.finish_reason === 'content_filter',
+      spans: report.spans,
+      ...finish(),
+    };
   }
 
   class Sextant {
@@ -538,6 +690,31 @@ export function makeApi(wasm, initialise) {
       return call(() => this.#engine.embed(String(text)));
     }
 
+    /**
+     * await get(id) → the chunk (`doc/page.md#3`) or whole document (`doc/page.md`) with this id:
+     * { id, kind: 'chunk' | 'document', doc_id, title, source, url, heading_path, text,
+     * chunk_ids }, or null. Over a split index it reads text fragments until it finds the id.
+     */
+    async get(id) {
+      if (typeof id !== 'string') throw new SextantError('BAD_ARGUMENT', 'get() takes an id (a string): a chunk_id or a doc_id from search results');
+      const fragments = this.manifest().files.fragments.files.length;
+      return untilDone(this.#engine, this.#files, () => this.#engine.lookup(id), this.#maxIndexBytes, Math.ceil(fragments / 32) + 3);
+    }
+
+    /**
+     * Uses `other`'s model for this index too (an index built with the same model, checked):
+     * one copy of the weights in memory, and a query searched over both embedded once.
+     */
+    shareModel(other) {
+      if (!(other instanceof Sextant)) throw new SextantError('BAD_ARGUMENT', 'shareModel() takes another Sextant');
+      call(() => this.#engine.shareModel(other.#engine));
+    }
+
+    /** What `Bases` runs on each base: the engine, its files and its memory bound. */
+    [INTERNAL]() {
+      return { engine: this.#engine, files: this.#files, maxIndexBytes: this.#maxIndexBytes };
+    }
+
     tokenIds(text) {
       return call(() => this.#engine.tokenIds(String(text)));
     }
@@ -547,88 +724,12 @@ export function makeApi(wasm, initialise) {
      * `on_context` (called with the framed context, before the LLM call), `on_token`, `on_retry`,
      * `fetch` and `random` are this function's; every other option is the core's
      * (`defaults().ask`). Returns { answer, citations, unknown_citations, grounded, refused,
-     * chunks, usage, malformed_events, finish_reason, truncated, spans }.
+     * chunks, usage, malformed_events, finish_reason, truncated, spans, timings, trace }:
+     * `timings` the search's stages plus retrieve_ms, llm_first_token_ms, llm_ms and total_ms;
+     * `trace` one entry per LLM call (see `postWithRetries`). An error carries both too.
      */
-    async ask(question, { llm, signal, on_context, on_token, on_retry, fetch: fetchImpl = globalThis.fetch, random = Math.random, ...options } = {}) {
-      if (typeof question !== 'string') throw new SextantError('BAD_ARGUMENT', 'the question must be a string');
-      if (!llm || !llm.base_url || !llm.model) {
-        throw new SextantError('BAD_ARGUMENT', 'ask() needs llm: { base_url, model, api_key? }');
-      }
-      const url = chatUrl(llm.base_url);
-      const prepared = await untilDone(this.#engine, this.#files, () => this.#engine.prepareAsk(question, options), this.#maxIndexBytes);
-      on_context?.(prepared);
-      const sent = prepared.results.filter((r) => prepared.included.includes(r.chunk_id));
-      if (prepared.refused) {
-        return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [] };
-      }
-      const settings = prepared.options;
-      const secrets = [llm.api_key, ...Object.values(llm.headers ?? {})].filter((v) => typeof v === 'string' && v);
-      const headers = { 'content-type': 'application/json', accept: 'text/event-stream', ...(llm.headers ?? {}) };
-      if (llm.api_key) headers.authorization = `Bearer ${llm.api_key}`;
-      const body = JSON.stringify({
-        model: llm.model,
-        stream: true,
-        stream_options: { include_usage: true },
-        temperature: settings.temperature,
-        messages: prepared.messages,
-      });
-      const signals = [signal, settings.timeout_ms ? AbortSignal.timeout(settings.timeout_ms) : null].filter(Boolean);
-      const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-      const response = await postWithRetries(url, { method: 'POST', headers, body }, {
-        max_tries: settings.max_tries, signal: combined, fetchImpl, random, on_retry, secrets,
-      });
-      let answer = '';
-      const onDelta = (delta) => {
-        answer += delta;
-        on_token?.(delta);
-      };
-      const type = (response.headers.get('content-type') ?? '').toLowerCase();
-      let stream;
-      try {
-        if (type.includes('application/json')) {
-          stream = await readJsonCompletion(response, onDelta, settings.max_answer_bytes);
-        } else if (type && !type.includes('text/event-stream')) {
-          await response.body?.cancel().catch(() => {});
-          throw new SextantError('LLM_BAD_RESPONSE', `the LLM answered with ${type.split(';')[0]}, not an event stream; check that llm.base_url is an OpenAI-compatible API`);
-        } else if (!response.body) {
-          throw new SextantError('LLM_BAD_RESPONSE', 'the LLM answered without a body');
-        } else {
-          stream = await readChatStream(response.body, onDelta, { max_line_bytes: settings.max_sse_line_bytes, max_answer_bytes: settings.max_answer_bytes });
-        }
-      } catch (e) {
-        if (combined?.aborted) throw abortError(combined);
-        if (e instanceof SextantError) throw e;
-        throw new SextantError('LLM_INCOMPLETE', `the LLM stream broke off: ${redact(e?.message ?? e, secrets)}`, { partial_answer: answer });
-      }
-      if (stream.overflow) {
-        throw new SextantError('LLM_INCOMPLETE', `the answer went over max_answer_bytes (${settings.max_answer_bytes}) and was cut`, { partial_answer: answer });
-      }
-      if (!stream.complete) {
-        throw new SextantError('LLM_INCOMPLETE', 'the LLM stream ended before the answer was complete (no [DONE] and no finish reason); try again', { partial_answer: answer });
-      }
-      if (!answer.trim()) {
-        throw new SextantError('LLM_BAD_RESPONSE', 'the LLM returned an empty answer');
-      }
-      const report = verifyCitations(answer, sent.map((r) => r.chunk_id));
-      const byId = new Map(sent.map((r) => [r.chunk_id, r]));
-      const citations = report.citations.map((c) => ({
-        ...c,
-        url: byId.get(c.chunk_id)?.url ?? null,
-        title: byId.get(c.chunk_id)?.title ?? null,
-      }));
-      return {
-        answer,
-        citations,
-        unknown_citations: report.unknown,
-        grounded: report.grounded,
-        refused: false,
-        chunks: sent,
-        usage: stream.usage,
-        malformed_events: stream.malformed,
-        finish_reason: stream.finish_reason,
-        truncated: stream.finish_reason === 'length' || stream.finish_reason === 'content_filter',
-        spans: report.spans,
-      };
+    async ask(question, options) {
+      return answer(question, options, (ask) => untilDone(this.#engine, this.#files, () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes));
     }
 
     /** Releases the WebAssembly memory of this engine. */
@@ -638,8 +739,212 @@ export function makeApi(wasm, initialise) {
     }
   }
 
+  /**
+   * Several knowledge bases (indexes built with the same model), searched alone or together. Each
+   * base is searched alone and the lists are fused by rank (`fuseBases`: their scores do not
+   * compare); every result names its `base`. A base that fails to load, or to answer a query, is
+   * reported in `failed` and skipped: the others answer and the response says `partial: true`.
+   * With more than one base, the ids an LLM reads and cites are `base:chunk_id`.
+   */
+  class Bases {
+    #bases; // name → Sextant, in the order given
+    #names; // every base given, loaded or not
+    #failed; // bases that did not load: [{base, code, message}]
+
+    constructor(bases, names, failed) {
+      this.#bases = bases;
+      this.#names = names;
+      this.#failed = failed;
+    }
+
+    /**
+     * Loads every base: `bases` is [{name, index, fetch?, max_index_bytes?}] (`index` as in
+     * `Sextant.load`); `model` and `tokenizer` load once and every base shares them; the other
+     * options are `Sextant.load`'s. Fails only when no base loads.
+     */
+    static async load({ bases, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, max_index_bytes, ...load_options } = {}) {
+      if (!Array.isArray(bases) || bases.length === 0) {
+        throw new SextantError('BAD_ARGUMENT', 'Bases.load() needs bases: [{name, index}, …], at least one');
+      }
+      const names = [];
+      for (const base of bases) {
+        const name = base?.name;
+        if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) {
+          throw new SextantError('BAD_ARGUMENT', `a base's name must be 1–64 letters, digits, '.', '_' or '-' (starting with a letter or digit), not ${JSON.stringify(name)}`);
+        }
+        if (names.includes(name)) throw new SextantError('BAD_ARGUMENT', `two bases are named ${JSON.stringify(name)}; give each its own name`);
+        names.push(name);
+      }
+      const failed = [];
+      const fail = (base, e) => failed.push({ base, code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
+      const settled = await Promise.allSettled(
+        bases.map((b) => Sextant.load({ index: b.index, on_progress, fetch: b.fetch ?? fetchImpl, max_index_bytes: b.max_index_bytes ?? max_index_bytes })),
+      );
+      const loaded = new Map();
+      settled.forEach((r, i) => (r.status === 'fulfilled' ? loaded.set(names[i], r.value) : fail(names[i], r.reason)));
+      if (model != null || tokenizer != null) {
+        // The model loads once, into the first base built with it; the others share it.
+        let owner = null;
+        for (const [name, sextant] of [...loaded]) {
+          try {
+            if (owner) sextant.shareModel(owner);
+            else {
+              await sextant.loadModel({ model, tokenizer, on_progress, fetch: fetchImpl, ...load_options });
+              owner = sextant;
+            }
+          } catch (e) {
+            if (e?.code !== 'MODEL_MISMATCH') throw e;
+            fail(name, e);
+            loaded.delete(name);
+          }
+        }
+      }
+      if (loaded.size === 0) {
+        throw new SextantError(failed[0].code, `no knowledge base loaded: ${failed.map((f) => `${f.base}: ${f.message}`).join('; ')}`, { failed });
+      }
+      return new Bases(loaded, names, failed);
+    }
+
+    /** Every base's name, loaded or not, in the order given. */
+    get names() {
+      return [...this.#names];
+    }
+
+    /** The bases that did not load: [{base, code, message}]. */
+    get failed() {
+      return structuredClone(this.#failed);
+    }
+
+    /** A loaded base's Sextant (undefined for a base that did not load). */
+    base(name) {
+      return this.#bases.get(name);
+    }
+
+    /** Each base: {base, loaded, documents, chunks, model, format} or {base, loaded: false, code, message}. */
+    describe() {
+      return this.#names.map((base) => {
+        const sextant = this.#bases.get(base);
+        if (!sextant) {
+          const { code, message } = this.#failed.find((f) => f.base === base);
+          return { base, loaded: false, code, message };
+        }
+        const m = sextant.manifest();
+        return { base, loaded: true, documents: m.counts.documents, chunks: m.counts.chunks, has_model: sextant.hasModel, model: { sha256: m.model.sha256, dims: m.model.dims }, format: m.format };
+      });
+    }
+
+    /** The ids an LLM reads: `base:chunk_id` once there is more than one base. */
+    #qualified(base, id) {
+      return this.#names.length > 1 ? `${base}:${id}` : id;
+    }
+
+    /** Which bases a call searches: `bases` (names; all when absent). */
+    #select(bases) {
+      if (bases == null) return this.#names;
+      const list = typeof bases === 'string' ? bases.split(',').map((b) => b.trim()).filter(Boolean) : bases;
+      if (!Array.isArray(list) || list.length === 0) throw new SextantError('BAD_ARGUMENT', `bases must be a list of base names (${this.#names.join(', ')})`);
+      const unknown = list.find((b) => !this.#names.includes(b));
+      if (unknown !== undefined) throw new SextantError('BAD_ARGUMENT', `there is no base ${JSON.stringify(unknown)}; the bases are ${this.#names.join(', ')}`);
+      return [...new Set(list)];
+    }
+
+    /** Searches the chosen bases as `purpose` (search, context or ask) does, and fuses them. */
+    async #searchAll(purpose, query, bases, options) {
+      const started = performance.now();
+      const names = this.#select(bases);
+      const failed = this.#failed.filter((f) => names.includes(f.base));
+      const live = names.filter((name) => this.#bases.has(name));
+      const settled = await Promise.allSettled(
+        live.map((name) => {
+          const { engine, files, maxIndexBytes } = this.#bases.get(name)[INTERNAL]();
+          return untilDone(engine, files, () => engine.searchFor(String(query), options, purpose), maxIndexBytes);
+        }),
+      );
+      const lists = [];
+      const perBase = [];
+      for (const [i, r] of settled.entries()) {
+        if (r.status === 'rejected') {
+          // Options are checked the same way by every base: a bad one is the caller's error.
+          if (r.reason?.code === 'BAD_ARGUMENT') throw r.reason;
+          failed.push({ base: live[i], code: r.reason?.code ?? 'INTERNAL', message: String(r.reason?.message ?? r.reason) });
+          continue;
+        }
+        lists.push({ base: live[i], results: r.value.results });
+        perBase.push({ base: live[i], count: r.value.results.length, fallback: r.value.fallback, vector_method: r.value.vector_method, timings: r.value.timings });
+      }
+      if (lists.length === 0) {
+        throw new SextantError(failed[0]?.code ?? 'INTERNAL', `no knowledge base answered: ${failed.map((f) => `${f.base}: ${f.message}`).join('; ')}`, { failed });
+      }
+      const k = options?.k ?? defaults()[purpose].k;
+      const results = call(() => wasm.fuseBases(lists, k));
+      // Stages add up over the bases (the query is embedded once: the others reuse it).
+      const timings = {};
+      for (const { timings: t } of perBase) for (const [key, ms] of Object.entries(t)) timings[key] = (timings[key] ?? 0) + ms;
+      timings.total_ms = performance.now() - started;
+      const fallback = [...new Set(perBase.flatMap((b) => b.fallback ?? []))];
+      return { results, timings, fallback, bases: perBase, partial: failed.length > 0, failed };
+    }
+
+    /**
+     * await search(query, {bases, ...options}) → {results (each with base, base_rank and
+     * base_score; rank and score fused), timings, fallback, bases: [{base, count, timings, …}],
+     * partial, failed}. `bases` chooses the bases (names, or "a,b"); all by default.
+     */
+    async search(query, { bases, ...options } = {}) {
+      return this.#searchAll('search', query, bases, options);
+    }
+
+    /** Searches, fuses and frames, as `context`/`prepareAsk` do for one index. */
+    async #frame(purpose, question, bases, options) {
+      const found = await this.#searchAll(purpose, question, bases, options);
+      const framer = [...this.#bases.values()].find((s) => s.hasModel);
+      if (!framer) throw new SextantError('NO_MODEL', 'framing needs the embedding model: load the bases with model and tokenizer');
+      const results = found.results.map((r) => ({ ...r, chunk_id: this.#qualified(r.base, r.chunk_id) }));
+      const { engine } = framer[INTERNAL]();
+      const framed = call(() => engine.contextOf(String(question), results, options, purpose, found.timings));
+      return { ...framed, results, bases: found.bases, partial: found.partial, failed: found.failed };
+    }
+
+    /** await context(question, {bases, ...options}) → `Sextant.context`'s fields over the bases. */
+    async context(question, { bases, ...options } = {}) {
+      return this.#frame('context', question, bases, options);
+    }
+
+    /** await ask(question, {bases, llm, ...}) → `Sextant.ask`'s answer over the bases. */
+    async ask(question, { bases, ...options } = {}) {
+      let found;
+      const answered = await answer(question, options, async (ask) => (found = await this.#frame('ask', question, bases, ask)));
+      return { ...answered, bases: found.bases, partial: found.partial, failed: found.failed };
+    }
+
+    /**
+     * await get(id, {base}) → `Sextant.get` in one base: `base`, or the base named before the
+     * first ':' of a qualified id (`docs:guide/install.md#3`); null when not found.
+     */
+    async get(id, { base } = {}) {
+      if (typeof id !== 'string') throw new SextantError('BAD_ARGUMENT', 'get() takes an id (a string) from search results');
+      let name = base;
+      let local = id;
+      if (name == null) {
+        const at = id.indexOf(':');
+        if (this.#names.length === 1) name = this.#names[0];
+        else if (at > 0 && this.#names.includes(id.slice(0, at))) [name, local] = [id.slice(0, at), id.slice(at + 1)];
+        else throw new SextantError('BAD_ARGUMENT', `say which base holds ${JSON.stringify(id)}: an id like "base:chunk_id", or {base}; the bases are ${this.#names.join(', ')}`);
+      }
+      this.#select([name]);
+      const sextant = this.#bases.get(name);
+      if (!sextant) {
+        const { code, message } = this.#failed.find((f) => f.base === name);
+        throw new SextantError(code, `base ${name} did not load: ${message}`);
+      }
+      const found = await sextant.get(local);
+      if (!found) return null;
+      return { ...found, base: name, id: this.#qualified(name, found.id), chunk_ids: found.chunk_ids.map((c) => this.#qualified(name, c)) };
+    }
+  }
+
   /** A Sextant over an engine made in wasm (a collection's), holding every file. */
   const wrapEngine = (engine) => new Sextant(engine, NO_FILES);
 
-  return { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, wrapEngine };
+  return { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, wrapEngine };
 }

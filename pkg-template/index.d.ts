@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'LLM_INCOMPLETE'
   | 'LLM_NOT_CONFIGURED'
   | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
   | 'METHOD_NOT_ALLOWED'
   | 'PAYLOAD_TOO_LARGE'
   | 'NOT_BUILT'
@@ -41,6 +42,12 @@ export class SextantError extends Error {
   detail?: string;
   /** LLM_INCOMPLETE: the text that arrived before the stream ended. */
   partial_answer?: string;
+  /** ask(): each LLM call made before the error. */
+  trace?: LlmCall[];
+  /** ask(): the stages' times until the error. */
+  timings?: AnswerTimings;
+  /** Bases: the bases that failed (when none answered). */
+  failed?: BaseFailure[];
 }
 
 export type Bytes = ArrayBuffer | Uint8Array;
@@ -147,6 +154,10 @@ export interface StageTimings {
   fusion_ms: number;
   rerank_ms: number;
   total_ms: number;
+  /** Waiting for index files a split index fetched for this query (not in total_ms). */
+  fetch_ms?: number;
+  /** Index files fetched for this query. */
+  files_fetched?: number;
 }
 
 export interface SearchResponse {
@@ -238,7 +249,7 @@ export interface AskOptions extends ContextOptions {
 
 export interface Answer {
   answer: string;
-  citations: (Citation & { url: string | null; title: string | null })[];
+  citations: (Citation & { url: string | null; title: string | null; base?: string })[];
   unknown_citations: string[];
   /** At least one citation points at a chunk that was sent. */
   grounded: boolean;
@@ -253,6 +264,38 @@ export interface Answer {
   truncated: boolean;
   /** Where each citation group is in `answer`. */
   spans: CitationSpan[];
+  /** The search's stages, then retrieval, first token, the LLM and the whole ask in ms. */
+  timings: AnswerTimings;
+  /** Each LLM call, retries included. */
+  trace: LlmCall[];
+}
+
+/** One call to the LLM, in ask()'s trace. */
+export interface LlmCall {
+  attempt: number;
+  /** The HTTP status, or null when no answer came (unreachable, timed out, aborted). */
+  status: number | null;
+  /** Milliseconds until the answer's headers (or the failure). */
+  ms: number;
+  /** 'ok' (answer read), 'retry' (429 or 5xx, tried again), 'answered' (headers only) or an error code. */
+  outcome: 'ok' | 'retry' | 'answered' | ErrorCode;
+  /** Retry-After, in ms, when the LLM sent one. */
+  retry_after_ms?: number | null;
+  /** How long ask() waited before the next try. */
+  wait_ms?: number;
+  /** Reading the stream, for the call that answered. */
+  stream_ms?: number;
+  answer_bytes?: number;
+  finish_reason?: string | null;
+}
+
+export interface AnswerTimings extends StageTimings {
+  /** Searching and framing, with index fetches. */
+  retrieve_ms: number;
+  /** From the first LLM request to the first token (null if none came). */
+  llm_first_token_ms: number | null;
+  /** The LLM calls, retries and waits included. */
+  llm_ms: number;
 }
 
 export interface ErrorCodeInfo {
@@ -299,7 +342,86 @@ export class Sextant {
   manifest(): Record<string, unknown>;
   embed(text: string): Float32Array;
   tokenIds(text: string): Uint32Array;
+  /** The chunk or whole document with this id, or null. */
+  get(id: string): Promise<Found | null>;
+  /** Uses another Sextant's model (an index built with the same model): one copy in memory. */
+  shareModel(other: Sextant): void;
   free(): void;
+}
+
+/** A chunk or a whole document, found by id. */
+export interface Found {
+  id: string;
+  kind: 'chunk' | 'document';
+  doc_id: string;
+  title: string;
+  source: string;
+  url: string;
+  heading_path: string[];
+  /** The chunk's text, or the document's chunks' texts separated by blank lines. */
+  text: string;
+  chunk_ids: string[];
+}
+
+/** A base that did not load, or did not answer a query. */
+export interface BaseFailure {
+  base: string;
+  code: ErrorCode;
+  message: string;
+}
+
+export interface BaseResult extends SearchResult {
+  base: string;
+  /** Its rank and score in its own base (rank and score are the fused ones when more than one
+   * base answered: reciprocal rank fusion, as the bases' scores do not compare). */
+  base_rank: number;
+  base_score: number;
+}
+
+export interface BaseSummary {
+  base: string;
+  count: number;
+  fallback: string[];
+  vector_method: SearchResponse['vector_method'];
+  timings: StageTimings;
+}
+
+/** What a search over several bases adds: each base's part, and whether one failed. */
+export interface OverBases {
+  bases: BaseSummary[];
+  /** A base failed to load or to answer: the others answered. */
+  partial: boolean;
+  failed: BaseFailure[];
+}
+
+export interface BasesSearchResponse extends OverBases {
+  results: BaseResult[];
+  timings: StageTimings;
+  fallback: string[];
+}
+
+export interface BaseChoice {
+  /** The bases to search (names, or "a,b"); all by default. */
+  bases?: string[] | string;
+}
+
+export type BaseInfo =
+  | { base: string; loaded: true; documents: number; chunks: number; has_model: boolean; model: { sha256: string; dims: number }; format: { major: number; minor: number } }
+  | { base: string; loaded: false; code: ErrorCode; message: string };
+
+/** Several knowledge bases built with the same model, searched alone or together. */
+export class Bases {
+  private constructor();
+  static load(options: Omit<LoadOptions, 'index'> & { bases: { name: string; index: Source; fetch?: typeof fetch; max_index_bytes?: number }[] }): Promise<Bases>;
+  readonly names: string[];
+  readonly failed: BaseFailure[];
+  base(name: string): Sextant | undefined;
+  describe(): BaseInfo[];
+  search(query: string, options?: SearchOptions & BaseChoice): Promise<BasesSearchResponse>;
+  context(question: string, options?: ContextOptions & BaseChoice): Promise<ContextResponse & OverBases & { results: BaseResult[] }>;
+  ask(question: string, options: AskOptions & BaseChoice): Promise<Answer & OverBases>;
+  /** `base:chunk_id` (or {base}) → the chunk or document, or null. */
+  get(id: string, options?: { base?: string }): Promise<(Found & { base: string }) | null>;
 }
 
 export function ready(): Promise<void>;

@@ -8,5 +8,5 @@ const api = makeApi(wasm, async () => {
   return init({ module_or_path: bytes });
 });
 
-export const { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
+export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
 export { readChatStream, retryAfterMs, backoffMs, fetchBytes, redact } from './core.js';

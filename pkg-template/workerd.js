@@ -7,5 +7,5 @@ import { makeApi } from './core.js';
 
 const api = makeApi(wasm, () => initSync({ module: wasmModule }));
 
-export const { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
+export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
 export { readChatStream, retryAfterMs, backoffMs, fetchBytes, redact } from './core.js';

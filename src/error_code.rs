@@ -52,6 +52,8 @@ pub enum ErrorCode {
     LlmNotConfigured,
     /// The request lacks the bearer token the service requires (Worker).
     Unauthorized,
+    /// The request's origin may not call this service (`CORS_ORIGINS`).
+    Forbidden,
     /// The route does not take this HTTP method (Worker).
     MethodNotAllowed,
     /// The request body is over the service's limit (Worker).
@@ -66,7 +68,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order of the documentation.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::BadArgument,
         ErrorCode::NoModel,
         ErrorCode::BadModel,
@@ -87,6 +89,7 @@ impl ErrorCode {
         ErrorCode::LlmIncomplete,
         ErrorCode::LlmNotConfigured,
         ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
         ErrorCode::MethodNotAllowed,
         ErrorCode::PayloadTooLarge,
         ErrorCode::NotBuilt,
@@ -117,6 +120,7 @@ impl ErrorCode {
             ErrorCode::LlmIncomplete => "LLM_INCOMPLETE",
             ErrorCode::LlmNotConfigured => "LLM_NOT_CONFIGURED",
             ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ErrorCode::NotBuilt => "NOT_BUILT",
@@ -131,6 +135,7 @@ impl ErrorCode {
         match self {
             ErrorCode::BadArgument | ErrorCode::NoModel => 400,
             ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::Aborted => 499,

@@ -129,6 +129,43 @@ struct PreparedAsk {
     options: AskOptions,
 }
 
+/// The options of `search`, `context` or `ask`, over that call's defaults and checked whole: the
+/// search part, the framing part, and all of them for `ask`.
+fn purpose_options(
+    value: JsValue,
+    purpose: &str,
+) -> Result<(SearchOptions, FrameOptions, Option<AskOptions>), JsValue> {
+    match purpose {
+        "search" => Ok((
+            options(&SearchOptions::default(), value, "search options")?,
+            FrameOptions::default(),
+            None,
+        )),
+        "context" => {
+            let o: ContextOptions = options(&ContextOptions::default(), value, "context options")?;
+            o.validate().map_err(bad_argument)?;
+            Ok((o.search, o.frame, None))
+        }
+        "ask" => {
+            let o: AskOptions = options(&AskOptions::default(), value, "ask options")?;
+            o.validate().map_err(bad_argument)?;
+            Ok((o.context.search.clone(), o.context.frame.clone(), Some(o)))
+        }
+        other => Err(bad_argument(format!(
+            "purpose must be search, context or ask, not {other:?}"
+        ))),
+    }
+}
+
+/// `fuseBases([{base, results}], k)`: several bases' results fused by rank, each naming its base
+/// (`crate::search::bases`).
+#[wasm_bindgen(js_name = fuseBases)]
+pub fn fuse_bases(lists: JsValue, k: u32) -> Result<JsValue, JsValue> {
+    let lists: Vec<crate::search::bases::BaseResults> = serde_wasm_bindgen::from_value(lists)
+        .map_err(|e| bad_argument(format!("lists must be [{{base, results}}]: {e}")))?;
+    to_js(&crate::search::bases::fuse_bases(&lists, k as usize))
+}
+
 /// A query's step as JS sees it: the answer, or `{need: [file names]}`.
 fn step_to_js<T: Serialize>(step: Step<T>) -> Result<JsValue, JsValue> {
     #[derive(Serialize)]
@@ -282,6 +319,69 @@ impl Engine {
             Step::Done(context) => Step::Done(PreparedAsk { context, options: o }),
             Step::Need(need) => Step::Need(need),
         })
+    }
+
+    /// `shareModel(other)`: attaches `other`'s model (another knowledge base built with the same
+    /// model): one copy of the weights, and a query over both bases embedded once.
+    #[wasm_bindgen(js_name = shareModel)]
+    pub fn share_model(&mut self, other: &Engine) -> Result<(), JsValue> {
+        match self.inner.share_model(&other.inner) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(js_error(
+                ErrorCode::NoModel,
+                "the engine to share a model with has none loaded",
+            )),
+            Err(e) => Err(js_error(e.code(), e)),
+        }
+    }
+
+    /// `searchFor(query, options, purpose)`: the search of `search`, `context` or `ask` (its
+    /// defaults: an answer retrieves fewer, closer chunks), every option checked, only the search
+    /// run (or `{need: [files]}`). With `contextOf`, how several bases answer as one.
+    #[wasm_bindgen(js_name = searchFor)]
+    pub fn search_for(&self, query: &str, options: JsValue, purpose: &str) -> Result<JsValue, JsValue> {
+        let (search, _, _) = purpose_options(options, purpose)?;
+        let step = self
+            .inner
+            .search(query, &search, &JsClock::new())
+            .map_err(|e| js_error(e.code(), e))?;
+        step_to_js(step)
+    }
+
+    /// `contextOf(question, results, options, purpose, timings)`: results found elsewhere (the
+    /// bases' results, fused) framed for the question; `context()`'s fields, plus `options` when
+    /// `purpose` is `ask` (as `prepareAsk` gives).
+    #[wasm_bindgen(js_name = contextOf)]
+    pub fn context_of(
+        &self,
+        question: &str,
+        results: JsValue,
+        options: JsValue,
+        purpose: &str,
+        timings: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let (_, frame, ask) = purpose_options(options, purpose)?;
+        let results: Vec<crate::search::SearchResult> = serde_wasm_bindgen::from_value(results)
+            .map_err(|e| bad_argument(format!("results must be search results: {e}")))?;
+        let timings: crate::search::StageTimings = if timings.is_undefined() {
+            Default::default()
+        } else {
+            serde_wasm_bindgen::from_value(timings).map_err(|e| bad_argument(format!("invalid timings: {e}")))?
+        };
+        let context = self
+            .inner
+            .context_of(question, results, &frame, timings)
+            .map_err(|e| js_error(e.code(), e))?;
+        match ask {
+            Some(options) => to_js(&PreparedAsk { context, options }),
+            None => to_js(&context),
+        }
+    }
+
+    /// `lookup(id)` → the chunk or whole document with this id (`null` when there is none), or
+    /// `{need: [files]}`: the text fragments to look in next.
+    pub fn lookup(&self, id: &str) -> Result<JsValue, JsValue> {
+        step_to_js(self.inner.lookup(id))
     }
 
     /// The bundle's manifest.

@@ -18,6 +18,8 @@
 //! [`Engine::add_file`] and asks again. A packed index holds every file, so it always answers
 //! [`Step::Done`].
 
+pub mod bases;
+pub mod lookup;
 pub mod pipeline;
 pub mod query;
 
@@ -253,6 +255,9 @@ impl Clock for NoClock {
     }
 }
 
+/// A query's text and its embedding.
+type LastQuery = (String, Vec<f32>);
+
 /// An index, ready to search; with a model attached it also does dense and hybrid search.
 pub struct Engine {
     store: IndexStore,
@@ -262,7 +267,9 @@ pub struct Engine {
     reranker: Option<Arc<dyn Reranker>>,
     /// The last query embedded and its vector: a query over a split index is asked again after
     /// each batch of files arrives, and embedding is nearly all of its cost.
-    last_query: std::sync::Mutex<Option<(String, Vec<f32>)>>,
+    /// Shared with the engines of other knowledge bases that share this model
+    /// ([`Engine::share_model`]): a query searched over several bases is embedded once.
+    last_query: Arc<std::sync::Mutex<Option<LastQuery>>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -284,7 +291,7 @@ impl Engine {
             analyzer,
             embedder: None,
             reranker: None,
-            last_query: std::sync::Mutex::new(None),
+            last_query: Arc::new(std::sync::Mutex::new(None)),
         }
     }
 
@@ -344,6 +351,19 @@ impl Engine {
         }
         self.embedder = Some(embedder);
         Ok(())
+    }
+
+    /// Attaches `other`'s model to this engine (another knowledge base built with the same model,
+    /// checked as [`Engine::attach_model`] checks): one copy of the weights in memory, and a query
+    /// searched over both embedded once.
+    /// Returns whether `other` had a model to share.
+    pub fn share_model(&mut self, other: &Engine) -> Result<bool, BundleError> {
+        let Some(embedder) = other.embedder.clone() else {
+            return Ok(false);
+        };
+        self.attach_model(embedder)?;
+        self.last_query = other.last_query.clone();
+        Ok(true)
     }
 
     /// Loads a cross-encoder from the bytes of its ONNX model and `tokenizer.json` (a query and
@@ -826,20 +846,33 @@ impl Engine {
             Step::Done(response) => response,
             Step::Need(files) => return Ok(Step::Need(files)),
         };
-        let framed = self.frame(&response.results, &options.frame)?;
-        Ok(Step::Done(ContextResponse {
+        self.context_of(question, response.results, &options.frame, response.timings)
+            .map(Step::Done)
+    }
+
+    /// Frames results found elsewhere (several knowledge bases' results, fused) for a question:
+    /// [`Engine::context`] without the search.
+    pub fn context_of(
+        &self,
+        question: &str,
+        results: Vec<SearchResult>,
+        options: &FrameOptions,
+        timings: StageTimings,
+    ) -> Result<ContextResponse, SearchError> {
+        let framed = self.frame(&results, options)?;
+        Ok(ContextResponse {
             messages: chat_messages(question, &framed.context),
             refused: framed.included.is_empty(),
             refusal: REFUSAL.to_string(),
             system_prompt: SYSTEM_PROMPT.to_string(),
-            results: response.results,
+            results,
             context: framed.context,
             included: framed.included,
             omitted: framed.omitted,
             tokens: framed.tokens,
             budget: framed.budget,
-            timings: response.timings,
-        }))
+            timings,
+        })
     }
 
     /// [`Engine::context`] with an answer's options (validated whole, LLM settings included).

@@ -561,3 +561,61 @@ test('custom header values are secrets too, and a partial BM25 override keeps th
   const plain = await sextant.search('lamp lens clean', { mode: 'keyword', k: 5 });
   assert.notDeepEqual(plain.results.map((r) => r.score), js.results.map((r) => r.score));
 });
+
+test('Bases: several indexes fused by rank, one model shared, a broken base reported and skipped', async () => {
+  const { Bases } = await importPackage();
+  const model = readFileSync(path.join(modelDir, 'model.onnx'));
+  const tokenizer = readFileSync(path.join(modelDir, 'tokenizer.json'));
+  const bases = await Bases.load({
+    bases: [
+      { name: 'fields', index: readFileSync(path.join(fixtures, 'golden-v2-fields.sxt')) },
+      { name: 'plain', index: readFileSync(path.join(fixtures, 'golden-v2.sxt')) },
+      { name: 'broken', index: new Uint8Array([1, 2, 3, 4]) },
+    ],
+    model,
+    tokenizer,
+  });
+  assert.deepEqual(bases.names, ['fields', 'plain', 'broken']);
+  assert.deepEqual(bases.failed.map((f) => [f.base, f.code]), [['broken', 'CORRUPT_BUNDLE']]);
+  const both = await bases.search('install from source', { k: 6 });
+  assert.equal(both.partial, true);
+  assert.deepEqual(both.failed.map((f) => f.base), ['broken']);
+  // Rank fusion: the two bases' firsts, then their seconds, ties to the base listed first.
+  assert.deepEqual(both.results.map((r) => [r.base, r.base_rank]), [['fields', 1], ['plain', 1], ['fields', 2], ['plain', 2], ['fields', 3], ['plain', 3]]);
+  // Each base alone gives what its own Sextant gives.
+  const alone = await bases.search('install from source', { k: 3, bases: ['plain'] });
+  const own = await bases.base('plain').search('install from source', { k: 3 });
+  assert.deepEqual(alone.results.map((r) => [r.chunk_id, r.score]), own.results.map((r) => [r.chunk_id, r.score]));
+  assert.equal(alone.partial, false);
+  // The query was embedded once: the second base reused the first's vector.
+  assert.ok(both.bases[1].timings.embed_ms < both.bases[0].timings.embed_ms / 10, JSON.stringify(both.bases.map((b) => b.timings)));
+  await expectCode(bases.search('lamp', { bases: ['nope'] }), 'BAD_ARGUMENT');
+  await expectCode(bases.search('lamp', { k: 0 }), 'BAD_ARGUMENT');
+  // Context and ask frame `base:chunk_id` ids, and get() takes them back.
+  const framed = await bases.context('install from source', { k: 4, token_budget: 800 });
+  assert.ok(framed.included.length > 0 && framed.included.every((id) => /^(fields|plain):/.test(id)));
+  const chunk = await bases.get(framed.included[0]);
+  assert.equal(chunk.kind, 'chunk');
+  assert.equal(chunk.text, framed.results.find((r) => r.chunk_id === framed.included[0]).text);
+  const doc = await bases.get(chunk.doc_id, { base: chunk.base });
+  assert.equal(doc.kind, 'document');
+  assert.ok(doc.chunk_ids.includes(chunk.id));
+  assert.equal(await bases.get('fields:no/such.md'), null);
+  await expectCode(bases.get('no/such.md'), 'BAD_ARGUMENT');
+  await expectCode(bases.get('broken:x'), 'CORRUPT_BUNDLE');
+  const llm = await startLlmServer();
+  try {
+    const answer = await bases.ask('how do I install from source?', { llm: { base_url: llm.baseUrl, model: 'm' }, k: 4 });
+    assert.equal(answer.grounded, true);
+    assert.match(answer.citations[0].chunk_id, /^(fields|plain):/);
+    assert.ok(answer.citations[0].base);
+    assert.equal(answer.partial, true);
+    assert.equal(answer.trace.length, 1);
+  } finally {
+    await llm.close();
+  }
+  // Nothing loads: one error naming every base.
+  const none = await expectCode(Bases.load({ bases: [{ name: 'a', index: new Uint8Array([0]) }] }), 'CORRUPT_BUNDLE');
+  assert.match(none.message, /no knowledge base loaded: a:/);
+  await expectCode(Bases.load({ bases: [{ name: 'a:b', index: new Uint8Array([0]) }] }), 'BAD_ARGUMENT');
+});

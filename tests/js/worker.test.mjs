@@ -4,14 +4,14 @@
 // (scripts/test-js.sh prepares both).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { root, modelDir, sextantBin } from './harness.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
 import { startWorkerd, rss } from './workerd.mjs';
+import { addBase, cranfieldAssets as cranfieldAssetsOf } from './assets.mjs';
 
 const parityDir = process.env.SEXTANT_PARITY_DIR;
 const TOKEN = 'edge-secret-token';
@@ -22,26 +22,7 @@ let llm;
 let rssAtStart;
 let assetsDir;
 
-const hash = (file) => createHash('sha256').update(readFileSync(file)).digest('hex').slice(0, 16);
-
-/** Static assets laid out as `sextant build --site` lays them out, around the Cranfield index. */
-function cranfieldAssets() {
-  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-worker-assets-'));
-  mkdirSync(path.join(dir, 'sextant'));
-  execFileSync(sextantBin, ['unpack', path.join(parityDir, 'cranfield.sxt'), '-o', path.join(dir, 'sextant/index')], { stdio: 'pipe' });
-  const index = readdirSync(path.join(dir, 'sextant/index')).find((f) => f.startsWith('manifest.'));
-  const manifest = { version: 2, generator: 'worker test', pages: 1400, chunks: 0, bytes: {}, index: `index/${index}` };
-  for (const [key, file, stem, ext] of [
-    ['model', path.join(modelDir, 'model.onnx'), 'model', 'onnx'],
-    ['tokenizer', path.join(modelDir, 'tokenizer.json'), 'tokenizer', 'json'],
-  ]) {
-    const name = `${stem}.${hash(file)}.${ext}`;
-    copyFileSync(file, path.join(dir, 'sextant', name));
-    manifest[key] = name;
-  }
-  writeFileSync(path.join(dir, 'sextant/sextant.json'), JSON.stringify(manifest));
-  return dir;
-}
+const cranfieldAssets = () => cranfieldAssetsOf(parityDir);
 
 before(async () => {
   assert.ok(parityDir, 'SEXTANT_PARITY_DIR is not set: run scripts/test-js.sh');
@@ -83,8 +64,11 @@ test('assets load lazily on the first request, and memory stays well under 128 M
   assert.equal(second.headers.get('x-sextant-cold-start'), 'false');
   const loaded = await (await get('/healthz')).json();
   assert.equal(loaded.engine, 'loaded');
-  assert.equal(loaded.model.dims, 384);
-  assert.deepEqual(loaded.format, { major: 2, minor: 1 });
+  assert.equal(loaded.bases.length, 1);
+  assert.equal(loaded.bases[0].base, 'docs');
+  assert.equal(loaded.bases[0].model.dims, 384);
+  assert.deepEqual(loaded.bases[0].format, { major: 2, minor: 1 });
+  assert.equal(loaded.partial, false);
   assert.equal(loaded.weights, 'int8', 'the Worker holds int8 weights by default');
   const after = rss(workerd.pid);
   console.log(`workerd: wasm memory ${(loaded.wasm_memory_bytes / 1e6).toFixed(1)} MB; process RSS ${(rssAtStart / 1e6).toFixed(1)} MB at start, ${(after / 1e6).toFixed(1)} MB loaded; load ${loaded.load_ms} ms`);
@@ -222,7 +206,6 @@ test('a bad SEXTANT_WEIGHTS is a configuration error that says what to set', asy
 /** A small site with a bundle whose chunk ids hold `&`, CR and LF, served without a token. */
 function oddSite() {
   const dir = mkdtempSync(path.join(tmpdir(), 'sextant-worker-odd-'));
-  mkdirSync(path.join(dir, 'sextant'));
   mkdirSync(path.join(dir, 'guide'));
   writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>home</title><p>home page</p>');
   writeFileSync(path.join(dir, 'guide/index.html'), '<!doctype html><title>guide</title><p>guide page</p>');
@@ -236,18 +219,7 @@ function oddSite() {
   writeFileSync(corpus, records.map((r) => JSON.stringify(r)).join('\n'));
   const bundle = path.join(dir, 'odd.sxt');
   execFileSync(sextantBin, ['build', corpus, '-o', bundle], { env: { ...process.env, SEXTANT_MODEL_DIR: modelDir }, stdio: 'pipe' });
-  execFileSync(sextantBin, ['unpack', bundle, '-o', path.join(dir, 'sextant/index')], { stdio: 'pipe' });
-  const index = readdirSync(path.join(dir, 'sextant/index')).find((f) => f.startsWith('manifest.'));
-  const manifest = { version: 2, generator: 'worker test', pages: 2, chunks: 2, bytes: {}, index: `index/${index}` };
-  for (const [key, file, stem, ext] of [
-    ['model', path.join(modelDir, 'model.onnx'), 'model', 'onnx'],
-    ['tokenizer', path.join(modelDir, 'tokenizer.json'), 'tokenizer', 'json'],
-  ]) {
-    const name = `${stem}.${hash(file)}.${ext}`;
-    copyFileSync(file, path.join(dir, 'sextant', name));
-    manifest[key] = name;
-  }
-  writeFileSync(path.join(dir, 'sextant/sextant.json'), JSON.stringify(manifest));
+  addBase(dir, 'sextant', bundle, 2);
   return dir;
 }
 
@@ -319,5 +291,158 @@ test('without a token: chunk ids with CR/LF, body caps, static files as a web ho
   } finally {
     odd.stop();
     await slow.close();
+  }
+});
+
+/** An MCP client (the official SDK) connected to `url` with `headers`. */
+async function mcpClient(url, headers = {}) {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const client = new Client({ name: 'sextant-tests', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return client;
+}
+
+test('/mcp: the MCP SDK client lists and calls search, fetch and describe behind the bearer token', async () => {
+  await assert.rejects(mcpClient(`${base}/mcp`), /401|nauthori/i, 'no token, no session');
+  await assert.rejects(mcpClient(`${base}/mcp`, { authorization: 'Bearer wrong-token-of-some-length' }), /401|nauthori/i);
+  const client = await mcpClient(`${base}/mcp`, { authorization: `Bearer ${TOKEN}` });
+  try {
+    assert.equal(client.getServerVersion().name, 'sextant');
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['describe', 'fetch', 'search']);
+    assert.ok(tools.every((t) => t.annotations.readOnlyHint === true));
+
+    // search gives the native CLI's results (one base: the base's own ids and scores).
+    const expected = readFileSync(path.join(parityDir, 'expected.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.mode === 'hybrid');
+    const found = await client.callTool({ name: 'search', arguments: { query: expected.query, k: 5 } });
+    assert.notEqual(found.isError, true);
+    const results = found.structuredContent.results;
+    assert.deepEqual(results.map((r) => r.id), expected.results.slice(0, 5).map((r) => r.chunk_id));
+    assert.deepEqual(JSON.parse(found.content[0].text).results.map((r) => r.id), results.map((r) => r.id));
+    const keyword = await client.callTool({ name: 'search', arguments: { query: 'boundary layer', mode: 'keyword', k: 3 } });
+    assert.equal(keyword.structuredContent.results.length, 3);
+
+    // fetch: the chunk's whole text, then its whole document.
+    const chunk = await client.callTool({ name: 'fetch', arguments: { id: results[0].id } });
+    assert.equal(chunk.structuredContent.kind, 'chunk');
+    assert.equal(chunk.structuredContent.text, expected.results[0].text);
+    const doc = await client.callTool({ name: 'fetch', arguments: { id: results[0].doc_id } });
+    assert.equal(doc.structuredContent.kind, 'document');
+    assert.ok(doc.structuredContent.chunk_ids.includes(results[0].id));
+    assert.ok(doc.structuredContent.text.includes(expected.results[0].text));
+    const missing = await client.callTool({ name: 'fetch', arguments: { id: 'no/such/page.md#4' } });
+    assert.equal(missing.isError, true);
+    assert.match(missing.content[0].text, /nothing has the id/);
+
+    const described = await client.callTool({ name: 'describe', arguments: {} });
+    assert.deepEqual(described.structuredContent.bases, [{ base: 'docs', loaded: true, documents: 1400, chunks: described.structuredContent.bases[0].chunks }]);
+    assert.ok(described.structuredContent.bases[0].chunks >= 1400);
+
+    // Bad arguments are the agent's to fix: a protocol error that says which.
+    await assert.rejects(client.callTool({ name: 'search', arguments: { query: 'wings', k: 500 } }), /k must be an integer from 1 to 50/);
+    await assert.rejects(client.callTool({ name: 'search', arguments: {} }), /query is required/);
+    await assert.rejects(client.callTool({ name: 'delete', arguments: {} }), /no tool "delete"/);
+  } finally {
+    await client.close();
+  }
+  // The transport's edges: no event stream, other origins refused, a bad body is a parse error.
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  assert.equal((await fetch(`${base}/mcp`, { headers: auth })).status, 405);
+  await expectError(await fetch(`${base}/mcp`, { method: 'POST', headers: { ...auth, origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{}' }), 403, 'FORBIDDEN');
+  const parse = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"jsonrpc": "2.0", "id": 1,' });
+  assert.equal(parse.status, 400);
+  assert.equal((await parse.json()).error.code, -32700);
+  const note = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"jsonrpc": "2.0", "method": "notifications/initialized"}' });
+  assert.equal(note.status, 202);
+});
+
+test('every request logs one JSON line: id, route, bases, stages, results, status; never the query or a secret', async () => {
+  const response = await get('/search?q=transition+in+hypersonic+flow&k=4');
+  const id = response.headers.get('x-request-id');
+  assert.ok(id);
+  await response.json();
+  const bad = await get('/search?k=4');
+  const badId = bad.headers.get('x-request-id');
+  for (let i = 0; i < 50 && !workerd.logs.some((l) => l.request_id === badId); i++) await new Promise((r) => setTimeout(r, 50));
+  const line = workerd.logs.find((l) => l.request_id === id);
+  assert.ok(line, 'no log line for the request');
+  assert.equal(line.route, '/search');
+  assert.equal(line.status, 200);
+  assert.deepEqual(line.bases, ['docs']);
+  assert.equal(line.results, 4);
+  for (const stage of ['embed_ms', 'keyword_ms', 'vector_ms', 'fusion_ms', 'total_ms', 'fetch_ms']) assert.equal(typeof line.stages[stage], 'number', stage);
+  assert.equal(typeof line.ms, 'number');
+  assert.equal(line.query, undefined, 'the query is logged only when SEXTANT_LOG_QUERIES is true');
+  const failed = workerd.logs.find((l) => l.request_id === badId);
+  assert.deepEqual([failed.status, failed.error], [400, 'BAD_ARGUMENT']);
+  // One line per request, and no secret in any of them.
+  assert.equal(workerd.logs.filter((l) => l.request_id === id).length, 1);
+  const all = JSON.stringify(workerd.logs);
+  for (const secret of [TOKEN, 'sk-edge']) assert.ok(!all.includes(secret), `${secret} was logged`);
+});
+
+test('several bases: searched alone or together, each hit naming its base, a missing base reported and skipped', async () => {
+  const dir = cranfieldAssets();
+  addBase(dir, 'golden', path.join(root, 'tests/fixtures/golden-v2-fields.sxt'), 7);
+  const multi = await startWorkerd({
+    assetsDir: dir,
+    name: 'bases',
+    env: { SEXTANT_BASES: 'cranfield=sextant, golden=golden, lost=nowhere', SEXTANT_LOG_QUERIES: 'true', SEXTANT_TOKEN: TOKEN },
+  });
+  try {
+    const both = await (await fetch(`${multi.base}/search?q=install+the+lamp+and+wing+flutter&k=10`)).json();
+    assert.deepEqual(new Set(both.results.map((r) => r.base)), new Set(['cranfield', 'golden']));
+    assert.deepEqual(both.results.map((r) => r.rank), [...Array(10).keys()].map((i) => i + 1));
+    assert.equal(both.partial, true);
+    assert.deepEqual(both.failed.map((f) => [f.base, f.code]), [['lost', 'NOT_BUILT']]);
+    assert.deepEqual(both.bases.map((b) => b.base), ['cranfield', 'golden']);
+    const alone = await (await fetch(`${multi.base}/search?q=install+the+lamp&k=3&bases=golden`)).json();
+    assert.ok(alone.results.every((r) => r.base === 'golden'));
+    assert.equal(alone.partial, false);
+    assert.equal(alone.results[0].score, alone.results[0].base_score, 'one base keeps its own scores');
+    await expectError(await fetch(`${multi.base}/search?q=lamp&bases=golden,nope`), 400, 'BAD_ARGUMENT');
+    await expectError(await fetch(`${multi.base}/search?q=lamp&bases=lost`), 503, 'NOT_BUILT');
+    const framed = await fetch(`${multi.base}/context?q=install+the+lamp&k=4&token_budget=600`);
+    assert.equal(framed.headers.get('x-sextant-partial'), 'lost');
+    assert.match(await framed.text(), /chunk_id="(cranfield|golden):/);
+    const health = await (await fetch(`${multi.base}/healthz`)).json();
+    assert.deepEqual(health.bases.map((b) => [b.base, b.loaded]), [['cranfield', true], ['golden', true], ['lost', false]]);
+    assert.equal(health.partial, true);
+
+    // MCP over several bases: ids say their base, and fetch takes them back.
+    const client = await mcpClient(`${multi.base}/mcp`, { authorization: `Bearer ${TOKEN}` });
+    try {
+      const found = await client.callTool({ name: 'search', arguments: { query: 'install from source', k: 4, bases: ['golden'] } });
+      const first = found.structuredContent.results[0];
+      assert.match(first.id, /^golden:guide\//);
+      const chunk = await client.callTool({ name: 'fetch', arguments: { id: first.id } });
+      assert.equal(chunk.structuredContent.text, first.text);
+      assert.equal(chunk.structuredContent.base, 'golden');
+      const described = await client.callTool({ name: 'describe', arguments: {} });
+      assert.deepEqual(described.structuredContent.bases.map((b) => [b.base, b.loaded]), [['cranfield', true], ['golden', true], ['lost', false]]);
+      const ambiguous = await client.callTool({ name: 'fetch', arguments: { id: 'guide/install.md' } });
+      assert.equal(ambiguous.isError, true);
+      assert.match(ambiguous.content[0].text, /say which base/);
+    } finally {
+      await client.close();
+    }
+    // With SEXTANT_LOG_QUERIES, the query is in the line; the token never is.
+    const line = multi.logs.find((l) => l.route === '/search' && l.query === 'install the lamp and wing flutter');
+    assert.deepEqual(line.failed, ['lost']);
+    assert.ok(!JSON.stringify(multi.logs).includes(TOKEN));
+    assert.ok(multi.logs.some((l) => l.route === '/mcp' && l.tool === 'search' && l.query === 'install from source'));
+  } finally {
+    multi.stop();
+  }
+});
+
+test('a SEXTANT_TOKEN under 16 characters is a configuration error, not a guard', async () => {
+  const short = await startWorkerd({ assetsDir, name: 'short-token', env: { SEXTANT_TOKEN: 'short' } });
+  try {
+    const response = await fetch(`${short.base}/mcp`, { method: 'POST', headers: { authorization: 'Bearer short', 'content-type': 'application/json' }, body: '{}' });
+    await expectError(response, 500, 'BAD_CONFIG');
+  } finally {
+    short.stop();
   }
 });

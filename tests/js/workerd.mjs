@@ -21,13 +21,28 @@ export function rss(pid) {
   return Number(line.match(/(\d+)/)[1]) * 1024;
 }
 
-/** workerd serving `assetsDir`; resolves once /healthz answers. */
+/** workerd serving `assetsDir`; resolves once /healthz answers. `logs` collects its log lines. */
 export async function startWorkerd({ assetsDir, env = {}, name = 'run' }) {
   const port = await freePort();
   const config = writeConfig({ assetsDir, address: `127.0.0.1:${port}`, name });
   const child = spawn(path.join(root, 'www/worker/node_modules/.bin/workerd'), ['serve', config], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // The Worker's log lines (one JSON object per request) are kept for the tests to read; other
+  // output passes through.
+  const logs = [];
+  let partial = '';
+  child.stdout.setEncoding('utf8').on('data', (text) => {
+    const lines = (partial + text).split('\n');
+    partial = lines.pop();
+    for (const line of lines) {
+      try {
+        logs.push(JSON.parse(line));
+      } catch {
+        if (line.trim()) process.stdout.write(`${line}\n`);
+      }
+    }
   });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
@@ -41,5 +56,5 @@ export async function startWorkerd({ assetsDir, env = {}, name = 'run' }) {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { base, pid: child.pid, stop: () => child.kill() };
+  return { base, pid: child.pid, logs, stop: () => child.kill() };
 }

@@ -1,22 +1,32 @@
-// sextant at the edge: one ES-module Worker answering search, context and ask requests from the
-// same index bundle the browser uses. The bundle, model and tokenizer are Workers Static Assets
+// sextant at the edge: one ES-module Worker answering search, context, ask and MCP requests from
+// the index bundles the browser uses. The bundles, model and tokenizer are Workers Static Assets
 // (read through the ASSETS binding on the first request, never at start-up); the WebAssembly is
 // imported as a module by the package's `workerd` entry (Workers may not compile wasm at run time).
 //
-//   GET  /search?q=&k=&mode=…        → JSON, the fields of `sextant search --json`
-//   GET  /context?q=&token_budget=…  → the framed context, text/plain
-//   POST /ask {question, k, …}        → server-sent events: `token`… then `done` (verified
-//                                       citations) or `error`
-//   GET  /healthz                     → the index's manifest summary, memory in use and the index files read
+//   GET  /search?q=&k=&mode=&bases=…  → JSON, the fields of `sextant search --json`, each result
+//                                       naming its base
+//   GET  /context?q=&token_budget=…   → the framed context, text/plain
+//   POST /ask {question, k, bases, …}  → server-sent events: `retry`…, `token`… then `done`
+//                                       (verified citations) or `error`
+//   POST /mcp                          → Model Context Protocol (Streamable HTTP, JSON answers):
+//                                       tools search, fetch and describe (mcp.js)
+//   GET  /healthz                      → each base's state, memory in use and the index files read
 // Anything else is served from the static assets (the demo site), or 404.
+//
+// Knowledge bases: SEXTANT_BASES lists `name=folder` pairs, each folder (in the assets) holding
+// the sextant.json a site build writes; one base, docs=sextant, by default. They share one model.
+// A base that fails to load is reported and skipped: answers then say `partial: true`.
+//
+// Every request logs one JSON line (request id, route, bases, stage timings, result count,
+// status; the query only with SEXTANT_LOG_QUERIES = "true"; never a secret or a header).
 //
 // Query parameters and body fields are the core's option names (`defaults().search`,
 // `defaults().context`); the core validates them and its error codes map to HTTP statuses through
 // `defaults().error_codes`. This file adds routing, auth, CORS, streaming and asset serving.
-import { Sextant, memoryBytes, defaults, ready } from 'sextant-search';
+import { Bases, memoryBytes, defaults, ready } from 'sextant-search';
+import { mcp } from './mcp.js';
 
-const API = new Set(['/search', '/context', '/ask', '/healthz']);
-const METHODS = { '/search': 'GET', '/context': 'GET', '/ask': 'POST', '/healthz': 'GET' };
+const METHODS = { '/search': 'GET', '/context': 'GET', '/ask': 'POST', '/mcp': 'POST', '/healthz': 'GET' };
 /** Content types of the static assets, where the asset service does not set one. */
 const TYPES = {
   html: 'text/html; charset=utf-8',
@@ -34,12 +44,12 @@ const TYPES = {
   xml: 'application/xml',
 };
 
-let engine = null; // Promise<Sextant>, made on the first request that needs it
+let engine = null; // Promise<{bases, unavailable}>, made on the first request that needs it
 let loadedAt = null;
 let loadMs = null;
 const indexRead = { files: 0, bytes: 0 }; // index files read through ASSETS, as queries needed them
 
-class HttpError extends Error {
+export class HttpError extends Error {
   constructor(code, message, headers = {}) {
     super(message);
     this.code = code;
@@ -57,22 +67,41 @@ async function statusOf(code) {
   return defaults().error_codes.find((c) => c.code === code)?.http_status ?? 500;
 }
 
-async function errorResponse(e) {
+/** The error as the API answers it: its code and message (and `failed`, the bases that did). */
+function errorBody(e) {
   const code = e?.code ?? 'INTERNAL';
-  const body = { error: { code, message: String(e?.message ?? e) } };
-  return json(body, await statusOf(code), e?.headers ?? {});
+  return { error: { code, message: String(e?.message ?? e), ...(Array.isArray(e?.failed) ? { failed: e.failed } : {}) } };
 }
 
-/** The entry manifest the site build wrote: hashed names of the bundle, model and tokenizer. */
-async function siteManifest(env) {
-  const response = await env.ASSETS.fetch(new Request('http://assets/sextant/sextant.json'));
-  if (!response.ok) throw new HttpError('NOT_BUILT', 'the search assets are missing: run `make worker` (sextant build --site) before deploying');
-  return response.json();
+async function errorResponse(e) {
+  const body = errorBody(e);
+  return json(body, await statusOf(body.error.code), e?.headers ?? {});
+}
+
+/** The bases SEXTANT_BASES names (`name=folder, …`; `docs=sextant` by default). */
+function basesOf(env) {
+  const spec = (env.SEXTANT_BASES ?? '').trim() || 'docs=sextant';
+  return spec.split(',').map((pair) => pair.trim()).filter(Boolean).map((pair) => {
+    const [name, folder, more] = pair.split('=').map((p) => p.trim());
+    if (!name || !folder || more !== undefined || folder.split('/').some((part) => part === '..' || part === '') ) {
+      throw new HttpError('BAD_CONFIG', `SEXTANT_BASES holds ${JSON.stringify(pair)}; write name=folder pairs separated by commas, each folder inside the assets (e.g. "docs=sextant, blog=blog/sextant")`);
+    }
+    return { name, folder };
+  });
+}
+
+/** The entry manifest a site build wrote into `folder`: hashed names of the bundle, model and tokenizer. */
+async function siteManifest(env, folder) {
+  const response = await env.ASSETS.fetch(new Request(`http://assets/${folder}/sextant.json`));
+  if (!response.ok) throw new HttpError('NOT_BUILT', `the search assets are missing from ${folder}/: run \`make worker\` (sextant build --site) before deploying`);
+  const manifest = await response.json();
+  if (!manifest.index) throw new HttpError('NOT_BUILT', `the search assets in ${folder}/ are from another version of sextant: rebuild them with \`make worker\` (sextant build --site)`);
+  return manifest;
 }
 
 async function asset(env, name) {
-  const response = await env.ASSETS.fetch(new Request(`http://assets/sextant/${name}`));
-  if (!response.ok) throw new HttpError('NOT_BUILT', `asset sextant/${name} is missing (${response.status}); rebuild with \`make worker\``);
+  const response = await env.ASSETS.fetch(new Request(`http://assets/${name}`));
+  if (!response.ok) throw new HttpError('NOT_BUILT', `asset ${name} is missing (${response.status}); rebuild with \`make worker\``);
   return new Uint8Array(await response.arrayBuffer());
 }
 
@@ -81,21 +110,36 @@ function weightsOf(env) {
   return env.SEXTANT_WEIGHTS || 'int8';
 }
 
-/** Loads the engine once; concurrent first requests share the same load. */
+/**
+ * Loads the bases once; concurrent first requests share the same load. A base whose assets are
+ * missing or damaged is `unavailable`; the load fails only when none loads.
+ */
 function getEngine(env) {
   engine ??= (async () => {
     const started = Date.now();
-    const manifest = await siteManifest(env);
-    if (!manifest.index) throw new HttpError('NOT_BUILT', 'the search assets are from another version of sextant: rebuild them with `make worker` (sextant build --site)');
-    const [model, tokenizer] = await Promise.all([asset(env, manifest.model), asset(env, manifest.tokenizer)]);
-    let sextant;
+    const configured = basesOf(env);
+    const unavailable = [];
+    const found = [];
+    await Promise.all(configured.map(async ({ name, folder }) => {
+      try {
+        found.push({ name, folder, manifest: await siteManifest(env, folder) });
+      } catch (e) {
+        unavailable.push({ base: name, code: e.code ?? 'INTERNAL', message: e.message });
+      }
+    }));
+    found.sort((a, b) => configured.findIndex((c) => c.name === a.name) - configured.findIndex((c) => c.name === b.name));
+    if (found.length === 0) throw new HttpError(unavailable[0].code, unavailable.map((u) => `${u.base}: ${u.message}`).join('; '));
+    // The model and tokenizer of the first base: every base must be built with the same one.
+    const first = found[0];
+    const [model, tokenizer] = await Promise.all([asset(env, `${first.folder}/${first.manifest.model}`), asset(env, `${first.folder}/${first.manifest.tokenizer}`)]);
+    let bases;
     try {
-      // The index is read lazily: the manifest now, each shard or fragment when a query needs
-      // it, through the ASSETS binding. int8 weights by default: about 40 MB less memory than f32
-      // in a 128 MB isolate, for slower queries (BENCHMARKS.md); SEXTANT_WEIGHTS = "f32" trades
-      // the other way.
-      sextant = await Sextant.load({
-        index: `http://assets/sextant/${manifest.index}`,
+      // Each index is read lazily: its manifest now, each shard or fragment when a query needs
+      // it, through the ASSETS binding. int8 weights by default: about 40 MB less memory than
+      // f32 in a 128 MB isolate, for slower queries (BENCHMARKS.md); SEXTANT_WEIGHTS = "f32"
+      // trades the other way.
+      bases = await Bases.load({
+        bases: found.map(({ name, folder, manifest }) => ({ name, index: `http://assets/${folder}/${manifest.index}` })),
         model,
         tokenizer,
         weights: weightsOf(env),
@@ -112,16 +156,41 @@ function getEngine(env) {
     } catch (e) {
       // A bad value here is the Worker's configuration, not the request: say what to set.
       if (e.code === 'BAD_ARGUMENT') throw new HttpError('BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weightsOf(env))}: ${e.message}; fix it in wrangler.toml [vars]`);
+      if (e.failed) e.failed = [...unavailable, ...e.failed];
       throw e;
     }
     loadMs = Date.now() - started;
     loadedAt = new Date().toISOString();
-    return sextant;
+    // Bases not loaded are reported in the order SEXTANT_BASES lists them.
+    const names = configured.map((c) => c.name);
+    return { bases, names, unavailable };
   })().catch((e) => {
     engine = null; // let a later request try again
     throw e;
   });
   return engine;
+}
+
+/** The bases a request chose (`bases`: names, or "a,b"), those not in the assets left out and reported. */
+export function chooseBases(loaded, requested) {
+  const { bases, names, unavailable } = loaded;
+  let chosen = names;
+  if (requested != null && requested !== '') {
+    const list = Array.isArray(requested) ? requested : String(requested).split(',').map((b) => b.trim()).filter(Boolean);
+    const unknown = list.find((b) => typeof b !== 'string' || !names.includes(b));
+    if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `there is no base ${JSON.stringify(unknown)}; the bases are ${names.join(', ')}`);
+    chosen = [...new Set(list)];
+  }
+  const missing = unavailable.filter((u) => chosen.includes(u.base));
+  const live = chosen.filter((b) => !missing.some((m) => m.base === b));
+  if (live.length === 0) throw new HttpError(missing[0].code, missing.map((m) => `${m.base}: ${m.message}`).join('; '));
+  return { bases, live, missing };
+}
+
+/** A multi-base answer with the bases missing from the assets added to its `failed`. */
+function withMissing(answer, missing) {
+  if (missing.length === 0) return answer;
+  return { ...answer, partial: true, failed: [...missing, ...answer.failed] };
 }
 
 /** A query-string value as JSON: numbers and booleans typed, the rest strings. */
@@ -154,22 +223,33 @@ function optionsOf(url) {
   return options;
 }
 
+function allowedOrigins(env) {
+  return (env.CORS_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
 function cors(request, env) {
   const origin = request.headers.get('origin');
-  const allowed = (env.CORS_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const allowed = allowedOrigins(env);
   if (!origin || !(allowed.includes('*') || allowed.includes(origin))) return {};
   return {
     'access-control-allow-origin': allowed.includes('*') ? '*' : origin,
     'access-control-allow-methods': 'GET, POST, OPTIONS',
-    'access-control-allow-headers': 'authorization, content-type',
-    'access-control-expose-headers': 'x-sextant-chunks, x-sextant-tokens, x-sextant-cold-start',
+    'access-control-allow-headers': 'authorization, content-type, mcp-protocol-version, mcp-session-id',
+    'access-control-expose-headers': 'x-sextant-chunks, x-sextant-tokens, x-sextant-cold-start, x-request-id',
     'access-control-max-age': '86400',
     vary: 'origin',
   };
 }
 
-function checkToken(request, env) {
+/** The shortest SEXTANT_TOKEN accepted: a shorter one is a configuration error, not a guard. */
+const MIN_TOKEN_LENGTH = 16;
+
+/** Requires `Authorization: Bearer <SEXTANT_TOKEN>` on `route` when a token is configured. */
+export function checkToken(request, env, route) {
   if (!env.SEXTANT_TOKEN) return;
+  if (env.SEXTANT_TOKEN.length < MIN_TOKEN_LENGTH) {
+    throw new HttpError('BAD_CONFIG', `SEXTANT_TOKEN is ${env.SEXTANT_TOKEN.length} characters; use at least ${MIN_TOKEN_LENGTH} (e.g. \`openssl rand -hex 24 | wrangler secret put SEXTANT_TOKEN\`)`);
+  }
   const header = request.headers.get('authorization') ?? '';
   const given = header.startsWith('Bearer ') ? header.slice(7) : '';
   // Compare in constant time for equal lengths.
@@ -177,7 +257,7 @@ function checkToken(request, env) {
   const b = new TextEncoder().encode(env.SEXTANT_TOKEN);
   let diff = a.length ^ b.length;
   for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
-  if (diff !== 0) throw new HttpError('UNAUTHORIZED', 'POST /ask needs Authorization: Bearer <SEXTANT_TOKEN>', { 'www-authenticate': 'Bearer' });
+  if (diff !== 0) throw new HttpError('UNAUTHORIZED', `${route} needs Authorization: Bearer <SEXTANT_TOKEN>`, { 'www-authenticate': 'Bearer' });
 }
 
 /** The request body as text, refused past `limit` bytes without reading the rest. */
@@ -215,33 +295,59 @@ function maxIndexBytes(env) {
   return env.SEXTANT_MAX_INDEX_BYTES && Number.isInteger(configured) && configured >= 0 ? configured : DEFAULT_MAX_INDEX_BYTES;
 }
 
+/** LLM_TIMEOUT_MS: how long one answer may take, retries included (the core's default if empty). */
+function llmTimeout(env) {
+  if (!env.LLM_TIMEOUT_MS) return undefined;
+  const ms = Number(env.LLM_TIMEOUT_MS);
+  if (!Number.isInteger(ms) || ms < 0 || ms > 600000) throw new HttpError('BAD_CONFIG', `LLM_TIMEOUT_MS is ${JSON.stringify(env.LLM_TIMEOUT_MS)}; use milliseconds from 0 (no limit) to 600000`);
+  return ms;
+}
+
 function maxRequestBytes(env) {
   const configured = Number(env.SEXTANT_MAX_REQUEST_BYTES);
   return Number.isInteger(configured) && configured > 0 ? configured : defaults().limits.max_request_bytes;
 }
 
-async function search(url, env) {
+/** Query parameters as options, with `bases` taken out (it is the Worker's, not the core's). */
+function requestOptions(url) {
+  const { bases, ...options } = optionsOf(url);
+  return { bases, options };
+}
+
+/** What a search adds to the request's log line. */
+function traced(trace, answer, chosen) {
+  trace.bases = chosen.live;
+  trace.stages = answer.timings;
+  trace.results = answer.results.length;
+  if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
+}
+
+async function search(url, env, trace) {
   const wasCold = engine === null;
-  const sextant = await getEngine(env);
-  const response = await sextant.search(url.searchParams.get('q') ?? '', optionsOf(url));
-  return json(response, 200, { 'x-sextant-cold-start': String(wasCold) });
+  const { bases, options } = requestOptions(url);
+  const chosen = chooseBases(await getEngine(env), bases);
+  const answer = withMissing(await chosen.bases.search(url.searchParams.get('q') ?? '', { ...options, bases: chosen.live }), chosen.missing);
+  traced(trace, answer, chosen);
+  return json(answer, 200, { 'x-sextant-cold-start': String(wasCold) });
 }
 
-async function context(url, env) {
-  const sextant = await getEngine(env);
-  const framed = await sextant.context(url.searchParams.get('q') ?? '', optionsOf(url));
-  return new Response(framed.context, {
-    headers: {
-      'content-type': 'text/plain; charset=utf-8',
-      // Chunk ids come from file names and may hold any character: percent-encoded, space-separated.
-      'x-sextant-chunks': framed.included.map(encodeURIComponent).join(' '),
-      'x-sextant-tokens': String(framed.tokens),
-    },
-  });
+async function context(url, env, trace) {
+  const { bases, options } = requestOptions(url);
+  const chosen = chooseBases(await getEngine(env), bases);
+  const framed = withMissing(await chosen.bases.context(url.searchParams.get('q') ?? '', { ...options, bases: chosen.live }), chosen.missing);
+  traced(trace, framed, chosen);
+  const headers = {
+    'content-type': 'text/plain; charset=utf-8',
+    // Chunk ids come from file names and may hold any character: percent-encoded, space-separated.
+    'x-sextant-chunks': framed.included.map(encodeURIComponent).join(' '),
+    'x-sextant-tokens': String(framed.tokens),
+  };
+  if (framed.partial) headers['x-sextant-partial'] = framed.failed.map((f) => f.base).join(' ');
+  return new Response(framed.context, { headers });
 }
 
-async function ask(request, env, ctx) {
-  checkToken(request, env);
+async function ask(request, env, ctx, trace, log) {
+  checkToken(request, env, 'POST /ask');
   await ready();
   const text = await readBody(request, maxRequestBytes(env));
   let body;
@@ -251,14 +357,16 @@ async function ask(request, env, ctx) {
     throw new HttpError('BAD_ARGUMENT', 'the body must be JSON like {"question": "…", "k": 6}');
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError('BAD_ARGUMENT', 'the body must be a JSON object like {"question": "…"}');
-  const { question, ...options } = body;
+  const { question, bases: requested, ...options } = body;
   if (typeof question !== 'string') throw new HttpError('BAD_ARGUMENT', 'question must be a string');
   // A client may set what the core's context() takes, not the LLM settings of this service.
   const allowed = defaults().context;
   const unknown = Object.keys(options).find((key) => !Object.hasOwn(allowed, key));
-  if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question and ${Object.keys(allowed).join(', ')}`);
+  if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question, bases and ${Object.keys(allowed).join(', ')}`);
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError('LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
-  const sextant = await getEngine(env);
+  const timeout = llmTimeout(env);
+  const chosen = chooseBases(await getEngine(env), requested);
+  if (logQueries(env)) trace.query = question;
   // Stops the LLM call when the client goes away: its signal aborts, or a write fails.
   const upstream = new AbortController();
   request.signal?.addEventListener('abort', () => upstream.abort(), { once: true });
@@ -277,12 +385,16 @@ async function ask(request, env, ctx) {
   // (on_context); a bad option or question fails before that, as an HTTP error.
   let framed;
   const prepared = new Promise((resolve) => (framed = resolve));
-  const answering = sextant.ask(question, {
+  const answering = chosen.bases.ask(question, {
     ...options,
+    bases: chosen.live,
+    ...(timeout === undefined ? {} : { timeout_ms: timeout }),
     llm: { base_url: env.LLM_BASE_URL, model: env.LLM_MODEL, api_key: env.LLM_API_KEY },
     signal: upstream.signal,
     on_context: () => framed(),
     on_token: (token) => send('token', { text: token }),
+    // A 429 or 5xx is tried again: the client hears why it waits.
+    on_retry: ({ attempt, status, wait_ms }) => send('retry', { attempt, status, wait_ms: Math.round(wait_ms) }),
   });
   await Promise.race([prepared, answering]);
   // A comment line every second while the answer runs: a client that has gone shows up as a
@@ -291,9 +403,13 @@ async function ask(request, env, ctx) {
     if (upstream.signal.aborted) return;
     writer.write(encoder.encode(': keep-alive\n\n')).catch(() => upstream.abort());
   }, 1000);
+  trace.bases = chosen.live;
+  trace.status = 200;
   const run = (async () => {
     try {
-      const answer = await answering;
+      const answer = withMissing(await answering, chosen.missing);
+      Object.assign(trace, { stages: answer.timings, results: answer.chunks.length, llm: answer.trace, outcome: 'done' });
+      if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
       await send('done', {
         answer: answer.answer,
         refused: answer.refused,
@@ -302,17 +418,23 @@ async function ask(request, env, ctx) {
         citations: answer.citations,
         unknown_citations: answer.unknown_citations,
         spans: answer.spans,
-        chunks: answer.chunks.map(({ chunk_id, doc_id, title, url, heading_path }) => ({ chunk_id, doc_id, title, url, heading_path })),
+        chunks: answer.chunks.map(({ chunk_id, doc_id, title, url, heading_path, base }) => ({ chunk_id, doc_id, title, url, heading_path, base })),
         usage: answer.usage,
+        timings: answer.timings,
+        partial: answer.partial,
+        failed: answer.failed,
       });
     } catch (e) {
       // Only the code and message: upstream details (hosts, provider text) stay in this Worker.
+      // What did arrive stays marked unverified: its citations were never checked.
       const code = e?.code ?? 'INTERNAL';
       const retryable = defaults().error_codes.find((c) => c.code === code)?.retryable ?? false;
-      await send('error', { code, message: String(e?.message ?? e), retryable });
+      Object.assign(trace, { stages: e?.timings, llm: e?.trace, outcome: code });
+      await send('error', { code, message: String(e?.message ?? e), retryable, ...(e?.partial_answer ? { partial_answer: e.partial_answer, verified: false } : {}) });
     } finally {
       clearInterval(heartbeat);
       await writer.close().catch(() => {});
+      log();
     }
   })();
   ctx.waitUntil(run);
@@ -320,26 +442,36 @@ async function ask(request, env, ctx) {
 }
 
 async function healthz(env) {
-  const manifest = await siteManifest(env);
-  const sextant = engine ? await engine : null;
-  const m = sextant?.manifest();
+  const configured = basesOf(env);
+  const loaded = engine ? await engine.catch(() => null) : null;
+  const described = loaded ? loaded.bases.describe() : [];
   return json({
     status: 'ok',
-    engine: sextant ? 'loaded' : 'not loaded',
+    engine: loaded ? 'loaded' : 'not loaded',
     loaded_at: loadedAt,
     load_ms: loadMs,
     weights: weightsOf(env),
-    index: manifest.index,
-    pages: manifest.pages,
-    chunks: manifest.chunks,
-    generator: manifest.generator,
-    model: m ? { sha256: m.model.sha256, dims: m.model.dims, pooling: m.model.pooling } : null,
-    format: m ? m.format : null,
-    wasm_memory_bytes: sextant ? memoryBytes() : null,
+    bases: configured.map(({ name, folder }) => {
+      const missing = loaded?.unavailable.find((u) => u.base === name);
+      if (missing) return { base: name, folder, loaded: false, code: missing.code, message: missing.message };
+      return { folder, ...(described.find((d) => d.base === name) ?? { base: name, loaded: false }) };
+    }),
+    partial: loaded ? described.some((d) => !d.loaded) || loaded.unavailable.length > 0 : null,
+    wasm_memory_bytes: loaded ? memoryBytes() : null,
     max_index_bytes: maxIndexBytes(env),
     index_files_read: indexRead.files,
     index_bytes_read: indexRead.bytes,
   });
+}
+
+/** Whether log lines carry the query text (SEXTANT_LOG_QUERIES = "true"); off by default. */
+function logQueries(env) {
+  return env.SEXTANT_LOG_QUERIES === 'true';
+}
+
+/** The request's id: the platform's (cf-ray) when there is one, a new one otherwise. */
+function requestId(request) {
+  return request.headers.get('cf-ray') ?? crypto.randomUUID();
 }
 
 /** A static file, as a web host serves it: `/dir/` is `/dir/index.html`, `/dir` redirects to
@@ -375,24 +507,56 @@ export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
     const headers = cors(request, env);
-    if (!API.has(url.pathname)) {
+    if (!Object.hasOwn(METHODS, url.pathname)) {
       if (!env.ASSETS) return new Response('not found', { status: 404 });
       return staticAsset(request, env);
     }
     if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers });
+    const started = Date.now();
+    const trace = { request_id: requestId(request), route: url.pathname, method: request.method };
+    if (logQueries(env) && url.searchParams.has('q')) trace.query = url.searchParams.get('q');
+    // One line per request, when its answer is complete (for /ask, when the stream ends).
+    let logged = false;
+    const log = () => {
+      if (logged) return;
+      logged = true;
+      console.log(JSON.stringify({ time: new Date(started).toISOString(), ...trace, ms: Date.now() - started }));
+    };
     let response;
+    let streaming = false;
     try {
       const allowed = METHODS[url.pathname];
-      if (request.method !== allowed) {
+      if (request.method !== allowed && !(url.pathname === '/mcp' && request.method === 'GET')) {
         throw new HttpError('METHOD_NOT_ALLOWED', `${url.pathname} takes ${allowed}, not ${request.method}`, { allow: `${allowed}, OPTIONS` });
       }
-      if (url.pathname === '/search') response = await search(url, env);
-      else if (url.pathname === '/context') response = await context(url, env);
-      else if (url.pathname === '/ask') response = await ask(request, env, ctx);
-      else response = await healthz(env);
+      if (url.pathname === '/search') response = await search(url, env, trace);
+      else if (url.pathname === '/context') response = await context(url, env, trace);
+      else if (url.pathname === '/ask') {
+        response = await ask(request, env, ctx, trace, () => log());
+        streaming = true;
+      } else if (url.pathname === '/mcp') {
+        response = await mcp(request, env, trace, {
+          check: () => {
+            // A browser page from another origin may not drive the tools (DNS rebinding).
+            const origin = request.headers.get('origin');
+            const origins = allowedOrigins(env);
+            if (origin && !origins.includes('*') && !origins.includes(origin)) throw new HttpError('FORBIDDEN', `origin ${origin} may not call /mcp; add it to CORS_ORIGINS`);
+            checkToken(request, env, 'POST /mcp');
+          },
+          engine: () => getEngine(env),
+          choose: chooseBases,
+          withMissing,
+          readBody: () => readBody(request, maxRequestBytes(env)),
+          errorBody,
+        });
+      } else response = await healthz(env);
     } catch (e) {
       response = await errorResponse(e);
+      trace.error = e?.code ?? 'INTERNAL';
     }
+    trace.status = response.status;
+    if (!streaming || response.status !== 200) log();
+    response.headers.set('x-request-id', trace.request_id);
     for (const [k, v] of Object.entries(headers)) response.headers.set(k, v);
     return response;
   },

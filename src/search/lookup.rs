@@ -1,0 +1,206 @@
+//! A chunk or a whole document found by its id (what an agent asks for after a search: "fetch
+//! `guide/install.md#3`", or all of `guide/install.md`).
+//!
+//! Ids are not sorted in the index (chunks are numbered in the order documents were read), so a
+//! lookup reads the text fragments: those held first, then the others in batches of
+//! [`LOOKUP_BATCH`] until the id is found. A document's chunks are numbered one after another, so
+//! once some are found only the fragments on either side are needed to know it is whole.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Engine, Step};
+
+/// Fragments asked for at once while looking for an id.
+pub const LOOKUP_BATCH: usize = 32;
+
+/// Whether an id named a chunk or a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FoundKind {
+    /// One chunk.
+    Chunk,
+    /// A whole document: its chunks' texts, in order.
+    Document,
+}
+
+/// What an id names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Found {
+    /// The id asked for.
+    pub id: String,
+    /// A chunk or a document.
+    pub kind: FoundKind,
+    /// The document's id.
+    pub doc_id: String,
+    /// The document's title.
+    pub title: String,
+    /// The document's source path.
+    pub source: String,
+    /// The chunk's URL (with its heading's anchor), or the document's.
+    pub url: String,
+    /// The chunk's headings (empty for a document).
+    pub heading_path: Vec<String>,
+    /// The chunk's text, or the document's chunks' texts separated by blank lines.
+    pub text: String,
+    /// The chunks' ids, in order (one for a chunk).
+    pub chunk_ids: Vec<String>,
+}
+
+impl Engine {
+    /// The chunk or document with this id (`None` when the index holds neither), or the text
+    /// fragments to look in next.
+    pub fn lookup(&self, id: &str) -> Step<Option<Found>> {
+        let store = &self.store;
+        let manifest = store.manifest();
+        let total = manifest.counts.chunks as u32;
+        let per = manifest.files.fragments.chunks_per_file.max(1) as u32;
+        let mut missing: Vec<u32> = Vec::new();
+        let mut of_document: Vec<u32> = Vec::new();
+        for first in (0..total).step_by(per as usize) {
+            let Some(fragment) = store.fragment(first) else {
+                missing.push(first);
+                continue;
+            };
+            for (at, chunk) in fragment.chunks.iter().enumerate() {
+                let number = fragment.first + at as u32;
+                let Some(doc) = fragment.document(chunk.doc) else {
+                    continue;
+                };
+                if chunk.id == id {
+                    return Step::Done(Some(Found {
+                        id: id.to_string(),
+                        kind: FoundKind::Chunk,
+                        doc_id: doc.id.clone(),
+                        title: doc.title.clone(),
+                        source: doc.source.clone(),
+                        url: chunk.url.clone(),
+                        heading_path: chunk.heading_path.clone(),
+                        text: chunk.text.clone(),
+                        chunk_ids: vec![chunk.id.clone()],
+                    }));
+                }
+                if doc.id == id {
+                    of_document.push(number);
+                }
+            }
+        }
+        let (Some(&low), Some(&high)) = (of_document.first(), of_document.last()) else {
+            if missing.is_empty() {
+                return Step::Done(None);
+            }
+            missing.truncate(LOOKUP_BATCH);
+            return Step::Need(store.fragment_needs(missing));
+        };
+        // The chunks either side tell whether the document goes on into a fragment not read yet.
+        let sides = [low.checked_sub(1), Some(high + 1).filter(|&n| n < total)];
+        let need = store.fragment_needs(sides.into_iter().flatten());
+        if !need.is_empty() {
+            return Step::Need(need);
+        }
+        self.document_of(id, &of_document)
+            .map_or(Step::Done(None), |found| Step::Done(Some(found)))
+    }
+
+    /// The document `id` from its chunks (`numbers`, in order, every fragment held).
+    fn document_of(&self, id: &str, numbers: &[u32]) -> Option<Found> {
+        let mut found: Option<Found> = None;
+        let mut texts: Vec<&str> = Vec::with_capacity(numbers.len());
+        for &number in numbers {
+            let fragment = self.store.fragment(number)?;
+            let chunk = fragment.chunk(number)?;
+            let doc = fragment.document(chunk.doc)?;
+            let entry = found.get_or_insert_with(|| Found {
+                id: id.to_string(),
+                kind: FoundKind::Document,
+                doc_id: doc.id.clone(),
+                title: doc.title.clone(),
+                source: doc.source.clone(),
+                url: doc.url.clone().unwrap_or_else(|| doc.source.clone()),
+                heading_path: Vec::new(),
+                text: String::new(),
+                chunk_ids: Vec::new(),
+            });
+            entry.chunk_ids.push(chunk.id.clone());
+            texts.push(&chunk.text);
+        }
+        found.map(|mut f| {
+            f.text = texts.join("\n\n");
+            f
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::tests::tiny;
+    use crate::index::{IndexManifest, IndexStore};
+
+    /// Looks `id` up over a split index, adding the files each step asks for; returns what was
+    /// found and how many files were fetched.
+    fn look_up(id: &str, start_with: &[usize]) -> (Option<Found>, usize) {
+        let built = tiny();
+        let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+        let fragments = manifest.files.fragments.files.clone();
+        let mut engine = Engine::new(IndexStore::new(manifest));
+        let bytes = |name: &str| {
+            built
+                .files
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, b)| b.clone())
+                .unwrap()
+        };
+        for &i in start_with {
+            engine.add_file(&fragments[i], &bytes(&fragments[i])).unwrap();
+        }
+        let mut fetched = 0;
+        for _ in 0..10 {
+            match engine.lookup(id) {
+                Step::Done(found) => return (found, fetched),
+                Step::Need(names) => {
+                    assert!(!names.is_empty());
+                    for name in names {
+                        engine.add_file(&name, &bytes(&name)).unwrap();
+                        fetched += 1;
+                    }
+                }
+            }
+        }
+        panic!("lookup of {id} did not end");
+    }
+
+    #[test]
+    fn a_chunk_by_its_id_and_a_document_whole() {
+        let (chunk, _) = look_up("a#1", &[]);
+        let chunk = chunk.expect("a#1 is in the index");
+        assert_eq!(
+            (chunk.kind, chunk.doc_id.as_str(), chunk.text.as_str()),
+            (FoundKind::Chunk, "a", "fog horn")
+        );
+        assert_eq!(chunk.chunk_ids, ["a#1"]);
+        let (doc, _) = look_up("a", &[]);
+        let doc = doc.expect("document a is in the index");
+        assert_eq!(doc.kind, FoundKind::Document);
+        assert_eq!(doc.chunk_ids, ["a#0", "a#1"]);
+        assert_eq!(doc.text, "lamp oil\n\nfog horn");
+    }
+
+    #[test]
+    fn held_fragments_are_read_first_and_a_document_is_checked_whole() {
+        // b#0 is in the second fragment: held, so nothing is fetched.
+        let (found, fetched) = look_up("b#0", &[1]);
+        assert_eq!(found.map(|f| f.text), Some("lamp lens".to_string()));
+        assert_eq!(fetched, 0);
+        // Document b starts the second fragment: the chunk before it is read to know it is whole.
+        let (found, fetched) = look_up("b", &[1]);
+        assert_eq!(found.map(|f| f.chunk_ids), Some(vec!["b#0".to_string()]));
+        assert_eq!(fetched, 1);
+    }
+
+    #[test]
+    fn an_unknown_id_is_none_after_every_fragment_is_read() {
+        assert_eq!(look_up("nowhere#9", &[]), (None, 2));
+        assert_eq!(look_up("", &[0, 1]), (None, 0));
+    }
+}

@@ -1,0 +1,228 @@
+// The Model Context Protocol endpoint (POST /mcp, Streamable HTTP): an AI agent searches the
+// knowledge bases, fetches a chunk or document by id and asks what the bases hold. Read-only and
+// stateless: every POST carries one JSON-RPC message (or a batch, for 2025-03-26 clients) and is
+// answered with JSON; notifications get 202; GET is 405 (no server-initiated stream).
+//
+// The tools answer with text (JSON an agent reads) and the same data as structuredContent.
+
+/** Protocol versions this endpoint speaks, newest first. */
+const VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+const SERVER = { name: 'sextant', version: '0.1.0' };
+
+const TOOLS = [
+  {
+    name: 'search',
+    title: 'Search the knowledge bases',
+    description:
+      'Hybrid (meaning + keyword) search over the documentation. Returns the best passages, each with an id to pass to fetch, its base, title, URL and text. Use "quoted phrases" for exact words and -word to exclude.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        query: { type: 'string', description: 'What to look for, in words.' },
+        mode: { type: 'string', enum: ['hybrid', 'dense', 'keyword'], description: 'hybrid (default), dense (meaning only) or keyword (words only).' },
+        k: { type: 'integer', minimum: 1, maximum: 50, description: 'How many passages (default 8).' },
+        bases: { type: 'array', items: { type: 'string' }, description: 'The knowledge bases to search (describe lists them); all by default.' },
+      },
+      required: ['query'],
+      additionalProperties: false,
+    },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: 'fetch',
+    title: 'Fetch a passage or a document',
+    description:
+      'The full text of a passage (a chunk id from search, like "guide/install.md#3") or of a whole document (a doc id, like "guide/install.md"). With several bases, ids from search start with "base:".',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: 'string', description: 'A chunk id or a document id from search results.' },
+        base: { type: 'string', description: 'The base holding it, when the id does not start with "base:".' },
+      },
+      required: ['id'],
+      additionalProperties: false,
+    },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: 'describe',
+    title: 'Describe the knowledge bases',
+    description: 'The knowledge bases this server searches: their names, how many documents and passages each holds, and whether each is available.',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+];
+
+/** A JSON-RPC error: thrown by a method, answered as `{error: {code, message}}`. */
+class RpcError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.rpcCode = code;
+  }
+}
+
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+
+function jsonResponse(body, status = 200, headers = {}) {
+  return new Response(body === null ? null : JSON.stringify(body), {
+    status,
+    headers: body === null ? headers : { 'content-type': 'application/json; charset=utf-8', ...headers },
+  });
+}
+
+/** Checks a tool's arguments against the few shapes its schema allows; throws INVALID_PARAMS. */
+function argumentsOf(tool, args) {
+  if (args == null) args = {};
+  if (typeof args !== 'object' || Array.isArray(args)) throw new RpcError(INVALID_PARAMS, `${tool.name}: arguments must be an object`);
+  const { properties, required = [] } = tool.inputSchema;
+  for (const key of Object.keys(args)) {
+    if (!Object.hasOwn(properties, key)) throw new RpcError(INVALID_PARAMS, `${tool.name}: unknown argument ${JSON.stringify(key)}; it takes ${Object.keys(properties).join(', ') || 'none'}`);
+  }
+  for (const key of required) {
+    if (args[key] === undefined) throw new RpcError(INVALID_PARAMS, `${tool.name}: ${key} is required`);
+  }
+  for (const [key, value] of Object.entries(args)) {
+    const schema = properties[key];
+    const ok =
+      (schema.type === 'string' && typeof value === 'string' && (!schema.enum || schema.enum.includes(value))) ||
+      (schema.type === 'integer' && Number.isInteger(value) && value >= schema.minimum && value <= schema.maximum) ||
+      (schema.type === 'array' && Array.isArray(value) && value.every((v) => typeof v === 'string'));
+    if (!ok) {
+      const want = schema.enum ? `one of ${schema.enum.join(', ')}` : schema.type === 'integer' ? `an integer from ${schema.minimum} to ${schema.maximum}` : schema.type === 'array' ? 'a list of strings' : 'a string';
+      throw new RpcError(INVALID_PARAMS, `${tool.name}: ${key} must be ${want}`);
+    }
+  }
+  return args;
+}
+
+/** A tool's answer: its data as JSON text and as structuredContent. */
+function toolResult(data) {
+  return { content: [{ type: 'text', text: JSON.stringify(data, null, 1) }], structuredContent: data };
+}
+
+/** A tool that ran and failed (a bad id, no base answered): the agent reads why. */
+function toolError(message) {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+async function callTool(name, rawArgs, ctx, trace) {
+  const tool = TOOLS.find((t) => t.name === name);
+  if (!tool) throw new RpcError(INVALID_PARAMS, `there is no tool ${JSON.stringify(name)}; the tools are ${TOOLS.map((t) => t.name).join(', ')}`);
+  const args = argumentsOf(tool, rawArgs);
+  trace.tool = name;
+  let loaded;
+  try {
+    loaded = await ctx.engine();
+  } catch (e) {
+    return toolError(`the knowledge bases are not available: ${e.message}`);
+  }
+  const several = loaded.names.length > 1;
+  try {
+    if (name === 'describe') {
+      const described = loaded.bases.describe();
+      const bases = loaded.names.map((base) => {
+        const missing = loaded.unavailable.find((u) => u.base === base);
+        if (missing) return { base, loaded: false, code: missing.code, message: missing.message };
+        const d = described.find((x) => x.base === base);
+        return d.loaded ? { base, loaded: true, documents: d.documents, chunks: d.chunks } : d;
+      });
+      return toolResult({ bases, ids: several ? 'base:chunk_id' : 'chunk_id' });
+    }
+    if (name === 'search') {
+      const chosen = ctx.choose(loaded, args.bases);
+      if (ctx.logQueries) trace.query = args.query;
+      const answer = ctx.withMissing(await chosen.bases.search(args.query, { k: args.k ?? 8, ...(args.mode ? { mode: args.mode } : {}), bases: chosen.live }), chosen.missing);
+      Object.assign(trace, { bases: chosen.live, stages: answer.timings, results: answer.results.length });
+      if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
+      return toolResult({
+        results: answer.results.map((r) => ({
+          id: several ? `${r.base}:${r.chunk_id}` : r.chunk_id,
+          doc_id: several ? `${r.base}:${r.doc_id}` : r.doc_id,
+          base: r.base,
+          title: r.title,
+          heading_path: r.heading_path,
+          url: r.url,
+          score: r.score,
+          text: r.text,
+        })),
+        partial: answer.partial,
+        failed: answer.failed,
+      });
+    }
+    // fetch
+    const found = await loaded.bases.get(args.id, { base: args.base });
+    trace.results = found ? 1 : 0;
+    if (!found) return toolError(`nothing has the id ${JSON.stringify(args.id)}; use an id from search results (a chunk id, or a doc id for the whole document)`);
+    return toolResult(found);
+  } catch (e) {
+    if (e?.code === 'BAD_ARGUMENT' || e?.code === 'NO_MODEL') return toolError(e.message);
+    throw e;
+  }
+}
+
+/** Answers one JSON-RPC message: a response object, or null for a notification. */
+async function handle(message, ctx, trace) {
+  if (message === null || typeof message !== 'object' || Array.isArray(message) || message.jsonrpc !== '2.0' || typeof message.method !== 'string') {
+    return { jsonrpc: '2.0', id: message?.id ?? null, error: { code: INVALID_REQUEST, message: 'not a JSON-RPC 2.0 request' } };
+  }
+  const { id, method, params } = message;
+  const notification = id === undefined;
+  trace.rpc = method;
+  try {
+    let result;
+    if (method === 'initialize') {
+      const asked = params?.protocolVersion;
+      result = {
+        protocolVersion: VERSIONS.includes(asked) ? asked : VERSIONS[0],
+        capabilities: { tools: { listChanged: false } },
+        serverInfo: SERVER,
+        instructions: 'Search the documentation with search, read a passage or a whole page with fetch, and list the knowledge bases with describe. Cite passages by their id.',
+      };
+    } else if (method === 'ping') result = {};
+    else if (method === 'tools/list') result = { tools: TOOLS };
+    else if (method === 'tools/call') result = await callTool(params?.name, params?.arguments, ctx, trace);
+    else if (method.startsWith('notifications/')) result = null;
+    else throw new RpcError(METHOD_NOT_FOUND, `this server has no method ${JSON.stringify(method)}; it offers tools (tools/list, tools/call)`);
+    return notification ? null : { jsonrpc: '2.0', id, result };
+  } catch (e) {
+    if (notification) return null;
+    if (e instanceof RpcError) return { jsonrpc: '2.0', id, error: { code: e.rpcCode, message: e.message } };
+    // The service failed (a base's files, the model): the code and message, nothing upstream.
+    const { error } = ctx.errorBody(e);
+    return { jsonrpc: '2.0', id, error: { code: -32603, message: error.message, data: { code: error.code } } };
+  }
+}
+
+/**
+ * POST /mcp. `ctx`: check() (origin and bearer token), engine(), choose(), withMissing(),
+ * readBody(), errorBody() and logQueries from the Worker.
+ */
+export async function mcp(request, env, trace, ctx) {
+  ctx.logQueries = env.SEXTANT_LOG_QUERIES === 'true';
+  ctx.check();
+  if (request.method === 'GET') {
+    // No server-initiated stream: the client then talks by POST only.
+    return jsonResponse({ error: { code: 'METHOD_NOT_ALLOWED', message: 'this MCP endpoint offers no event stream; POST JSON-RPC messages' } }, 405, { allow: 'POST, OPTIONS' });
+  }
+  const version = request.headers.get('mcp-protocol-version');
+  if (version && !VERSIONS.includes(version)) {
+    return jsonResponse({ jsonrpc: '2.0', id: null, error: { code: INVALID_REQUEST, message: `protocol version ${version} is not supported; use one of ${VERSIONS.join(', ')}` } }, 400);
+  }
+  const text = await ctx.readBody();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return jsonResponse({ jsonrpc: '2.0', id: null, error: { code: PARSE_ERROR, message: 'the body is not JSON: POST one JSON-RPC message' } }, 400);
+  }
+  if (Array.isArray(body)) {
+    if (body.length === 0 || body.length > 32) return jsonResponse({ jsonrpc: '2.0', id: null, error: { code: INVALID_REQUEST, message: 'a batch holds 1 to 32 messages' } }, 400);
+    const answers = (await Promise.all(body.map((m) => handle(m, ctx, trace)))).filter(Boolean);
+    return answers.length ? jsonResponse(answers) : jsonResponse(null, 202);
+  }
+  const answer = await handle(body, ctx, trace);
+  return answer ? jsonResponse(answer) : jsonResponse(null, 202);
+}
