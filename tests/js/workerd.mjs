@@ -7,7 +7,7 @@ import path from 'node:path';
 import { root } from './harness.mjs';
 import { writeConfig } from '../../www/worker/workerd-config.mjs';
 
-async function freePort() {
+export async function freePort() {
   const server = createServer();
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address();
@@ -21,14 +21,18 @@ export function rss(pid) {
   return Number(line.match(/(\d+)/)[1]) * 1024;
 }
 
-/** workerd serving `assetsDir`; resolves once /healthz answers. `logs` collects its log lines. */
-export async function startWorkerd({ assetsDir, env = {}, name = 'run' }) {
+/** workerd serving `assetsDir` (`args`: more `workerd serve` flags); resolves once /healthz
+ * answers. `logs` collects its log lines. */
+export async function startWorkerd({ assetsDir, env = {}, name = 'run', args = [] }) {
   const port = await freePort();
   const config = writeConfig({ assetsDir, address: `127.0.0.1:${port}`, name });
-  const child = spawn(path.join(root, 'www/worker/node_modules/.bin/workerd'), ['serve', config], {
+  const child = spawn(path.join(root, 'www/worker/node_modules/.bin/workerd'), ['serve', config, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // A test or benchmark that dies must not leave workerd running (and holding its stdout).
+  const kill = () => child.kill();
+  process.once('exit', kill);
   // The Worker's log lines (one JSON object per request) are kept for the tests to read; other
   // output passes through.
   const logs = [];
@@ -56,5 +60,13 @@ export async function startWorkerd({ assetsDir, env = {}, name = 'run' }) {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { base, pid: child.pid, logs, stop: () => child.kill() };
+  return {
+    base,
+    pid: child.pid,
+    logs,
+    stop: () => {
+      process.off('exit', kill);
+      child.kill();
+    },
+  };
 }
