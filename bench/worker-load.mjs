@@ -161,7 +161,7 @@ async function phase(workerd, n, duration, probe) {
           if (!r.ok) failures.push(`${r.route} ${r.status}`);
         } catch (e) {
           records.push({ route: state.route, status: 0, ok: false, ms: performance.now() - state.started });
-          failures.push(`${state.route}: ${e.message} (${e.code ?? e.cause?.code ?? "no code"}) after ${Math.round(performance.now() - state.started)} ms`);
+          failures.push(`${state.route}: ${e.message} (${e.code ?? e.cause?.code ?? 'no code'}) after ${Math.round(performance.now() - state.started)} ms`);
         }
       }
     }),

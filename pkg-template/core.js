@@ -799,6 +799,7 @@ export function makeApi(wasm, initialise) {
           }
         }
       }
+      failed.sort((a, b) => names.indexOf(a.base) - names.indexOf(b.base));
       if (loaded.size === 0) {
         throw new SextantError(failed[0].code, `no knowledge base loaded: ${failed.map((f) => `${f.base}: ${f.message}`).join('; ')}`, { failed });
       }
@@ -865,7 +866,7 @@ export function makeApi(wasm, initialise) {
       for (const [i, r] of settled.entries()) {
         if (r.status === 'rejected') {
           // Options are checked the same way by every base: a bad one is the caller's error.
-          if (r.reason?.code === 'BAD_ARGUMENT') throw r.reason;
+          if (r.reason?.code === 'BAD_ARGUMENT' || r.reason?.code === 'NO_MODEL') throw r.reason;
           failed.push({ base: live[i], code: r.reason?.code ?? 'INTERNAL', message: String(r.reason?.message ?? r.reason) });
           continue;
         }

@@ -158,8 +158,9 @@ async function callTool(name, rawArgs, ctx, trace) {
     if (!found) return toolError(`nothing has the id ${JSON.stringify(args.id)}; use an id from search results (a chunk id, or a doc id for the whole document)`);
     return toolResult(found);
   } catch (e) {
-    if (e?.code === 'BAD_ARGUMENT' || e?.code === 'NO_MODEL') return toolError(e.message);
-    throw e;
+    // The tool ran and failed (a bad option, no base answered): the agent reads why.
+    if (e instanceof RpcError) throw e;
+    return toolError(`${e?.code ?? 'INTERNAL'}: ${e?.message ?? e}`);
   }
 }
 
