@@ -119,7 +119,8 @@ async function callTool(name, rawArgs, ctx, trace) {
   } catch (e) {
     return toolError(`the knowledge bases are not available: ${e.message}`);
   }
-  const several = loaded.names.length > 1;
+  // Ids say their base when the bases hold more than one (as those an LLM reads: `Bases`).
+  const several = loaded.bases.names.length > 1;
   try {
     if (name === 'describe') {
       const described = loaded.bases.describe();
