@@ -149,7 +149,7 @@ fn purpose_options(
         "ask" => {
             let o: AskOptions = options(&AskOptions::default(), value, "ask options")?;
             o.validate().map_err(bad_argument)?;
-            Ok((o.context.search.clone(), o.context.frame.clone(), Some(o)))
+            Ok((o.context.search.clone(), o.context.frame, Some(o)))
         }
         other => Err(bad_argument(format!(
             "purpose must be search, context or ask, not {other:?}"
