@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
 #[cfg(feature = "model")]
-pub use runner::TractEmbedder;
+pub use runner::{OpTime, TractEmbedder};
 #[cfg(feature = "model")]
 pub use tokenizer::ModelTokenizer;
 

@@ -177,6 +177,67 @@ impl Embedder for TractEmbedder {
     }
 }
 
+/// One operator kind's share of a run ([`TractEmbedder::profile`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OpTime {
+    /// The operator (tract's name for it: `EinSum`, `Softmax`, …), or `(outside operators)` for
+    /// the plan's own work: setting inputs, resolving the sequence length, collecting outputs.
+    pub op: String,
+    /// Nodes of this kind evaluated per run.
+    pub nodes: usize,
+    /// Milliseconds per run, on average.
+    pub ms: f64,
+}
+
+impl TractEmbedder {
+    /// Times every operator of the plan over `rounds` runs on `ids` (a profile, for BENCHMARKS.md;
+    /// `now` is a clock in milliseconds): each kind's nodes and average milliseconds per run,
+    /// slowest first, and the time spent outside operators.
+    #[doc(hidden)]
+    pub fn profile(&self, ids: &[u32], rounds: usize, now: &dyn Fn() -> f64) -> Result<Vec<OpTime>, EmbedError> {
+        let mut by_op: std::collections::BTreeMap<String, (usize, f64)> = std::collections::BTreeMap::new();
+        let mut outside = 0.0;
+        let mut state = self.loaded.plan.spawn().map_err(run_error)?;
+        let rounds = rounds.max(1);
+        for round in 0..rounds {
+            let inputs = self.loaded.inputs(ids, None);
+            let mut in_ops = 0.0;
+            let started = now();
+            state
+                .run_plan_with_eval(inputs, |ctx, op_state, node, input| {
+                    let t = now();
+                    let out = tract_onnx::tract_core::plan::eval(ctx, op_state, node, input);
+                    let ms = now() - t;
+                    in_ops += ms;
+                    let entry = by_op.entry(node.op().name().to_string()).or_insert((0, 0.0));
+                    if round == 0 {
+                        entry.0 += 1;
+                    }
+                    entry.1 += ms;
+                    out
+                })
+                .map_err(run_error)?;
+            outside += now() - started - in_ops;
+        }
+        let per_run = rounds as f64;
+        let mut times: Vec<OpTime> = by_op
+            .into_iter()
+            .map(|(op, (nodes, ms))| OpTime {
+                op,
+                nodes,
+                ms: ms / per_run,
+            })
+            .collect();
+        times.push(OpTime {
+            op: "(outside operators)".into(),
+            nodes: 0,
+            ms: outside / per_run,
+        });
+        times.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        Ok(times)
+    }
+}
+
 /// The plan for [`Weights::Int8`]. Left to itself, tract would dequantise every weight before
 /// the first layer runs (nothing orders a weight's `Cast → Mul` after the activations it
 /// multiplies), so all the f32 copies would be alive at once: as much memory as folding. This
@@ -250,6 +311,17 @@ impl LoadedPlan {
     /// Runs the plan on one sequence: `input_ids`, an `attention_mask` of ones and, if the model
     /// takes them, `token_type_ids` (`types`, or zeros); its first output.
     pub(super) fn run(&self, ids: &[u32], types: Option<&[u32]>) -> Result<TValue, EmbedError> {
+        let mut outputs = self.plan.run(self.inputs(ids, types)).map_err(run_error)?;
+        if outputs.is_empty() {
+            return Err(EmbedError::Run {
+                reason: "the model produced no output".into(),
+            });
+        }
+        Ok(outputs.swap_remove(0))
+    }
+
+    /// The plan's inputs for one sequence (and the int8 weights, with [`Weights::Int8`]).
+    fn inputs(&self, ids: &[u32], types: Option<&[u32]>) -> TVec<TValue> {
         let len = ids.len();
         let column = |values: &[u32], j: usize| values.get(j).copied().map_or(0, i64::from);
         let input_ids: Tensor = tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| column(ids, j)).into();
@@ -261,13 +333,7 @@ impl LoadedPlan {
             inputs.push(types.into());
         }
         inputs.extend(self.weight_inputs.iter().cloned());
-        let mut outputs = self.plan.run(inputs).map_err(run_error)?;
-        if outputs.is_empty() {
-            return Err(EmbedError::Run {
-                reason: "the model produced no output".into(),
-            });
-        }
-        Ok(outputs.swap_remove(0))
+        inputs
     }
 }
 
