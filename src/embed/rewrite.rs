@@ -7,7 +7,9 @@
 //! - with [`Weights::F32`] every other dequantisation is folded once into an f32 tensor and taken
 //!   out of the protobuf ([`extract_folded_weights`], then [`inject_constants`] after parsing);
 //! - with [`Weights::Int8`] the int8 tensors become extra graph inputs, so nothing folds them
-//!   ([`int8_weights_as_inputs`]).
+//!   ([`int8_weights_as_inputs`]), and a per-column scale moves after its matrix product
+//!   ([`scale_after_matmul`]): it multiplies the small `[tokens, N]` product instead of the whole
+//!   `[K, N]` weight on every run.
 //!
 //! All of it is tested here on tiny hand-built graphs, run by tract against the unrewritten graph.
 
@@ -35,7 +37,10 @@ pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> Tra
     let mut prepared = Prepared::default();
     match weights {
         Weights::F32 => prepared.folded = extract_folded_weights(graph)?,
-        Weights::Int8 => prepared.runtime_weights = int8_weights_as_inputs(graph)?,
+        Weights::Int8 => {
+            scale_after_matmul(graph);
+            prepared.runtime_weights = int8_weights_as_inputs(graph)?;
+        }
     }
     drop_unread_initializers(graph);
     Ok(prepared)
@@ -284,26 +289,83 @@ fn tensor_input(name: &str, elem_type: i32, shape: &[usize]) -> pb::ValueInfoPro
 /// constant to fold and the `Cast → Mul` runs on every call, on the int8 tensor.
 fn int8_weights_as_inputs(graph: &mut pb::GraphProto) -> TractResult<Vec<(String, Tensor)>> {
     let mut out: Vec<(String, Tensor)> = Vec::new();
-    for d in dequant_pairs(graph) {
-        if out.iter().any(|(name, _)| *name == d.q) {
+    // The weights cast to f32 inside the graph: scaled after the cast, or after their product.
+    let cast: Vec<String> = graph
+        .node
+        .iter()
+        .filter(|n| n.op_type == "Cast" && n.input.len() == 1)
+        .map(|n| n.input[0].clone())
+        .collect();
+    for q in cast {
+        if out.iter().any(|(name, _)| *name == q) {
             continue;
         }
-        let Some(at) = graph.initializer.iter().position(|t| t.name == d.q) else {
+        let Some(at) = graph.initializer.iter().position(|t| t.name == q) else {
             continue;
         };
-        let Some(q) = proto_tensor(&graph.initializer[at])? else {
+        let Some(tensor) = proto_tensor(&graph.initializer[at])? else {
             continue;
         };
-        if !matches!(q.datum_type(), DatumType::I8 | DatumType::U8) {
+        if !matches!(tensor.datum_type(), DatumType::I8 | DatumType::U8) {
             continue;
         }
         let proto = graph.initializer.swap_remove(at);
         // Old IR versions also list initializers as inputs: keep the weights after the real ones.
-        graph.input.retain(|i| i.name != d.q);
-        graph.input.push(tensor_input(&d.q, proto.data_type, q.shape()));
-        out.push((d.q, q));
+        graph.input.retain(|i| i.name != q);
+        graph.input.push(tensor_input(&q, proto.data_type, tensor.shape()));
+        out.push((q, tensor));
     }
     Ok(out)
+}
+
+/// `MatMul(x, Mul(Cast(q), s))`, with `s` one scale per column of `q` (`[1, N]`, `[N]` or one
+/// value), becomes `Mul(MatMul(x, Cast(q)), s)`: the same product (`x·(q∘s) = (x·q)∘s` column by
+/// column), but the scale multiplies the `[tokens, N]` result instead of the `[K, N]` weight,
+/// which [`Weights::Int8`] dequantises on every run.
+fn scale_after_matmul(graph: &mut pb::GraphProto) {
+    let dims: HashMap<String, Vec<i64>> = graph
+        .initializer
+        .iter()
+        .map(|t| (t.name.clone(), t.dims.clone()))
+        .collect();
+    let per_column = |q: &str, scale: &str| -> bool {
+        let (Some(q), Some(s)) = (dims.get(q), dims.get(scale)) else {
+            return false;
+        };
+        let columns = q.last().copied().unwrap_or(0);
+        match s.as_slice() {
+            [] | [1] | [1, 1] => true,
+            [n] | [1, n] => q.len() == 2 && *n == columns,
+            _ => false,
+        }
+    };
+    // One at a time: each move shifts the nodes after it.
+    loop {
+        let found = dequant_pairs(graph).into_iter().find_map(|d| {
+            let readers: Vec<usize> = (0..graph.node.len())
+                .filter(|&i| graph.node[i].input.iter().any(|x| *x == d.output))
+                .collect();
+            let [matmul] = readers.as_slice() else { return None };
+            let node = &graph.node[*matmul];
+            let fits = node.op_type == "MatMul"
+                && node.input.len() == 2
+                && node.input[1] == d.output
+                && node.input[0] != d.output
+                && per_column(&d.q, &d.scale);
+            fits.then_some((d, *matmul))
+        });
+        let Some((d, matmul)) = found else { break };
+        let cast_out = graph.node[d.cast_at].output[0].clone();
+        let out = graph.node[matmul].output[0].clone();
+        let product = format!("{out}__unscaled");
+        graph.node[matmul].input[1] = cast_out;
+        graph.node[matmul].output[0] = product.clone();
+        let mut mul = graph.node.remove(d.mul_at);
+        mul.input = vec![product, d.scale];
+        mul.output = vec![out];
+        let after = if d.mul_at < matmul { matmul } else { matmul + 1 };
+        graph.node.insert(after, mul);
+    }
 }
 
 /// Turns the graph inputs [`extract_folded_weights`] declared into constants holding the
@@ -599,7 +661,38 @@ pub(super) mod tests {
             Some(pb::type_proto::Value::TensorType(t)) => assert_eq!(t.elem_type, DataType::Int8 as i32),
             other => panic!("{other:?}"),
         }
-        assert_eq!(run(&proto, vec![], &prepared.runtime_weights, &IDS), reference);
+        // The scale moved after the product: the same values, up to float rounding.
+        assert!(
+            names(graph).contains(&"Mul:last_hidden_state__unscaled,w_s".to_string()),
+            "{:?}",
+            names(graph)
+        );
+        assert!(names(graph).contains(&"MatMul:hidden,w_f".to_string()));
+        let got = run(&proto, vec![], &prepared.runtime_weights, &IDS);
+        for (g, r) in got.iter().zip(&reference) {
+            assert!((g - r).abs() <= 1e-5 * r.abs().max(1.0), "{got:?} vs {reference:?}");
+        }
+    }
+
+    #[test]
+    fn a_scale_moves_after_its_product_only_when_it_is_per_column() {
+        for (scale_dims, moves) in [
+            (vec![1, 3], true),
+            (vec![3], true),
+            (vec![1], true),
+            (vec![2, 1], false),
+        ] {
+            let mut proto = tiny_int8_model();
+            let graph = proto.graph.as_mut().unwrap();
+            let w_s = graph.initializer.iter_mut().find(|t| t.name == "w_s").unwrap();
+            let values: Vec<f32> = (0..scale_dims.iter().product::<i64>())
+                .map(|i| 0.1 + i as f32 * 0.1)
+                .collect();
+            *w_s = float("w_s", &scale_dims, &values);
+            scale_after_matmul(graph);
+            let moved = names(graph).iter().any(|n| n == "MatMul:hidden,w_f");
+            assert_eq!(moved, moves, "scale {scale_dims:?}: {:?}", names(graph));
+        }
     }
 
     #[test]
