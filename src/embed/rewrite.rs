@@ -343,7 +343,7 @@ fn scale_after_matmul(graph: &mut pb::GraphProto) {
     loop {
         let found = dequant_pairs(graph).into_iter().find_map(|d| {
             let readers: Vec<usize> = (0..graph.node.len())
-                .filter(|&i| graph.node[i].input.iter().any(|x| *x == d.output))
+                .filter(|&i| graph.node[i].input.contains(&d.output))
                 .collect();
             let [matmul] = readers.as_slice() else { return None };
             let node = &graph.node[*matmul];
