@@ -384,6 +384,23 @@ impl Engine {
         step_to_js(self.inner.lookup(id))
     }
 
+    /// `profileEmbedding(ids, rounds)`: milliseconds per run of each operator kind of the model
+    /// over `rounds` runs on these token ids (`bench/wasm-profile.mjs`).
+    #[wasm_bindgen(js_name = profileEmbedding)]
+    pub fn profile_embedding(&self, ids: Vec<u32>, rounds: u32) -> Result<JsValue, JsValue> {
+        let embedder = self
+            .inner
+            .embedder()
+            .ok_or_else(|| js_error(ErrorCode::NoModel, "this engine was loaded without a model"))?;
+        let clock = JsClock::new();
+        let now = || clock.now_ms();
+        match embedder.profile(&ids, rounds as usize, &now) {
+            Some(Ok(ops)) => to_js(&ops),
+            Some(Err(e)) => Err(js_error(e.code(), e)),
+            None => Err(bad_argument("this model cannot be profiled")),
+        }
+    }
+
     /// The bundle's manifest.
     pub fn manifest(&self) -> Result<JsValue, JsValue> {
         to_js(self.inner.manifest())

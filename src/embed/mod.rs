@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
 #[cfg(feature = "model")]
-pub use runner::{OpTime, TractEmbedder};
+pub use runner::TractEmbedder;
 #[cfg(feature = "model")]
 pub use tokenizer::ModelTokenizer;
 
@@ -220,4 +220,21 @@ pub trait Embedder: Send + Sync {
     fn count_tokens(&self, text: &str) -> Result<usize, EmbedError>;
     /// The token ids the model sees for `text` (special tokens added, truncated at the window).
     fn token_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError>;
+    /// Milliseconds per run of each operator kind over `rounds` runs on `ids` (a profile, for
+    /// BENCHMARKS.md; `now` a clock in milliseconds), or `None` when this embedder cannot tell.
+    fn profile(&self, _ids: &[u32], _rounds: usize, _now: &dyn Fn() -> f64) -> Option<Result<Vec<OpTime>, EmbedError>> {
+        None
+    }
+}
+
+/// One operator kind's share of a run ([`TractEmbedder::profile`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpTime {
+    /// The operator (tract's name for it: `EinSum`, `Softmax`, …), or `(outside operators)` for
+    /// the plan's own work: setting inputs, resolving the sequence length, collecting outputs.
+    pub op: String,
+    /// Nodes of this kind evaluated per run.
+    pub nodes: usize,
+    /// Milliseconds per run, on average.
+    pub ms: f64,
 }

@@ -14,7 +14,7 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
 use super::rewrite::{inject_constants, prepare_graph};
-use super::{EmbedError, Embedder, ModelOptions, ModelSpec, ModelTokenizer, Pooling, TextKind, Weights};
+use super::{EmbedError, Embedder, ModelOptions, ModelSpec, ModelTokenizer, OpTime, Pooling, TextKind, Weights};
 use crate::digest::sha256_hex;
 use crate::vecmath::l2_normalize;
 
@@ -175,18 +175,10 @@ impl Embedder for TractEmbedder {
     fn token_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
         self.tokenizer.encode(text)
     }
-}
 
-/// One operator kind's share of a run ([`TractEmbedder::profile`]).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct OpTime {
-    /// The operator (tract's name for it: `EinSum`, `Softmax`, …), or `(outside operators)` for
-    /// the plan's own work: setting inputs, resolving the sequence length, collecting outputs.
-    pub op: String,
-    /// Nodes of this kind evaluated per run.
-    pub nodes: usize,
-    /// Milliseconds per run, on average.
-    pub ms: f64,
+    fn profile(&self, ids: &[u32], rounds: usize, now: &dyn Fn() -> f64) -> Option<Result<Vec<OpTime>, EmbedError>> {
+        Some(TractEmbedder::profile(self, ids, rounds, now))
+    }
 }
 
 impl TractEmbedder {
@@ -238,13 +230,14 @@ impl TractEmbedder {
     }
 }
 
-/// The plan for [`Weights::Int8`]. Left to itself, tract would dequantise every weight before
+/// The plan whose weights are inputs (int8 weights, and f32 weights in WebAssembly). Left to
+/// itself, tract would dequantise (or pack) every weight before
 /// the first layer runs (nothing orders a weight's `Cast → Mul` after the activations it
 /// multiplies), so all the f32 copies would be alive at once: as much memory as folding. This
 /// adds, for each weight, a dependency of its first node on the other inputs of the node that
 /// consumes the dequantised weight, so each is dequantised just before use and freed after.
 #[inline(never)]
-fn int8_plan(model: TypedModel, weight_inputs: usize) -> TractResult<Arc<TypedRunnableModel>> {
+fn weights_as_inputs_plan(model: TypedModel, weight_inputs: usize) -> TractResult<Arc<TypedRunnableModel>> {
     use tract_onnx::tract_core::ops::konst::Const;
     let inputs = model.input_outlets()?.to_vec();
     let live_inputs = |node: usize| -> Vec<usize> {
@@ -297,7 +290,8 @@ pub(super) struct LoadedPlan {
     pub(super) plan: Arc<TypedRunnableModel>,
     /// Whether the model takes `token_type_ids` (its third input).
     pub(super) takes_token_type_ids: bool,
-    /// With [`Weights::Int8`]: the int8 weights, passed as inputs on every call.
+    /// The weights passed as inputs on every call (int8 weights; f32 weights in WebAssembly),
+    /// shared, never copied.
     pub(super) weight_inputs: Vec<TValue>,
 }
 
@@ -351,7 +345,17 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
         Some(graph) => prepare_graph(graph, weights).map_err(bad)?,
         None => Default::default(),
     };
-    let (folded, runtime_weights) = (prepared.folded, prepared.runtime_weights);
+    // In WebAssembly, f32 weights packed for the kernel on every run, each just before its
+    // product, multiply faster than weights packed once at load: a query's products are bound by
+    // reading the weights, and freshly packed ones are still in cache (BENCHMARKS.md, the wasm
+    // profile). There the folded weights stay inputs, ordered as the int8 ones are. Natively the
+    // packing costs more than it saves.
+    let repack_per_run = cfg!(target_arch = "wasm32") && weights == Weights::F32;
+    let (folded, runtime_weights) = if repack_per_run {
+        (Vec::new(), prepared.folded)
+    } else {
+        (prepared.folded, prepared.runtime_weights)
+    };
     let mut inference = onnx.model_for_proto_model(&proto).map_err(bad)?;
     drop(proto);
     inject_constants(&mut inference, folded).map_err(bad)?;
@@ -382,9 +386,10 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
             .map_err(bad)?;
     }
     let typed = inference.into_optimized().map_err(bad)?;
-    let plan = match weights {
-        Weights::F32 => typed.into_runnable().map_err(bad)?,
-        Weights::Int8 => int8_plan(typed, runtime_weights.len()).map_err(bad)?,
+    let plan = if runtime_weights.is_empty() {
+        typed.into_runnable().map_err(bad)?
+    } else {
+        weights_as_inputs_plan(typed, runtime_weights.len()).map_err(bad)?
     };
     Ok(LoadedPlan {
         plan,
