@@ -697,8 +697,9 @@ export function makeApi(wasm, initialise) {
      */
     async get(id) {
       if (typeof id !== 'string') throw new SextantError('BAD_ARGUMENT', 'get() takes an id (a string): a chunk_id or a doc_id from search results');
+      // Each round reads at least one fragment not held yet: as many rounds as fragments always end.
       const fragments = this.manifest().files.fragments.files.length;
-      return untilDone(this.#engine, this.#files, () => this.#engine.lookup(id), this.#maxIndexBytes, Math.ceil(fragments / 32) + 3);
+      return untilDone(this.#engine, this.#files, () => this.#engine.lookup(id), this.#maxIndexBytes, fragments + 3);
     }
 
     /**
@@ -793,8 +794,12 @@ export function makeApi(wasm, initialise) {
               owner = sextant;
             }
           } catch (e) {
-            if (e?.code !== 'MODEL_MISMATCH') throw e;
+            if (e?.code !== 'MODEL_MISMATCH') {
+              for (const other of loaded.values()) other.free();
+              throw e;
+            }
             fail(name, e);
+            sextant.free();
             loaded.delete(name);
           }
         }
@@ -926,6 +931,8 @@ export function makeApi(wasm, initialise) {
       if (typeof id !== 'string') throw new SextantError('BAD_ARGUMENT', 'get() takes an id (a string) from search results');
       let name = base;
       let local = id;
+      // An id from search results may carry its base even when `base` is given too.
+      if (name != null && this.#names.length > 1 && id.startsWith(`${name}:`)) local = id.slice(name.length + 1);
       if (name == null) {
         const at = id.indexOf(':');
         if (this.#names.length === 1) name = this.#names[0];
@@ -940,7 +947,8 @@ export function makeApi(wasm, initialise) {
       }
       const found = await sextant.get(local);
       if (!found) return null;
-      return { ...found, base: name, id: this.#qualified(name, found.id), chunk_ids: found.chunk_ids.map((c) => this.#qualified(name, c)) };
+      const qualify = (x) => this.#qualified(name, x);
+      return { ...found, base: name, id: qualify(found.id), doc_id: qualify(found.doc_id), chunk_ids: found.chunk_ids.map(qualify) };
     }
   }
 

@@ -91,9 +91,12 @@ impl Engine {
             missing.truncate(LOOKUP_BATCH);
             return Step::Need(store.fragment_needs(missing));
         };
-        // The chunks either side tell whether the document goes on into a fragment not read yet.
-        let sides = [low.checked_sub(1), Some(high + 1).filter(|&n| n < total)];
-        let need = store.fragment_needs(sides.into_iter().flatten());
+        // Every fragment from the chunk before the first found to the chunk after the last: the
+        // ones between may hold more of it (not read yet), and those either side tell whether the
+        // document goes on.
+        let from = low.saturating_sub(1);
+        let to = (high + 1).min(total.saturating_sub(1));
+        let need = store.fragment_needs((from..=to).step_by(per as usize).chain([to]));
         if !need.is_empty() {
             return Step::Need(need);
         }
@@ -139,7 +142,10 @@ mod tests {
     /// Looks `id` up over a split index, adding the files each step asks for; returns what was
     /// found and how many files were fetched.
     fn look_up(id: &str, start_with: &[usize]) -> (Option<Found>, usize) {
-        let built = tiny();
+        look_up_in(&tiny(), id, start_with)
+    }
+
+    fn look_up_in(built: &crate::index::writer::BuiltIndex, id: &str, start_with: &[usize]) -> (Option<Found>, usize) {
         let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
         let fragments = manifest.files.fragments.files.clone();
         let mut engine = Engine::new(IndexStore::new(manifest));
@@ -196,6 +202,26 @@ mod tests {
         let (found, fetched) = look_up("b", &[1]);
         assert_eq!(found.map(|f| f.chunk_ids), Some(vec!["b#0".to_string()]));
         assert_eq!(fetched, 1);
+    }
+
+    #[test]
+    fn a_document_is_whole_even_when_only_its_ends_were_held() {
+        // d0 is chunks 0–7, over fragments 0–3 of two chunks each; only its first and last
+        // fragments are held, so the two between must be read too.
+        let texts: Vec<String> = (0..12).map(|i| format!("lamp {i}")).collect();
+        let vectors: Vec<Vec<f32>> = (0..12).map(|i| vec![1.0, i as f32, 0.0]).collect();
+        let layout = crate::index::Layout {
+            fragment_chunks: 2,
+            block_chunks: 2,
+            code_file_chunks: 2,
+            ..Default::default()
+        };
+        let built = crate::index::tests::build(&texts, &vectors, 8, layout);
+        let (found, fetched) = look_up_in(&built, "d0", &[0, 3]);
+        let found = found.expect("d0 is in the index");
+        assert_eq!(found.chunk_ids, (0..8).map(|i| format!("d0#{i}")).collect::<Vec<_>>());
+        assert_eq!(found.text.matches("lamp").count(), 8);
+        assert_eq!(fetched, 3, "fragments 1 and 2 between, and 4 after");
     }
 
     #[test]

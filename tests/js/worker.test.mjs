@@ -402,6 +402,7 @@ test('several bases: searched alone or together, each hit naming its base, a mis
     assert.equal(alone.partial, false);
     assert.equal(alone.results[0].score, alone.results[0].base_score, 'one base keeps its own scores');
     await expectError(await fetch(`${multi.base}/search?q=lamp&bases=golden,nope`), 400, 'BAD_ARGUMENT');
+    await expectError(await fetch(`${multi.base}/search?q=lamp&bases=,`), 400, 'BAD_ARGUMENT');
     await expectError(await fetch(`${multi.base}/search?q=lamp&bases=lost`), 503, 'NOT_BUILT');
     const framed = await fetch(`${multi.base}/context?q=install+the+lamp&k=4&token_budget=600`);
     assert.equal(framed.headers.get('x-sextant-partial'), 'lost');
@@ -419,6 +420,11 @@ test('several bases: searched alone or together, each hit naming its base, a mis
       const chunk = await client.callTool({ name: 'fetch', arguments: { id: first.id } });
       assert.equal(chunk.structuredContent.text, first.text);
       assert.equal(chunk.structuredContent.base, 'golden');
+      // An agent may send the base too; the document id from fetch fetches the document.
+      const again = await client.callTool({ name: 'fetch', arguments: { id: first.id, base: 'golden' } });
+      assert.equal(again.structuredContent.text, first.text);
+      const doc = await client.callTool({ name: 'fetch', arguments: { id: chunk.structuredContent.doc_id } });
+      assert.equal(doc.structuredContent.kind, 'document');
       const described = await client.callTool({ name: 'describe', arguments: {} });
       assert.deepEqual(described.structuredContent.bases.map((b) => [b.base, b.loaded]), [['cranfield', true], ['golden', true], ['lost', false]]);
       const ambiguous = await client.callTool({ name: 'fetch', arguments: { id: 'guide/install.md' } });

@@ -83,10 +83,14 @@ function basesOf(env) {
   const spec = (env.SEXTANT_BASES ?? '').trim() || 'docs=sextant';
   return spec.split(',').map((pair) => pair.trim()).filter(Boolean).map((pair) => {
     const [name, folder, more] = pair.split('=').map((p) => p.trim());
-    if (!name || !folder || more !== undefined || folder.split('/').some((part) => part === '..' || part === '') ) {
-      throw new HttpError('BAD_CONFIG', `SEXTANT_BASES holds ${JSON.stringify(pair)}; write name=folder pairs separated by commas, each folder inside the assets (e.g. "docs=sextant, blog=blog/sextant")`);
+    const nameOk = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name ?? '');
+    if (!nameOk || !folder || more !== undefined || folder.split('/').some((part) => part === '..' || part === '')) {
+      throw new HttpError('BAD_CONFIG', `SEXTANT_BASES holds ${JSON.stringify(pair)}; write name=folder pairs separated by commas, names of letters, digits, '.', '_' or '-', each folder inside the assets (e.g. "docs=sextant, blog=blog/sextant")`);
     }
     return { name, folder };
+  }).map((base, i, all) => {
+    if (all.findIndex((b) => b.name === base.name) !== i) throw new HttpError('BAD_CONFIG', `SEXTANT_BASES names the base ${base.name} twice; give each base its own name`);
+    return base;
   });
 }
 
@@ -127,7 +131,9 @@ function getEngine(env) {
         unavailable.push({ base: name, code: e.code ?? 'INTERNAL', message: e.message });
       }
     }));
-    found.sort((a, b) => configured.findIndex((c) => c.name === a.name) - configured.findIndex((c) => c.name === b.name));
+    const order = (x) => configured.findIndex((c) => c.name === x);
+    found.sort((a, b) => order(a.name) - order(b.name));
+    unavailable.sort((a, b) => order(a.base) - order(b.base));
     if (found.length === 0) throw new HttpError(unavailable[0].code, unavailable.map((u) => `${u.base}: ${u.message}`).join('; '));
     // The model and tokenizer of the first base: every base must be built with the same one.
     const first = found[0];
@@ -143,7 +149,8 @@ function getEngine(env) {
         model,
         tokenizer,
         weights: weightsOf(env),
-        max_index_bytes: maxIndexBytes(env),
+        // One budget for all the bases' index files.
+        max_index_bytes: Math.floor(maxIndexBytes(env) / found.length),
         fetch: async (url) => {
           const response = await env.ASSETS.fetch(new Request(url));
           if (!response.ok) return response;
@@ -155,7 +162,7 @@ function getEngine(env) {
       });
     } catch (e) {
       // A bad value here is the Worker's configuration, not the request: say what to set.
-      if (e.code === 'BAD_ARGUMENT') throw new HttpError('BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weightsOf(env))}: ${e.message}; fix it in wrangler.toml [vars]`);
+      if (e.code === 'BAD_ARGUMENT' && /weights/.test(e.message)) throw new HttpError('BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weightsOf(env))}: ${e.message}; fix it in wrangler.toml [vars]`);
       if (e.failed) e.failed = [...unavailable, ...e.failed];
       throw e;
     }
@@ -177,6 +184,7 @@ export function chooseBases(loaded, requested) {
   let chosen = names;
   if (requested != null && requested !== '') {
     const list = Array.isArray(requested) ? requested : String(requested).split(',').map((b) => b.trim()).filter(Boolean);
+    if (list.length === 0) throw new HttpError('BAD_ARGUMENT', `bases names no base; leave it out for all, or name some of ${names.join(', ')}`);
     const unknown = list.find((b) => typeof b !== 'string' || !names.includes(b));
     if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `there is no base ${JSON.stringify(unknown)}; the bases are ${names.join(', ')}`);
     chosen = [...new Set(list)];
@@ -248,7 +256,7 @@ const MIN_TOKEN_LENGTH = 16;
 export function checkToken(request, env, route) {
   if (!env.SEXTANT_TOKEN) return;
   if (env.SEXTANT_TOKEN.length < MIN_TOKEN_LENGTH) {
-    throw new HttpError('BAD_CONFIG', `SEXTANT_TOKEN is ${env.SEXTANT_TOKEN.length} characters; use at least ${MIN_TOKEN_LENGTH} (e.g. \`openssl rand -hex 24 | wrangler secret put SEXTANT_TOKEN\`)`);
+    throw new HttpError('BAD_CONFIG', `SEXTANT_TOKEN is shorter than ${MIN_TOKEN_LENGTH} characters; use a longer one (e.g. \`openssl rand -hex 24 | wrangler secret put SEXTANT_TOKEN\`)`);
   }
   const header = request.headers.get('authorization') ?? '';
   const given = header.startsWith('Bearer ') ? header.slice(7) : '';
@@ -310,8 +318,10 @@ function maxRequestBytes(env) {
 
 /** Query parameters as options, with `bases` taken out (it is the Worker's, not the core's). */
 function requestOptions(url) {
-  const { bases, ...options } = optionsOf(url);
-  return { bases, options };
+  const options = optionsOf(url);
+  delete options.bases;
+  // Base names as written: `bases=007` is a name, not a number.
+  return { bases: url.searchParams.get('bases'), options };
 }
 
 /** What a search adds to the request's log line. */
