@@ -417,6 +417,11 @@ impl<T> Held<T> {
         self.used.store(now, Ordering::Relaxed);
         &self.value
     }
+
+    /// The value, not marked as used (looked through, not kept for).
+    fn peek(&self) -> &T {
+        &self.value
+    }
 }
 
 /// The manifest and the files added so far, each checked and decoded.
@@ -784,6 +789,14 @@ impl IndexStore {
         let run = &self.manifest.files.fragments;
         let (i, ..) = run.of(chunk, self.manifest.counts.chunks)?;
         self.fragments.get(&i).map(|h| h.get(self.now()))
+    }
+
+    /// [`IndexStore::fragment`] without marking it used: a lookup reads through fragments it does
+    /// not need to keep, and [`IndexStore::trim`] may let them go.
+    pub fn peek_fragment(&self, chunk: u32) -> Option<&Fragment> {
+        let run = &self.manifest.files.fragments;
+        let (i, ..) = run.of(chunk, self.manifest.counts.chunks)?;
+        self.fragments.get(&i).map(Held::peek)
     }
 
     /// Whether every file of the index is added (a packed index).

@@ -51,13 +51,16 @@ impl Engine {
     /// fragments to look in next.
     pub fn lookup(&self, id: &str) -> Step<Option<Found>> {
         let store = &self.store;
+        // Fragments read through are not marked used (only those holding what is found are), so
+        // the memory bound can let them go once the lookup ends.
+        store.begin_query();
         let manifest = store.manifest();
         let total = manifest.counts.chunks as u32;
         let per = manifest.files.fragments.chunks_per_file.max(1) as u32;
         let mut missing: Vec<u32> = Vec::new();
         let mut of_document: Vec<u32> = Vec::new();
         for first in (0..total).step_by(per as usize) {
-            let Some(fragment) = store.fragment(first) else {
+            let Some(fragment) = store.peek_fragment(first) else {
                 missing.push(first);
                 continue;
             };
@@ -67,6 +70,7 @@ impl Engine {
                     continue;
                 };
                 if chunk.id == id {
+                    store.fragment(number); // kept: it holds what was asked for
                     return Step::Done(Some(Found {
                         id: id.to_string(),
                         kind: FoundKind::Chunk,
@@ -222,6 +226,33 @@ mod tests {
         assert_eq!(found.chunk_ids, (0..8).map(|i| format!("d0#{i}")).collect::<Vec<_>>());
         assert_eq!(found.text.matches("lamp").count(), 8);
         assert_eq!(fetched, 3, "fragments 1 and 2 between, and 4 after");
+    }
+
+    #[test]
+    fn fragments_read_through_can_be_let_go_after_a_lookup() {
+        let built = tiny();
+        let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+        let mut engine = Engine::new(IndexStore::new(manifest));
+        for _ in 0..3 {
+            match engine.lookup("nowhere#1") {
+                Step::Done(found) => {
+                    assert!(found.is_none());
+                    break;
+                }
+                Step::Need(names) => {
+                    for name in names {
+                        let bytes = built
+                            .files
+                            .iter()
+                            .find(|(n, _)| *n == name)
+                            .map(|(_, b)| b.clone())
+                            .unwrap();
+                        engine.add_file(&name, &bytes).unwrap();
+                    }
+                }
+            }
+        }
+        assert_eq!(engine.trim(0), 2, "both fragments were only read through");
     }
 
     #[test]
