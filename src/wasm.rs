@@ -121,6 +121,18 @@ pub struct Engine {
     inner: crate::search::Engine,
 }
 
+impl Engine {
+    /// The attached model, or a `NO_MODEL` error that says how to attach one.
+    fn embedder(&self) -> Result<&std::sync::Arc<dyn crate::embed::Embedder>, JsValue> {
+        self.inner.embedder().ok_or_else(|| {
+            js_error(
+                ErrorCode::NoModel,
+                "this engine was loaded without a model; load it with model and tokenizer (Sextant.load, or loadModel)",
+            )
+        })
+    }
+}
+
 /// What `prepareAsk` gives the package: the framed context and the resolved options.
 #[derive(Serialize)]
 struct PreparedAsk {
@@ -250,12 +262,7 @@ impl Engine {
     /// over a split index; options and result fields as in `crate::options::SearchOptions` and
     /// `sextant search --json`.
     pub fn search(&self, query: &str, search_options: JsValue) -> Result<JsValue, JsValue> {
-        let o: SearchOptions = options(&SearchOptions::default(), search_options, "search options")?;
-        let step = self
-            .inner
-            .search(query, &o, &JsClock::new())
-            .map_err(|e| js_error(e.code(), e))?;
-        step_to_js(step)
+        self.search_for(query, search_options, "search")
     }
 
     /// `frame(results, {token_budget})` → `{context, included, omitted, tokens, budget,
@@ -388,10 +395,7 @@ impl Engine {
     /// over `rounds` runs on these token ids (`bench/wasm-profile.mjs`).
     #[wasm_bindgen(js_name = profileEmbedding)]
     pub fn profile_embedding(&self, ids: Vec<u32>, rounds: u32) -> Result<JsValue, JsValue> {
-        let embedder = self
-            .inner
-            .embedder()
-            .ok_or_else(|| js_error(ErrorCode::NoModel, "this engine was loaded without a model"))?;
+        let embedder = self.embedder()?;
         let clock = JsClock::new();
         let now = || clock.now_ms();
         match embedder.profile(&ids, rounds as usize, &now) {
@@ -408,20 +412,14 @@ impl Engine {
 
     /// The query embedding of `text` (for parity checks).
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, JsValue> {
-        let embedder = self
-            .inner
-            .embedder()
-            .ok_or_else(|| js_error(ErrorCode::NoModel, "this engine was loaded without a model"))?;
+        let embedder = self.embedder()?;
         embedder.embed(text, TextKind::Query).map_err(|e| js_error(e.code(), e))
     }
 
     /// The model's token ids for `text` (special tokens added, truncated at the window).
     #[wasm_bindgen(js_name = tokenIds)]
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, JsValue> {
-        let embedder = self
-            .inner
-            .embedder()
-            .ok_or_else(|| js_error(ErrorCode::NoModel, "this engine was loaded without a model"))?;
+        let embedder = self.embedder()?;
         embedder.token_ids(text).map_err(|e| js_error(e.code(), e))
     }
 }

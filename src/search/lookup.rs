@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Engine, Step};
+use crate::bundle::DocumentInfo;
+use crate::chunk::Chunk;
 
 /// Fragments asked for at once while looking for an id.
 pub const LOOKUP_BATCH: usize = 32;
@@ -46,6 +48,32 @@ pub struct Found {
     pub chunk_ids: Vec<String>,
 }
 
+impl Found {
+    /// What `id` names: `chunk` whole, or `doc` with `chunk` its first chunk (the caller adds the
+    /// others and the text).
+    fn new(id: &str, kind: FoundKind, doc: &DocumentInfo, chunk: &Chunk) -> Self {
+        let (url, heading_path, text) = match kind {
+            FoundKind::Chunk => (chunk.url.clone(), chunk.heading_path.clone(), chunk.text.clone()),
+            FoundKind::Document => (
+                doc.url.clone().unwrap_or_else(|| doc.source.clone()),
+                Vec::new(),
+                String::new(),
+            ),
+        };
+        Self {
+            id: id.to_string(),
+            kind,
+            doc_id: doc.id.clone(),
+            title: doc.title.clone(),
+            source: doc.source.clone(),
+            url,
+            heading_path,
+            text,
+            chunk_ids: vec![chunk.id.clone()],
+        }
+    }
+}
+
 impl Engine {
     /// The chunk or document with this id (`None` when the index holds neither), or the text
     /// fragments to look in next.
@@ -71,17 +99,7 @@ impl Engine {
                 };
                 if chunk.id == id {
                     store.fragment(number); // kept: it holds what was asked for
-                    return Step::Done(Some(Found {
-                        id: id.to_string(),
-                        kind: FoundKind::Chunk,
-                        doc_id: doc.id.clone(),
-                        title: doc.title.clone(),
-                        source: doc.source.clone(),
-                        url: chunk.url.clone(),
-                        heading_path: chunk.heading_path.clone(),
-                        text: chunk.text.clone(),
-                        chunk_ids: vec![chunk.id.clone()],
-                    }));
+                    return Step::Done(Some(Found::new(id, FoundKind::Chunk, doc, chunk)));
                 }
                 if doc.id == id {
                     of_document.push(number);
@@ -116,18 +134,10 @@ impl Engine {
             let fragment = self.store.fragment(number)?;
             let chunk = fragment.chunk(number)?;
             let doc = fragment.document(chunk.doc)?;
-            let entry = found.get_or_insert_with(|| Found {
-                id: id.to_string(),
-                kind: FoundKind::Document,
-                doc_id: doc.id.clone(),
-                title: doc.title.clone(),
-                source: doc.source.clone(),
-                url: doc.url.clone().unwrap_or_else(|| doc.source.clone()),
-                heading_path: Vec::new(),
-                text: String::new(),
-                chunk_ids: Vec::new(),
-            });
-            entry.chunk_ids.push(chunk.id.clone());
+            match found.as_mut() {
+                Some(f) => f.chunk_ids.push(chunk.id.clone()),
+                None => found = Some(Found::new(id, FoundKind::Document, doc, chunk)),
+            }
             texts.push(&chunk.text);
         }
         found.map(|mut f| {
