@@ -36,8 +36,9 @@ fn golden_embeddings_are_reproduced() {
 
 #[test]
 fn int8_weights_give_the_same_vectors() {
-    // The memory-saving load option dequantises on every call instead of once: the same
-    // arithmetic, so the same vectors (up to float rounding) and still the reference's.
+    // The memory-saving load option keeps the weights int8 and multiplies in integers, each
+    // activation row rounded to at least 13 bits of its largest value: the vectors stay the
+    // f32 weights' to cosine 0.99999, and the reference's to 0.999.
     let folded = common::embedder();
     let int8 = TractEmbedder::from_vec_with(
         common::model_file("model.onnx"),
@@ -54,10 +55,12 @@ fn int8_weights_give_the_same_vectors() {
     for g in goldens() {
         let v = int8.embed(&g.text, TextKind::Query).unwrap();
         let w = folded.embed(&g.text, TextKind::Query).unwrap();
+        let same = common::cosine(&v, &w);
         let max_diff = v.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        println!("cosine {same:.7}, largest difference {max_diff:.2e}: {:?}", g.text);
         assert!(
-            max_diff < 1e-5,
-            "int8 and f32 weights differ by {max_diff} for {:?}",
+            same >= 0.99999,
+            "int8 and f32 weights differ: cosine {same}, largest difference {max_diff}, for {:?}",
             g.text
         );
         let cos = common::cosine(&v, &g.embedding);

@@ -38,6 +38,7 @@ pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> Tra
     match weights {
         Weights::F32 => prepared.folded = extract_folded_weights(graph)?,
         Weights::Int8 => {
+            int8_matmuls(graph)?;
             scale_after_matmul(graph);
             prepared.runtime_weights = int8_weights_as_inputs(graph)?;
         }
@@ -318,6 +319,81 @@ fn int8_weights_as_inputs(graph: &mut pb::GraphProto) -> TractResult<Vec<(String
     Ok(out)
 }
 
+/// `MatMul(x, Mul(Cast(q), s))`, with `q` a 2-D int8 initializer and `s` one scale per column
+/// (`[N]`, `[1, N]` or one value), becomes one `SextantMatMulInt8(x)` node holding `q` and `s` as
+/// tensor attributes, which tract parses into [`MatMulInt8`](super::qmatmul::MatMulInt8): the
+/// weights stay int8, packed once at load, and the product runs in integers. `q` moves out of the
+/// initializers (copied only if another node reads it too).
+fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
+    use pb::tensor_proto::DataType;
+    let mut replaced: Vec<(usize, usize, usize, pb::NodeProto)> = Vec::new();
+    for d in dequant_pairs(graph) {
+        let readers: Vec<usize> = (0..graph.node.len())
+            .filter(|&i| graph.node[i].input.contains(&d.output))
+            .collect();
+        let [matmul] = readers.as_slice() else { continue };
+        let product = &graph.node[*matmul];
+        if product.op_type != "MatMul"
+            || product.input.len() != 2
+            || product.input[1] != d.output
+            || product.input[0] == d.output
+        {
+            continue;
+        }
+        let (x, output) = (product.input[0].clone(), product.output[0].clone());
+        let (Some(q_at), Some(scale)) = (
+            graph.initializer.iter().position(|t| t.name == d.q),
+            graph.initializer.iter().find(|t| t.name == d.scale),
+        ) else {
+            continue;
+        };
+        let q = &graph.initializer[q_at];
+        let columns = q.dims.get(1).copied().unwrap_or(0);
+        let per_column = matches!(scale.dims.as_slice(), [] | [1] | [1, 1])
+            || matches!(scale.dims.as_slice(), [n] | [1, n] if *n == columns);
+        if q.data_type != DataType::Int8 as i32
+            || q.dims.len() != 2
+            || scale.data_type != DataType::Float as i32
+            || !per_column
+        {
+            continue;
+        }
+        let mut scale = scale.clone();
+        let read_elsewhere = graph
+            .node
+            .iter()
+            .enumerate()
+            .any(|(i, n)| i != d.cast_at && n.input.contains(&d.q));
+        let mut q = if read_elsewhere {
+            q.clone()
+        } else {
+            graph.initializer.swap_remove(q_at)
+        };
+        q.name = "q".into();
+        scale.name = "scale".into();
+        let tensor_attribute = |name: &str, t: pb::TensorProto| pb::AttributeProto {
+            name: name.into(),
+            r#type: pb::attribute_proto::AttributeType::Tensor as i32,
+            t: Some(t),
+            ..Default::default()
+        };
+        let fused = node(
+            super::qmatmul::OP_TYPE,
+            &[&x],
+            &output,
+            vec![tensor_attribute("q", q), tensor_attribute("scale", scale)],
+        );
+        replaced.push((d.cast_at, d.mul_at, *matmul, fused));
+    }
+    let mut drop = HashSet::new();
+    for (cast_at, mul_at, matmul, fused) in replaced {
+        drop.extend([cast_at, mul_at]);
+        graph.node[matmul] = fused;
+    }
+    remove_nodes(graph, &drop);
+    Ok(())
+}
+
 /// `MatMul(x, Mul(Cast(q), s))`, with `s` one scale per column of `q` (`[1, N]`, `[N]` or one
 /// value), becomes `Mul(MatMul(x, Cast(q)), s)`: the same product (`x·(q∘s) = (x·q)∘s` column by
 /// column), but the scale multiplies the `[tokens, N]` result instead of the `[K, N]` weight,
@@ -391,7 +467,7 @@ pub(super) fn inject_constants(model: &mut InferenceModel, constants: Vec<(Strin
 }
 
 /// An int8, uint8 or f32 initializer as a tract tensor (`None` for other types).
-fn proto_tensor(t: &pb::TensorProto) -> TractResult<Option<Tensor>> {
+pub(super) fn proto_tensor(t: &pb::TensorProto) -> TractResult<Option<Tensor>> {
     use pb::tensor_proto::DataType;
     let shape: Vec<usize> = t.dims.iter().map(|&d| usize::try_from(d)).collect::<Result<_, _>>()?;
     let tensor = if t.data_type == DataType::Int8 as i32 {
@@ -550,7 +626,9 @@ pub(super) mod tests {
 
     /// Runs a graph on `ids` the way the runner does, with extra inputs appended.
     fn run(proto: &pb::ModelProto, folded: Vec<(String, Tensor)>, extra: &[(String, Tensor)], ids: &[i64]) -> Vec<f32> {
-        let mut model = tract_onnx::onnx().model_for_proto_model(proto).unwrap();
+        let mut model = super::super::runner::onnx_parser()
+            .model_for_proto_model(proto)
+            .unwrap();
         inject_constants(&mut model, folded).unwrap();
         let s = model.sym("S");
         model = model
@@ -647,12 +725,51 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn int8_weights_become_inputs_with_the_same_results() {
+    fn int8_products_run_in_one_node_holding_the_weights_with_the_same_results() {
         let reference = run(&tiny_int8_model(), vec![], &[], &IDS);
         let mut proto = tiny_int8_model();
         let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8).unwrap();
         let graph = proto.graph.as_ref().unwrap();
-        assert!(prepared.folded.is_empty());
+        assert!(prepared.folded.is_empty() && prepared.runtime_weights.is_empty());
+        let product = graph.node.last().unwrap();
+        assert_eq!(product.op_type, super::super::qmatmul::OP_TYPE);
+        assert_eq!(
+            (product.input.as_slice(), product.output.as_slice()),
+            (&["hidden".to_string()][..], &["last_hidden_state".to_string()][..])
+        );
+        let attributes: Vec<&str> = product.attribute.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(attributes, ["q", "scale"]);
+        assert!(
+            !names(graph).iter().any(|n| n.starts_with("Cast:w_q")),
+            "{:?}",
+            names(graph)
+        );
+        let initializers: Vec<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(initializers, ["emb_q", "emb_s"], "the weight moved into the node");
+        // Integer products: x is rounded to 16 bits of its row's largest value.
+        let got = run(&proto, vec![], &[], &IDS);
+        for (g, r) in got.iter().zip(&reference) {
+            assert!((g - r).abs() <= 1e-4 * r.abs().max(1.0), "{got:?} vs {reference:?}");
+        }
+    }
+
+    #[test]
+    fn int8_weights_a_product_cannot_take_become_inputs_with_the_same_results() {
+        // A per-row scale ([K, 1]) does not commute with the product: that weight stays a
+        // `Cast → Mul` on an int8 graph input.
+        let mut proto = tiny_int8_model();
+        let w_s = proto
+            .graph
+            .as_mut()
+            .unwrap()
+            .initializer
+            .iter_mut()
+            .find(|t| t.name == "w_s")
+            .unwrap();
+        *w_s = float("w_s", &[2, 1], &[0.1, 0.2]);
+        let reference = run(&proto, vec![], &[], &IDS);
+        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8).unwrap();
+        let graph = proto.graph.as_ref().unwrap();
         let inputs: Vec<&str> = prepared.runtime_weights.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(inputs, ["w_q"]);
         assert_eq!(prepared.runtime_weights[0].1.datum_type(), DatumType::I8);
@@ -661,13 +778,11 @@ pub(super) mod tests {
             Some(pb::type_proto::Value::TensorType(t)) => assert_eq!(t.elem_type, DataType::Int8 as i32),
             other => panic!("{other:?}"),
         }
-        // The scale moved after the product: the same values, up to float rounding.
         assert!(
-            names(graph).contains(&"Mul:last_hidden_state__unscaled,w_s".to_string()),
+            names(graph).contains(&"MatMul:hidden,w".to_string()),
             "{:?}",
             names(graph)
         );
-        assert!(names(graph).contains(&"MatMul:hidden,w_f".to_string()));
         let got = run(&proto, vec![], &prepared.runtime_weights, &IDS);
         for (g, r) in got.iter().zip(&reference) {
             assert!((g - r).abs() <= 1e-5 * r.abs().max(1.0), "{got:?} vs {reference:?}");

@@ -338,7 +338,7 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
     let bad = |e: TractError| EmbedError::BadModel {
         reason: format!("{e:#}"),
     };
-    let onnx = tract_onnx::onnx()
+    let onnx = onnx_parser()
         .with_ignore_value_info(true)
         .with_ignore_output_shapes(true);
     let prepared = match proto.graph.as_mut() {
@@ -399,6 +399,13 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
             .map(|(_, t)| TValue::from_const(t.into_arc_tensor()))
             .collect(),
     })
+}
+
+/// tract's ONNX parser, knowing the nodes `rewrite` writes (`SextantMatMulInt8`).
+pub(super) fn onnx_parser() -> tract_onnx::Onnx {
+    let mut onnx = tract_onnx::onnx();
+    onnx.op_register.insert(super::qmatmul::OP_TYPE, super::qmatmul::parse);
+    onnx
 }
 
 pub(super) fn decode_model(model: &[u8]) -> Result<pb::ModelProto, EmbedError> {

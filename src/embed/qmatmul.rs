@@ -1,0 +1,502 @@
+//! The product of f32 activations with int8 weights, done in integers: [`MatMulInt8`], the
+//! tract operator that [`Weights::Int8`](super::Weights::Int8) puts in place of every
+//! `Mul(MatMul(x, Cast(q)), s)` of an int8 model (see `rewrite::int8_matmuls`).
+//!
+//! A query's products have as few rows as it has tokens, so they are bound by reading the
+//! weights and by multiply-adds per instruction, not by the size of the arithmetic. Here the
+//! weights stay int8, packed once at load (a quarter of the f32 bytes), and each row of `x` is
+//! quantised on the fly to 16-bit integers with its own scale, so the product runs on the
+//! integer multiply-add of every SIMD set (`pmaddwd`, WebAssembly's `i32x4.dot_i16x8_s`): eight
+//! multiply-adds per instruction where f32 does four in two. The sums are exact integers, so
+//! every kernel (WebAssembly SIMD, AVX2, plain Rust) gives the same bits.
+//!
+//! Error: the only rounding is `x`'s, to at least 13 bits of its row's largest value (each row
+//! gets as many levels as keep a whole row's sum of products inside an `i32`), about a tenth of
+//! what the int8 weights themselves already carry. The golden vectors hold to cosine 0.9999
+//! (`tests/golden.rs`).
+//!
+//! Layout of the packed weights: columns in panels of [`PANEL`], rows in pairs; panel `j`, pair
+//! `p` holds 16 bytes, `q[2p][8j + c]` and `q[2p + 1][8j + c]` for `c` in `0..8` (zero past the
+//! edges), which is exactly what one 16-bit multiply-add pair instruction wants.
+
+use std::sync::Arc;
+
+use tract_onnx::model::ParsingContext;
+use tract_onnx::pb;
+use tract_onnx::tract_hir::internal::*;
+
+/// Columns per panel of packed weights.
+pub(super) const PANEL: usize = 8;
+
+/// Rows of `x` per kernel call.
+const TILE: usize = 4;
+
+/// The ONNX op type `rewrite::int8_matmuls` writes and [`parse`] reads.
+pub(super) const OP_TYPE: &str = "SextantMatMulInt8";
+
+/// `y = (x · q) ∘ scale`: `x` f32 of shape `[.., K]`, `q` int8 `[K, N]` packed once, `scale` one
+/// f32 per column of `q` (or one for all); `y` f32 `[.., N]`.
+#[derive(Debug, Clone)]
+pub struct MatMulInt8 {
+    weights: Arc<Packed>,
+}
+
+#[derive(Debug)]
+struct Packed {
+    k: usize,
+    n: usize,
+    /// `ceil(k / 2)`.
+    pairs: usize,
+    /// `panels × pairs × 16` bytes (module docs).
+    data: Vec<i8>,
+    /// One scale per column.
+    scale: Vec<f32>,
+    /// The largest magnitude a row of `x` is quantised to: as many levels as keep
+    /// `k × level × 128` inside an `i32`, at most `i16::MAX`.
+    levels: f32,
+}
+
+impl PartialEq for MatMulInt8 {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.weights, &other.weights)
+    }
+}
+
+impl Eq for MatMulInt8 {}
+
+impl MatMulInt8 {
+    /// Packs `q` (`k × n`, row-major) and its column scales (`n` values, or one for all).
+    pub fn new(q: &[i8], k: usize, n: usize, scale: &[f32]) -> TractResult<Self> {
+        ensure!(
+            k > 0 && n > 0,
+            "an int8 product needs a non-empty weight, got {k} × {n}"
+        );
+        ensure!(q.len() == k * n, "an int8 weight of {k} × {n} holds {} values", q.len());
+        let scale = match scale.len() {
+            1 => vec![scale[0]; n],
+            len if len == n => scale.to_vec(),
+            len => bail!("an int8 weight of {n} columns has {len} scales"),
+        };
+        let pairs = k.div_ceil(2);
+        let panels = n.div_ceil(PANEL);
+        let mut data = vec![0i8; panels * pairs * PANEL * 2];
+        for (row, values) in q.chunks_exact(n).enumerate() {
+            let (pair, half) = (row / 2, row % 2);
+            for (col, &v) in values.iter().enumerate() {
+                let (panel, c) = (col / PANEL, col % PANEL);
+                data[((panel * pairs + pair) * PANEL + c) * 2 + half] = v;
+            }
+        }
+        // |x| ≤ levels and |q| ≤ 128 keep every sum of `k` products within an i32.
+        let levels = (i32::MAX as f64 / (pairs as f64 * 2.0 * 128.0))
+            .floor()
+            .min(i16::MAX as f64) as f32;
+        Ok(Self {
+            weights: Arc::new(Packed {
+                k,
+                n,
+                pairs,
+                data,
+                scale,
+                levels,
+            }),
+        })
+    }
+
+    /// The product for `rows` rows of `x` (`rows × k`, row-major): `rows × n` values.
+    pub fn apply(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        let w = &*self.weights;
+        let width = w.pairs * 2;
+        // Each row quantised with its own scale: x ≈ xq · row_scale.
+        let mut xq = vec![0i16; rows * width];
+        let mut row_scale = vec![0f32; rows];
+        for ((values, quantised), scale) in x.chunks_exact(w.k).zip(xq.chunks_exact_mut(width)).zip(&mut row_scale) {
+            let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+            if largest > 0.0 && largest.is_finite() {
+                *scale = largest / w.levels;
+                let inverse = w.levels / largest;
+                for (q, v) in quantised.iter_mut().zip(values) {
+                    *q = (v * inverse).round().clamp(-w.levels, w.levels) as i16;
+                }
+            } else if !largest.is_finite() {
+                *scale = f32::NAN;
+            }
+        }
+        let mut y = vec![0f32; rows * w.n];
+        for (panel, weights) in w.data.chunks_exact(w.pairs * PANEL * 2).enumerate() {
+            let first = panel * PANEL;
+            let columns = PANEL.min(w.n - first);
+            let mut row = 0;
+            while row < rows {
+                let tile = TILE.min(rows - row);
+                let sums = kernel(&xq[row * width..(row + tile) * width], width, weights, tile);
+                for (r, sums) in sums.iter().take(tile).enumerate() {
+                    let out = &mut y[(row + r) * w.n + first..][..columns];
+                    for ((y, &sum), &scale) in out.iter_mut().zip(sums).zip(&w.scale[first..first + columns]) {
+                        *y = sum as f32 * row_scale[row + r] * scale;
+                    }
+                }
+                row += tile;
+            }
+        }
+        y
+    }
+}
+
+/// Integer sums for up to [`TILE`] rows of quantised `x` (`tile` rows of `width` values) against
+/// one panel: `[row][column]`.
+fn kernel(xq: &[i16], width: usize, panel: &[i8], tile: usize) -> [[i32; PANEL]; TILE] {
+    debug_assert!(xq.len() == tile * width && panel.len() == width * PANEL && tile <= TILE);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        match tile {
+            4 => simd128::kernel::<4>(xq, width, panel),
+            3 => simd128::kernel::<3>(xq, width, panel),
+            2 => simd128::kernel::<2>(xq, width, panel),
+            _ => simd128::kernel::<1>(xq, width, panel),
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return avx2::kernel(xq, width, panel, tile);
+        }
+        portable(xq, width, panel, tile)
+    }
+    #[cfg(not(any(all(target_arch = "wasm32", target_feature = "simd128"), target_arch = "x86_64")))]
+    {
+        portable(xq, width, panel, tile)
+    }
+}
+
+/// The kernel in plain Rust: the reference every SIMD kernel must equal.
+#[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
+fn portable(xq: &[i16], width: usize, panel: &[i8], tile: usize) -> [[i32; PANEL]; TILE] {
+    let mut sums = [[0i32; PANEL]; TILE];
+    for (row, x) in xq.chunks_exact(width).take(tile).enumerate() {
+        for (pair, w) in x.chunks_exact(2).zip(panel.chunks_exact(PANEL * 2)) {
+            for (sum, w) in sums[row].iter_mut().zip(w.chunks_exact(2)) {
+                *sum += i32::from(pair[0]) * i32::from(w[0]) + i32::from(pair[1]) * i32::from(w[1]);
+            }
+        }
+    }
+    sums
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128 {
+    use core::arch::wasm32::*;
+
+    use super::{PANEL, TILE};
+
+    /// `R` rows against one panel: per pair of `x` values, the panel's 16 weights widened to two
+    /// `i16x8` (columns 0–3 and 4–7), each multiplied-and-added with the pair splatted.
+    pub(super) fn kernel<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> [[i32; PANEL]; TILE] {
+        assert!(R <= TILE && xq.len() >= R * width && panel.len() >= width * PANEL && width.is_multiple_of(2));
+        let mut low = [i32x4_splat(0); R];
+        let mut high = [i32x4_splat(0); R];
+        for pair in 0..width / 2 {
+            // SAFETY: `pair * 16 + 16 <= width * PANEL` and, below, `r * width + 2 * pair + 2
+            // <= R * width`, both asserted above; wasm loads need no alignment.
+            let w = unsafe { v128_load(panel.as_ptr().add(pair * 16) as *const v128) };
+            let (w_low, w_high) = (i16x8_extend_low_i8x16(w), i16x8_extend_high_i8x16(w));
+            for r in 0..R {
+                let x = unsafe { v128_load32_splat(xq.as_ptr().add(r * width + pair * 2) as *const u32) };
+                low[r] = i32x4_add(low[r], i32x4_dot_i16x8(x, w_low));
+                high[r] = i32x4_add(high[r], i32x4_dot_i16x8(x, w_high));
+            }
+        }
+        let mut sums = [[0i32; PANEL]; TILE];
+        for r in 0..R {
+            for lane in 0..4 {
+                sums[r][lane] = lane_of(low[r], lane);
+                sums[r][lane + 4] = lane_of(high[r], lane);
+            }
+        }
+        sums
+    }
+
+    fn lane_of(v: v128, lane: usize) -> i32 {
+        match lane {
+            0 => i32x4_extract_lane::<0>(v),
+            1 => i32x4_extract_lane::<1>(v),
+            2 => i32x4_extract_lane::<2>(v),
+            _ => i32x4_extract_lane::<3>(v),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{PANEL, TILE};
+
+    /// Up to [`TILE`] rows against one panel: per pair of `x` values, the panel's 16 weights
+    /// widened to one 16-lane vector, multiplied-and-added with the pair broadcast.
+    pub(super) fn kernel(xq: &[i16], width: usize, panel: &[i8], tile: usize) -> [[i32; PANEL]; TILE] {
+        assert!(tile <= TILE && xq.len() >= tile * width && panel.len() >= width * PANEL && width.is_multiple_of(2));
+        // SAFETY: the caller checked that the CPU has AVX2; the bounds are asserted above.
+        unsafe {
+            match tile {
+                4 => rows::<4>(xq, width, panel),
+                3 => rows::<3>(xq, width, panel),
+                2 => rows::<2>(xq, width, panel),
+                _ => rows::<1>(xq, width, panel),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn rows<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> [[i32; PANEL]; TILE] {
+        let mut acc = [_mm256_setzero_si256(); R];
+        for pair in 0..width / 2 {
+            // SAFETY (the function's contract): `pair * 16 + 16 <= width * PANEL` and
+            // `r * width + 2 * pair + 2 <= R * width`.
+            let w = unsafe { _mm256_cvtepi8_epi16(_mm_loadu_si128(panel.as_ptr().add(pair * 16) as *const __m128i)) };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = unsafe { (xq.as_ptr().add(r * width + pair * 2) as *const i32).read_unaligned() };
+                *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(_mm256_set1_epi32(x), w));
+            }
+        }
+        let mut sums = [[0i32; PANEL]; TILE];
+        for (sums, acc) in sums.iter_mut().zip(acc) {
+            // SAFETY: 8 i32 lanes into 8 i32s.
+            unsafe { _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, acc) };
+        }
+        sums
+    }
+}
+
+impl Op for MatMulInt8 {
+    fn name(&self) -> StaticName {
+        "MatMulInt8".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!("int8 weight {} × {}", self.weights.k, self.weights.n)])
+    }
+
+    fn as_typed(&self) -> Option<&dyn TypedOp> {
+        Some(self)
+    }
+}
+
+impl EvalOp for MatMulInt8 {
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        self.eval_inputs(inputs)
+    }
+
+    fn eval_out_of_plan(&self, inputs: TVec<TValue>) -> TractResult<Option<TVec<TValue>>> {
+        Ok(Some(self.eval_inputs(inputs)?))
+    }
+}
+
+impl MatMulInt8 {
+    fn eval_inputs(&self, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let [x] = inputs.as_slice() else {
+            bail!("MatMulInt8 takes one input, got {}", inputs.len());
+        };
+        let shape = x.shape();
+        let k = shape.last().copied().unwrap_or(0);
+        ensure!(
+            k == self.weights.k,
+            "MatMulInt8: input of shape {shape:?} against a weight of {} rows",
+            self.weights.k
+        );
+        let rows = x.len() / k;
+        let x = x.cast_to::<f32>()?;
+        let view = x.try_as_plain_ram()?;
+        let y = self.apply(view.as_slice::<f32>()?, rows);
+        let mut out_shape: TVec<usize> = shape.into();
+        if let Some(last) = out_shape.last_mut() {
+            *last = self.weights.n;
+        }
+        Ok(tvec!(
+            tract_ndarray::ArrayD::from_shape_vec(&*out_shape, y)?.into_tvalue()
+        ))
+    }
+}
+
+impl TypedOp for MatMulInt8 {
+    fn as_op(&self) -> &dyn Op {
+        self
+    }
+
+    fn as_op_mut(&mut self) -> &mut dyn Op {
+        self
+    }
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let x = inputs.first().context("MatMulInt8 takes one input")?;
+        ensure!(x.rank() >= 1, "MatMulInt8's input is a scalar");
+        let mut shape: TVec<TDim> = x.shape.iter().cloned().collect();
+        if let Some(last) = shape.last_mut() {
+            *last = self.weights.n.to_dim();
+        }
+        Ok(tvec!(f32::fact(shape)))
+    }
+}
+
+impl InferenceRulesOp for MatMulInt8 {
+    fn rules<'r, 'p: 'r, 's: 'r>(
+        &'s self,
+        s: &mut Solver<'r>,
+        inputs: &'p [TensorProxy],
+        outputs: &'p [TensorProxy],
+    ) -> InferenceResult {
+        check_input_arity(inputs, 1)?;
+        check_output_arity(outputs, 1)?;
+        s.equals(&inputs[0].datum_type, f32::datum_type())?;
+        s.equals(&outputs[0].datum_type, f32::datum_type())?;
+        s.equals(&inputs[0].rank, &outputs[0].rank)?;
+        let n = self.weights.n;
+        s.given(&inputs[0].rank, move |s, rank| {
+            let last = (rank as usize).saturating_sub(1);
+            for axis in 0..last {
+                s.equals(&inputs[0].shape[axis], &outputs[0].shape[axis])?;
+            }
+            s.equals(&outputs[0].shape[last], n.to_dim())
+        })
+    }
+
+    fn as_op(&self) -> &dyn Op {
+        self
+    }
+
+    fn as_op_mut(&mut self) -> &mut dyn Op {
+        self
+    }
+
+    fn to_typed(
+        &self,
+        _source: &InferenceModel,
+        node: &InferenceNode,
+        target: &mut TypedModel,
+        mapping: &HashMap<OutletId, OutletId>,
+    ) -> TractResult<TVec<OutletId>> {
+        let inputs: TVec<OutletId> = node.inputs.iter().map(|i| mapping[i]).collect();
+        target.wire_node(&*node.name, self.clone(), &inputs)
+    }
+}
+
+/// Builds a [`MatMulInt8`] from a `SextantMatMulInt8` node: its tensor attributes `q` (int8,
+/// `[K, N]`) and `scale` (f32, `[N]`, `[1, N]` or one value).
+pub(super) fn parse(_ctx: &ParsingContext, node: &pb::NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+    let attribute = |name: &str| {
+        node.attribute
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.t.as_ref())
+            .with_context(|| format!("{OP_TYPE} node {} has no tensor attribute {name}", node.name))
+    };
+    let q = super::rewrite::proto_tensor(attribute("q")?)?.context("q is not an int8 tensor")?;
+    let scale = super::rewrite::proto_tensor(attribute("scale")?)?.context("scale is not an f32 tensor")?;
+    ensure!(
+        q.datum_type() == DatumType::I8 && q.rank() == 2,
+        "q must be a 2-D int8 tensor"
+    );
+    ensure!(scale.datum_type() == DatumType::F32, "scale must be f32");
+    let (k, n) = (q.shape()[0], q.shape()[1]);
+    let (q, scale) = (q.try_as_plain_ram()?, scale.try_as_plain_ram()?);
+    let op = MatMulInt8::new(q.as_slice::<i8>()?, k, n, scale.as_slice::<f32>()?)?;
+    Ok((Box::new(op), vec![]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift), seeded.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn f32(&mut self) -> f32 {
+            (self.next() % 20_001) as f32 / 10_000.0 - 1.0
+        }
+        fn i8(&mut self) -> i8 {
+            (self.next() % 256) as u8 as i8
+        }
+    }
+
+    fn reference(x: &[f32], q: &[i8], scale: &[f32], k: usize, n: usize) -> Vec<f32> {
+        let rows = x.len() / k;
+        let mut y = vec![0f32; rows * n];
+        for r in 0..rows {
+            for c in 0..n {
+                let mut sum = 0f64;
+                for i in 0..k {
+                    sum += f64::from(x[r * k + i]) * f64::from(q[i * n + c]);
+                }
+                y[r * n + c] = (sum * f64::from(scale[c])) as f32;
+            }
+        }
+        y
+    }
+
+    #[test]
+    fn matches_the_f32_product_on_odd_shapes() {
+        let seed = 0x5eed_1234_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        for (rows, k, n) in [
+            (1, 1, 1),
+            (3, 5, 7),
+            (5, 384, 9),
+            (9, 17, 24),
+            (13, 1536, 20),
+            (4, 2, 8),
+        ] {
+            let x: Vec<f32> = (0..rows * k).map(|_| rng.f32() * 4.0).collect();
+            let q: Vec<i8> = (0..k * n).map(|_| rng.i8()).collect();
+            let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
+            let op = MatMulInt8::new(&q, k, n, &scale).unwrap();
+            let got = op.apply(&x, rows);
+            let want = reference(&x, &q, &scale, k, n);
+            for r in 0..rows {
+                // Error bound: each x rounded by at most half a level of its row's largest value.
+                let largest = x[r * k..(r + 1) * k].iter().fold(0f32, |m, v| m.max(v.abs()));
+                for c in 0..n {
+                    let bound = k as f32 * 0.5 * largest / op.weights.levels * 128.0 * scale[c] + 1e-5;
+                    let (g, w) = (got[r * n + c], want[r * n + c]);
+                    assert!(
+                        (g - w).abs() <= bound,
+                        "{rows}×{k}×{n} [{r},{c}]: {g} vs {w} (bound {bound})"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_simd_kernel_equals_the_portable_one() {
+        let seed = 0xabcd_ef01_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        let width = 40;
+        let xq: Vec<i16> = (0..TILE * width).map(|_| (rng.next() % 65_535) as i32 as i16).collect();
+        let panel: Vec<i8> = (0..width * PANEL).map(|_| rng.i8()).collect();
+        for tile in 1..=TILE {
+            let xq = &xq[..tile * width];
+            assert_eq!(
+                kernel(xq, width, &panel, tile),
+                portable(xq, width, &panel, tile),
+                "tile {tile}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_rows_stay_zero_and_bad_weights_are_refused() {
+        let op = MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[0.5]).unwrap();
+        assert_eq!(op.apply(&[0.0, 0.0, 1.0, 0.0], 2), [0.0, 0.0, 0.5, 1.0]);
+        assert!(MatMulInt8::new(&[1, 2, 3], 2, 2, &[1.0]).is_err());
+        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0, 2.0, 3.0]).is_err());
+    }
+}
