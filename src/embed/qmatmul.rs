@@ -34,11 +34,15 @@ const TILE: usize = 4;
 /// The ONNX op type `rewrite::int8_matmuls` writes and [`parse`] reads.
 pub(super) const OP_TYPE: &str = "SextantMatMulInt8";
 
-/// `y = (x · q) ∘ scale`: `x` f32 of shape `[.., K]`, `q` int8 `[K, N]` packed once, `scale` one
-/// f32 per column of `q` (or one for all); `y` f32 `[.., N]`.
+/// `y = act((x · q) ∘ scale + bias) + residual`: `x` f32 of shape `[.., K]`, `q` int8 `[K, N]`
+/// packed once, `scale` one f32 per column, `bias` optional (`[N]`), `act` GELU or nothing,
+/// `residual` an optional second input of `y`'s shape; `y` f32 `[.., N]`. The bias and GELU come
+/// from the graph (`rewrite::int8_matmuls`); a following multiplication by one number and a
+/// residual addition are taken in by [`TypedOp::fuse`] once tract has placed them next to it.
 #[derive(Debug, Clone)]
 pub struct MatMulInt8 {
     weights: Arc<Packed>,
+    epilogue: Epilogue,
 }
 
 #[derive(Debug)]
@@ -49,34 +53,59 @@ struct Packed {
     pairs: usize,
     /// `panels × pairs × 16` bytes (module docs).
     data: Vec<i8>,
-    /// One scale per column.
-    scale: Vec<f32>,
     /// The largest magnitude a row of `x` is quantised to: as many levels as keep
     /// `k × level × 128` inside an `i32`, at most `i16::MAX`.
     levels: f32,
 }
 
+/// What is done to each integer sum after the product, in this order.
+#[derive(Debug, Clone)]
+struct Epilogue {
+    /// One scale per column.
+    scale: Arc<[f32]>,
+    /// One bias per column, added after the scale.
+    bias: Option<Arc<[f32]>>,
+    /// GELU (`h · (erf(h / √2) + 1) / 2`) after the bias.
+    gelu: bool,
+    /// A second input added last.
+    residual: bool,
+}
+
 impl PartialEq for MatMulInt8 {
     fn eq(&self, other: &Self) -> bool {
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();
+        let (a, b) = (&self.epilogue, &other.epilogue);
         Arc::ptr_eq(&self.weights, &other.weights)
+            && bits(&a.scale) == bits(&b.scale)
+            && a.bias.as_deref().map(bits) == b.bias.as_deref().map(bits)
+            && a.gelu == b.gelu
+            && a.residual == b.residual
     }
 }
 
 impl Eq for MatMulInt8 {}
 
 impl MatMulInt8 {
-    /// Packs `q` (`k × n`, row-major) and its column scales (`n` values, or one for all).
-    pub fn new(q: &[i8], k: usize, n: usize, scale: &[f32]) -> TractResult<Self> {
+    /// Packs `q` (`k × n`, row-major) with its column scales (`n` values, or one for all) and an
+    /// optional bias (`n` values).
+    pub fn new(q: &[i8], k: usize, n: usize, scale: &[f32], bias: Option<&[f32]>, gelu: bool) -> TractResult<Self> {
         ensure!(
             k > 0 && n > 0,
             "an int8 product needs a non-empty weight, got {k} × {n}"
         );
         ensure!(q.len() == k * n, "an int8 weight of {k} × {n} holds {} values", q.len());
-        let scale = match scale.len() {
-            1 => vec![scale[0]; n],
-            len if len == n => scale.to_vec(),
+        let scale: Arc<[f32]> = match scale.len() {
+            1 => vec![scale[0]; n].into(),
+            len if len == n => scale.into(),
             len => bail!("an int8 weight of {n} columns has {len} scales"),
         };
+        if let Some(bias) = bias {
+            ensure!(
+                bias.len() == n,
+                "an int8 weight of {n} columns has {} biases",
+                bias.len()
+            );
+        }
         let pairs = k.div_ceil(2);
         let panels = n.div_ceil(PANEL);
         let mut data = vec![0i8; panels * pairs * PANEL * 2];
@@ -97,15 +126,22 @@ impl MatMulInt8 {
                 n,
                 pairs,
                 data,
-                scale,
                 levels,
             }),
+            epilogue: Epilogue {
+                scale,
+                bias: bias.map(Arc::from),
+                gelu,
+                residual: false,
+            },
         })
     }
 
-    /// The product for `rows` rows of `x` (`rows × k`, row-major): `rows × n` values.
-    pub fn apply(&self, x: &[f32], rows: usize) -> Vec<f32> {
+    /// The product for `rows` rows of `x` (`rows × k`, row-major) and, with a residual, the
+    /// `rows × n` values to add: `rows × n` values.
+    pub fn apply(&self, x: &[f32], rows: usize, residual: Option<&[f32]>) -> Vec<f32> {
         let w = &*self.weights;
+        let e = &self.epilogue;
         let width = w.pairs * 2;
         // Each row quantised with its own scale: x ≈ xq · row_scale.
         let mut xq = vec![0i16; rows * width];
@@ -126,21 +162,73 @@ impl MatMulInt8 {
         for (panel, weights) in w.data.chunks_exact(w.pairs * PANEL * 2).enumerate() {
             let first = panel * PANEL;
             let columns = PANEL.min(w.n - first);
+            let scale = &e.scale[first..first + columns];
             let mut row = 0;
             while row < rows {
                 let tile = TILE.min(rows - row);
                 let sums = kernel(&xq[row * width..(row + tile) * width], width, weights, tile);
                 for (r, sums) in sums.iter().take(tile).enumerate() {
                     let out = &mut y[(row + r) * w.n + first..][..columns];
-                    for ((y, &sum), &scale) in out.iter_mut().zip(sums).zip(&w.scale[first..first + columns]) {
-                        *y = sum as f32 * row_scale[row + r] * scale;
+                    let x_scale = row_scale[row + r];
+                    for ((y, &sum), &scale) in out.iter_mut().zip(sums).zip(scale) {
+                        *y = sum as f32 * x_scale * scale;
+                    }
+                    if let Some(bias) = &e.bias {
+                        for (y, b) in out.iter_mut().zip(&bias[first..first + columns]) {
+                            *y += b;
+                        }
                     }
                 }
                 row += tile;
             }
         }
+        if e.gelu {
+            y.iter_mut()
+                .for_each(|h| *h *= 0.5 * (erf(*h * std::f32::consts::FRAC_1_SQRT_2) + 1.0));
+        }
+        if let Some(residual) = residual {
+            y.iter_mut().zip(residual).for_each(|(y, r)| *y += r);
+        }
         y
     }
+
+    /// This product followed by a multiplication by `factor`.
+    fn times(&self, factor: f32) -> Self {
+        let e = &self.epilogue;
+        let scale: Vec<f32> = e.scale.iter().map(|s| s * factor).collect();
+        let bias = e
+            .bias
+            .as_ref()
+            .map(|b| b.iter().map(|b| b * factor).collect::<Vec<f32>>().into());
+        Self {
+            weights: self.weights.clone(),
+            epilogue: Epilogue {
+                scale: scale.into(),
+                bias,
+                ..e.clone()
+            },
+        }
+    }
+}
+
+/// The error function, by Abramowitz and Stegun's 7.1.28 (absolute error under 3e-7, what an f32
+/// holds near 1), in a form the compiler vectorises: no branch, no `exp`.
+#[allow(clippy::excessive_precision)]
+fn erf(x: f32) -> f32 {
+    const A: [f32; 6] = [
+        0.0705230784,
+        0.0422820123,
+        0.0092705272,
+        0.0001520143,
+        0.0002765672,
+        0.0000430638,
+    ];
+    let t = x.abs();
+    let p = 1.0 + t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * (A[4] + t * A[5])))));
+    let p2 = p * p;
+    let p4 = p2 * p2;
+    let p8 = p4 * p4;
+    (1.0 - 1.0 / (p8 * p8)).copysign(x)
 }
 
 /// Integer sums for up to [`TILE`] rows of quantised `x` (`tile` rows of `width` values) against
@@ -294,9 +382,13 @@ impl EvalOp for MatMulInt8 {
 
 impl MatMulInt8 {
     fn eval_inputs(&self, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let [x] = inputs.as_slice() else {
-            bail!("MatMulInt8 takes one input, got {}", inputs.len());
-        };
+        let expected = 1 + self.epilogue.residual as usize;
+        ensure!(
+            inputs.len() == expected,
+            "MatMulInt8 takes {expected} inputs, got {}",
+            inputs.len()
+        );
+        let x = &inputs[0];
         let shape = x.shape();
         let k = shape.last().copied().unwrap_or(0);
         ensure!(
@@ -305,13 +397,25 @@ impl MatMulInt8 {
             self.weights.k
         );
         let rows = x.len() / k;
-        let x = x.cast_to::<f32>()?;
-        let view = x.try_as_plain_ram()?;
-        let y = self.apply(view.as_slice::<f32>()?, rows);
         let mut out_shape: TVec<usize> = shape.into();
         if let Some(last) = out_shape.last_mut() {
             *last = self.weights.n;
         }
+        let x = x.cast_to::<f32>()?;
+        let view = x.try_as_plain_ram()?;
+        let residual = match inputs.get(1) {
+            Some(r) => {
+                ensure!(
+                    r.shape() == &*out_shape,
+                    "MatMulInt8: residual of shape {:?}, not {out_shape:?}",
+                    r.shape()
+                );
+                Some(r.try_as_plain_ram()?)
+            }
+            None => None,
+        };
+        let residual = residual.as_ref().map(|r| r.as_slice::<f32>()).transpose()?;
+        let y = self.apply(view.as_slice::<f32>()?, rows, residual);
         Ok(tvec!(
             tract_ndarray::ArrayD::from_shape_vec(&*out_shape, y)?.into_tvalue()
         ))
@@ -325,6 +429,55 @@ impl TypedOp for MatMulInt8 {
 
     fn as_op_mut(&mut self) -> &mut dyn Op {
         self
+    }
+
+    fn fuse(&self, model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {
+        let Some(next) = model.single_succ(node.id)? else {
+            return Ok(None);
+        };
+        let [a, b] = next.inputs.as_slice() else {
+            return Ok(None);
+        };
+        let other = if a.node == node.id { *b } else { *a };
+        if other.node == node.id {
+            return Ok(None);
+        }
+        let other_fact = model.outlet_fact(other)?;
+        let own_fact = model.outlet_fact(OutletId::new(node.id, 0))?;
+        let e = &self.epilogue;
+        let (op, residual) = match &*next.op().name() {
+            // A multiplication by one number goes into the scale and bias.
+            "Mul" if !e.gelu && !e.residual => {
+                let Some(factor) = other_fact.konst.as_ref().filter(|k| k.len() == 1) else {
+                    return Ok(None);
+                };
+                if other_fact.rank() > own_fact.rank() {
+                    return Ok(None);
+                }
+                (self.times(factor.cast_to_scalar::<f32>()?), None)
+            }
+            // A residual: a computed tensor of the same shape.
+            "Add" if !e.residual => {
+                if other_fact.konst.is_some()
+                    || other_fact.shape != own_fact.shape
+                    || other_fact.datum_type != f32::datum_type()
+                {
+                    return Ok(None);
+                }
+                let mut op = self.clone();
+                op.epilogue.residual = true;
+                (op, Some(other))
+            }
+            _ => return Ok(None),
+        };
+        let mut patch = TypedModelPatch::default();
+        let mut inputs = patch.taps(model, &node.inputs)?;
+        if let Some(residual) = residual {
+            inputs.push(patch.tap_model(model, residual)?);
+        }
+        let out = patch.wire_node(&node.name, op, &inputs)?;
+        patch.shunt_outside(model, next.id.into(), out[0])?;
+        Ok(Some(patch))
     }
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
@@ -381,25 +534,40 @@ impl InferenceRulesOp for MatMulInt8 {
 }
 
 /// Builds a [`MatMulInt8`] from a `SextantMatMulInt8` node: its tensor attributes `q` (int8,
-/// `[K, N]`) and `scale` (f32, `[N]`, `[1, N]` or one value).
+/// `[K, N]`), `scale` (f32, `[N]`, `[1, N]` or one value) and optionally `bias` (f32, `N`
+/// values), and its string attribute `activation` (`gelu`, or absent).
 pub(super) fn parse(_ctx: &ParsingContext, node: &pb::NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    let attribute = |name: &str| {
-        node.attribute
-            .iter()
-            .find(|a| a.name == name)
-            .and_then(|a| a.t.as_ref())
-            .with_context(|| format!("{OP_TYPE} node {} has no tensor attribute {name}", node.name))
+    let attribute = |name: &str| node.attribute.iter().find(|a| a.name == name);
+    let tensor = |name: &str| -> TractResult<Option<Tensor>> {
+        match attribute(name).and_then(|a| a.t.as_ref()) {
+            Some(t) => super::rewrite::proto_tensor(t)?
+                .map(Some)
+                .with_context(|| format!("{OP_TYPE} node {}: {name} is not an int8 or f32 tensor", node.name)),
+            None => Ok(None),
+        }
     };
-    let q = super::rewrite::proto_tensor(attribute("q")?)?.context("q is not an int8 tensor")?;
-    let scale = super::rewrite::proto_tensor(attribute("scale")?)?.context("scale is not an f32 tensor")?;
+    let q = tensor("q")?.with_context(|| format!("{OP_TYPE} node {} has no weight", node.name))?;
+    let scale = tensor("scale")?.with_context(|| format!("{OP_TYPE} node {} has no scale", node.name))?;
+    let bias = tensor("bias")?;
     ensure!(
         q.datum_type() == DatumType::I8 && q.rank() == 2,
         "q must be a 2-D int8 tensor"
     );
     ensure!(scale.datum_type() == DatumType::F32, "scale must be f32");
+    ensure!(
+        bias.as_ref().is_none_or(|b| b.datum_type() == DatumType::F32),
+        "bias must be f32"
+    );
+    let gelu = match attribute("activation").map(|a| a.s.as_slice()) {
+        None => false,
+        Some(b"gelu") => true,
+        Some(other) => bail!("{OP_TYPE}: unknown activation {:?}", String::from_utf8_lossy(other)),
+    };
     let (k, n) = (q.shape()[0], q.shape()[1]);
     let (q, scale) = (q.try_as_plain_ram()?, scale.try_as_plain_ram()?);
-    let op = MatMulInt8::new(q.as_slice::<i8>()?, k, n, scale.as_slice::<f32>()?)?;
+    let bias = bias.as_ref().map(|b| b.try_as_plain_ram()).transpose()?;
+    let bias = bias.as_ref().map(|b| b.as_slice::<f32>()).transpose()?;
+    let op = MatMulInt8::new(q.as_slice::<i8>()?, k, n, scale.as_slice::<f32>()?, bias, gelu)?;
     Ok((Box::new(op), vec![]))
 }
 
@@ -456,8 +624,8 @@ mod tests {
             let x: Vec<f32> = (0..rows * k).map(|_| rng.f32() * 4.0).collect();
             let q: Vec<i8> = (0..k * n).map(|_| rng.i8()).collect();
             let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
-            let op = MatMulInt8::new(&q, k, n, &scale).unwrap();
-            let got = op.apply(&x, rows);
+            let op = MatMulInt8::new(&q, k, n, &scale, None, false).unwrap();
+            let got = op.apply(&x, rows, None);
             let want = reference(&x, &q, &scale, k, n);
             for r in 0..rows {
                 // Error bound: each x rounded by at most half a level of its row's largest value.
@@ -494,9 +662,43 @@ mod tests {
 
     #[test]
     fn zero_rows_stay_zero_and_bad_weights_are_refused() {
-        let op = MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[0.5]).unwrap();
-        assert_eq!(op.apply(&[0.0, 0.0, 1.0, 0.0], 2), [0.0, 0.0, 0.5, 1.0]);
-        assert!(MatMulInt8::new(&[1, 2, 3], 2, 2, &[1.0]).is_err());
-        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0, 2.0, 3.0]).is_err());
+        let op = MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[0.5], None, false).unwrap();
+        assert_eq!(op.apply(&[0.0, 0.0, 1.0, 0.0], 2, None), [0.0, 0.0, 0.5, 1.0]);
+        assert!(MatMulInt8::new(&[1, 2, 3], 2, 2, &[1.0], None, false).is_err());
+        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0, 2.0, 3.0], None, false).is_err());
+        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0], Some(&[1.0]), false).is_err());
+    }
+
+    #[test]
+    fn the_epilogue_adds_bias_then_gelu_then_residual_and_takes_a_factor() {
+        // x = [1, 0] picks q's first row: [2, -4] · 0.5 = [1, -2].
+        let x = [1.0, 0.0];
+        let plain = MatMulInt8::new(&[2, -4, 3, 1], 2, 2, &[0.5], Some(&[0.5, 1.0]), false).unwrap();
+        assert_eq!(plain.apply(&x, 1, None), [1.5, -1.0]);
+        assert_eq!(plain.apply(&x, 1, Some(&[1.0, 2.0])), [2.5, 1.0]);
+        assert_eq!(plain.times(2.0).apply(&x, 1, None), [3.0, -2.0]);
+        let gelu = MatMulInt8::new(&[2, -4, 3, 1], 2, 2, &[0.5], Some(&[0.5, 1.0]), true).unwrap();
+        let got = gelu.apply(&x, 1, None);
+        // GELU(h) = h·Φ(h): GELU(1.5) = 1.5 · 0.9331928, GELU(-1) = -0.1586553.
+        assert!(
+            (got[0] - 1.399_789).abs() < 1e-5 && (got[1] + 0.158_655).abs() < 1e-5,
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn erf_is_within_its_bound() {
+        // Reference values of erf (Abramowitz and Stegun, table 7.1).
+        for (x, want) in [
+            (0.0, 0.0),
+            (0.1, 0.112_462_9),
+            (0.5, 0.520_499_9),
+            (1.0, 0.842_700_8),
+            (2.0, 0.995_322_3),
+            (3.5, 0.999_999_3),
+        ] {
+            assert!((erf(x) - want).abs() < 5e-7, "erf({x}) = {} not {want}", erf(x));
+            assert!((erf(-x) + want).abs() < 5e-7);
+        }
     }
 }

@@ -391,7 +391,180 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
         graph.node[matmul] = fused;
     }
     remove_nodes(graph, &drop);
+    absorb_bias_and_gelu(graph);
     Ok(())
+}
+
+/// The nodes reading `name`.
+fn readers(graph: &pb::GraphProto, name: &str) -> Vec<usize> {
+    (0..graph.node.len())
+        .filter(|&i| graph.node[i].input.iter().any(|n| n == name))
+        .collect()
+}
+
+/// The f32 values of an initializer, if `name` is one.
+fn initializer_values(graph: &pb::GraphProto, name: &str) -> Option<(Vec<i64>, Vec<f32>)> {
+    let t = graph.initializer.iter().find(|t| t.name == name)?;
+    let tensor = proto_tensor(t).ok()??;
+    let values = tensor
+        .cast_to::<f32>()
+        .ok()?
+        .to_plain_array_view::<f32>()
+        .ok()?
+        .iter()
+        .copied()
+        .collect();
+    Some((t.dims.clone(), values))
+}
+
+/// Takes into each `SextantMatMulInt8` node the bias added right after it (`Add(y, b)`, `b` an
+/// initializer of `N` values) and then a GELU written out as BERT exports do
+/// (`y · (erf(y / √2) + 1) · 0.5`, as `Div(y, √2)` or `Mul(y, 1/√2)`, `Erf`, `Add(·, 1)`, then
+/// `Mul(·, 0.5)` and `Mul(y, ·)` in either order), so they run in the product's epilogue.
+fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
+    let is_scalar = |graph: &pb::GraphProto, name: &str, want: f32| {
+        initializer_values(graph, name)
+            .is_some_and(|(_, v)| v.len() == 1 && (v[0] - want).abs() <= 1e-6 * want.abs().max(1.0))
+    };
+    // The other input of a two-input node, given one.
+    let other = |node: &pb::NodeProto, one: &str| -> Option<String> {
+        match node.input.as_slice() {
+            [a, b] if a == one => Some(b.clone()),
+            [a, b] if b == one => Some(a.clone()),
+            _ => None,
+        }
+    };
+    let products: Vec<usize> = (0..graph.node.len())
+        .filter(|&i| graph.node[i].op_type == super::qmatmul::OP_TYPE)
+        .collect();
+    let mut drop = HashSet::new();
+    for at in products {
+        let columns = graph.node[at]
+            .attribute
+            .iter()
+            .find(|a| a.name == "q")
+            .and_then(|a| a.t.as_ref())
+            .and_then(|t| t.dims.get(1).copied())
+            .unwrap_or(0);
+        // The bias.
+        let y = graph.node[at].output[0].clone();
+        let [add] = readers(graph, &y)[..] else { continue };
+        if graph.node[add].op_type != "Add" {
+            continue;
+        }
+        let Some(bias) = other(&graph.node[add], &y) else {
+            continue;
+        };
+        let Some((dims, values)) = initializer_values(graph, &bias) else {
+            continue;
+        };
+        if values.len() as i64 != columns || dims.iter().rev().skip(1).any(|&d| d != 1) {
+            continue;
+        }
+        let h = graph.node[add].output[0].clone();
+        let mut absorbed = vec![add];
+        let mut output = h.clone();
+        // GELU on h: find the chain, all of it read only inside the chain.
+        let gelu = (|| {
+            let uses = readers(graph, &h);
+            let [first, second] = uses[..] else { return None };
+            let (div, last) = match (graph.node[first].op_type.as_str(), graph.node[second].op_type.as_str()) {
+                ("Div", "Mul") => (first, second),
+                ("Mul", "Div") => (second, first),
+                ("Mul", "Mul") => {
+                    let by_root = |i: usize| {
+                        is_scalar(
+                            graph,
+                            &other(&graph.node[i], &h).unwrap_or_default(),
+                            std::f32::consts::FRAC_1_SQRT_2,
+                        )
+                    };
+                    if by_root(first) {
+                        (first, second)
+                    } else {
+                        (second, first)
+                    }
+                }
+                _ => return None,
+            };
+            let scaled = match graph.node[div].op_type.as_str() {
+                "Div"
+                    if graph.node[div].input[0] == h
+                        && is_scalar(graph, &graph.node[div].input[1], std::f32::consts::SQRT_2) =>
+                {
+                    graph.node[div].output[0].clone()
+                }
+                "Mul" if is_scalar(graph, &other(&graph.node[div], &h)?, std::f32::consts::FRAC_1_SQRT_2) => {
+                    graph.node[div].output[0].clone()
+                }
+                _ => return None,
+            };
+            let [erf] = readers(graph, &scaled)[..] else {
+                return None;
+            };
+            (graph.node[erf].op_type == "Erf").then_some(())?;
+            let erf_out = graph.node[erf].output[0].clone();
+            let [plus] = readers(graph, &erf_out)[..] else {
+                return None;
+            };
+            (graph.node[plus].op_type == "Add" && is_scalar(graph, &other(&graph.node[plus], &erf_out)?, 1.0))
+                .then_some(())?;
+            let plus_out = graph.node[plus].output[0].clone();
+            let [next] = readers(graph, &plus_out)[..] else {
+                return None;
+            };
+            (graph.node[next].op_type == "Mul").then_some(())?;
+            let next_out = graph.node[next].output[0].clone();
+            // Either Mul(0.5, ·) then Mul(h, ·), or Mul(h, ·) then Mul(·, 0.5).
+            if next == last {
+                // Mul(h, erf + 1), then a Mul by 0.5.
+                let [half] = readers(graph, &next_out)[..] else {
+                    return None;
+                };
+                (graph.node[half].op_type == "Mul" && is_scalar(graph, &other(&graph.node[half], &next_out)?, 0.5))
+                    .then_some(())?;
+                Some((vec![div, erf, plus, next, half], graph.node[half].output[0].clone()))
+            } else {
+                is_scalar(graph, &other(&graph.node[next], &plus_out)?, 0.5).then_some(())?;
+                let [product] = readers(graph, &next_out)[..] else {
+                    return None;
+                };
+                (product == last && other(&graph.node[last], &next_out)? == h).then_some(())?;
+                Some((vec![div, erf, plus, next, last], graph.node[last].output[0].clone()))
+            }
+        })();
+        let node = &mut graph.node[at];
+        if let Some((chain, out)) = gelu {
+            absorbed.extend(chain);
+            output = out;
+            node.attribute.push(pb::AttributeProto {
+                name: "activation".into(),
+                r#type: pb::attribute_proto::AttributeType::String as i32,
+                s: b"gelu".to_vec(),
+                ..Default::default()
+            });
+        }
+        node.attribute.push(pb::AttributeProto {
+            name: "bias".into(),
+            r#type: pb::attribute_proto::AttributeType::Tensor as i32,
+            t: Some(float_tensor("bias", &[columns], &values)),
+            ..Default::default()
+        });
+        node.output[0] = output;
+        drop.extend(absorbed);
+    }
+    remove_nodes(graph, &drop);
+}
+
+/// An f32 initializer.
+fn float_tensor(name: &str, dims: &[i64], values: &[f32]) -> pb::TensorProto {
+    pb::TensorProto {
+        name: name.into(),
+        data_type: pb::tensor_proto::DataType::Float as i32,
+        dims: dims.to_vec(),
+        raw_data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ..Default::default()
+    }
 }
 
 /// `MatMul(x, Mul(Cast(q), s))`, with `s` one scale per column of `q` (`[1, N]`, `[N]` or one
