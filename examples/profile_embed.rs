@@ -3,7 +3,7 @@
 //! `scripts/profile-onnxruntime.py` gives onnxruntime), f32 and int8 weights, the time per
 //! operator kind per run, slowest first, as JSON.
 //!
-//! cargo run --release --example profile_embed -- <queries.jsonl> <model dir> [rounds]
+//! cargo run --release --example profile_embed -- <queries.jsonl> <model dir> [rounds] [lengths, default 8,16,32]
 
 use std::time::Instant;
 
@@ -16,6 +16,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => return Err("usage: profile_embed <queries.jsonl> <model dir> [rounds]".into()),
     };
     let rounds: usize = args.get(3).map_or(Ok(20), |r| r.parse())?;
+    let lengths: Vec<usize> = args
+        .get(4)
+        .map_or("8,16,32", String::as_str)
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
     let texts: Vec<String> = std::fs::read_to_string(queries)?
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -28,8 +34,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut report = serde_json::Map::new();
     for weights in [Weights::F32, Weights::Int8] {
         let embedder = TractEmbedder::from_vec_with(model.clone(), &tokenizer, &ModelOptions::default(), weights)?;
-        let mut lengths = serde_json::Map::new();
-        for length in [8usize, 16, 32] {
+        let mut by_length = serde_json::Map::new();
+        for &length in &lengths {
             let sequences: Vec<Vec<u32>> = texts
                 .iter()
                 .filter_map(|t| embedder.token_ids(t).ok())
@@ -64,14 +70,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
-            lengths.insert(
+            by_length.insert(
                 length.to_string(),
                 serde_json::json!({ "run_ms_p50": runs[runs.len() / 2], "ops": ops }),
             );
         }
         report.insert(
             format!("{weights:?}").to_lowercase(),
-            serde_json::Value::Object(lengths),
+            serde_json::Value::Object(by_length),
         );
     }
     println!("{}", serde_json::to_string_pretty(&report)?);

@@ -71,8 +71,9 @@ export interface LoadOptions {
   model?: Source;
   tokenizer?: Source;
   on_progress?: (progress: Progress) => void;
-  /** How the model's int8 weights are held: 'f32' (default: dequantised once at load, fastest
-   *  queries) or 'int8' (dequantised on every query: less memory, slower queries). */
+  /** How the model's int8 weights are held: 'int8' (default: multiplied in integers, the
+   *  fastest queries and the least memory) or 'f32' (dequantised at load and multiplied in f32,
+   *  as the CLI does: about 35 MB more memory, about twice the query time). */
   weights?: Weights;
   /** The fetch used for URLs (default: globalThis.fetch). */
   fetch?: typeof fetch;

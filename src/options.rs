@@ -283,9 +283,10 @@ pub fn validate_query(query: &str) -> Result<(), BadOption> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LoadOptions {
-    /// How the model's int8 weights are held: `f32` (default: dequantised once at load, the
-    /// fastest queries) or `int8` (dequantised on every query: about 32 MB less memory for
-    /// all-MiniLM-L6-v2, slower queries).
+    /// How the model's int8 weights are held: `int8` (default: kept int8 and multiplied in
+    /// integers, the fastest queries and the least memory) or `f32` (dequantised once at load
+    /// and multiplied in f32, the model's own arithmetic: about 35 MB more memory for
+    /// all-MiniLM-L6-v2, and in WebAssembly about twice the query time).
     pub weights: Weights,
 }
 

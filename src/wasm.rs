@@ -226,7 +226,7 @@ impl Engine {
     }
 
     /// `loadModel(model, tokenizer, {weights?})`: attaches the index's model (digests checked
-    /// first). `weights: "int8"` trades query speed for memory.
+    /// first). `weights: "f32"` multiplies in f32, as the CLI does, for more memory and time.
     #[cfg(feature = "model")]
     #[wasm_bindgen(js_name = loadModel)]
     pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], load_options: JsValue) -> Result<(), JsValue> {

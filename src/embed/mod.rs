@@ -118,17 +118,21 @@ impl Default for ModelOptions {
     }
 }
 
-/// How the model's int8 weights are held once loaded: a load-time choice between speed and
-/// memory that does not change the vectors (beyond float rounding) or the bundle.
+/// How the model's int8 weights are held and multiplied once loaded: a load-time choice that
+/// does not change the bundle, and the vectors only within cosine 0.99999.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Weights {
-    /// Dequantised to f32 once, at load: the fastest queries, about 32 MB more memory for
-    /// all-MiniLM-L6-v2. The default.
-    #[default]
+    /// Dequantised to f32 once, at load, and multiplied in f32: the model's own arithmetic,
+    /// about 35 MB more memory for all-MiniLM-L6-v2, and in WebAssembly about twice the query
+    /// time of [`Weights::Int8`]. The CLI builds and searches with it, so an index's vectors
+    /// are the reference's.
     F32,
-    /// Kept int8 and dequantised inside every call: about 32 MB less memory, slower queries.
-    /// For memory-tight hosts such as a Worker isolate (128 MB in all).
+    /// Kept int8, packed once at load, and multiplied in integers, each row of activations
+    /// rounded to 13–15 bits of its largest value (`embed::qmatmul`): the fastest queries
+    /// (WebAssembly: about half [`Weights::F32`]'s time) and the least memory, vectors within
+    /// cosine 0.99999 of f32's. The default for engines loaded in JavaScript.
+    #[default]
     Int8,
 }
 

@@ -31,6 +31,12 @@ pub(super) const PANEL: usize = 8;
 /// Rows of `x` per kernel call.
 const TILE: usize = 4;
 
+/// Panels per kernel call: two where a register holds a pair of them (AVX2), else one.
+const GROUP: usize = if cfg!(target_arch = "x86_64") { 2 } else { 1 };
+
+/// Columns per kernel call.
+const BLOCK: usize = GROUP * PANEL;
+
 /// The ONNX op type `rewrite::int8_matmuls` writes and [`parse`] reads.
 pub(super) const OP_TYPE: &str = "SextantMatMulInt8";
 
@@ -159,9 +165,9 @@ impl MatMulInt8 {
             }
         }
         let mut y = vec![0f32; rows * w.n];
-        for (panel, weights) in w.data.chunks_exact(w.pairs * PANEL * 2).enumerate() {
-            let first = panel * PANEL;
-            let columns = PANEL.min(w.n - first);
+        for (block, weights) in w.data.chunks(w.pairs * PANEL * 2 * GROUP).enumerate() {
+            let first = block * BLOCK;
+            let columns = BLOCK.min(w.n - first);
             let scale = &e.scale[first..first + columns];
             let mut row = 0;
             while row < rows {
@@ -232,39 +238,43 @@ fn erf(x: f32) -> f32 {
 }
 
 /// Integer sums for up to [`TILE`] rows of quantised `x` (`tile` rows of `width` values) against
-/// one panel: `[row][column]`.
-fn kernel(xq: &[i16], width: usize, panel: &[i8], tile: usize) -> [[i32; PANEL]; TILE] {
-    debug_assert!(xq.len() == tile * width && panel.len() == width * PANEL && tile <= TILE);
+/// up to [`GROUP`] consecutive panels: `[row][column]`.
+fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+    debug_assert!(xq.len() == tile * width && tile <= TILE);
+    debug_assert!(panels.len().is_multiple_of(width * PANEL) && panels.len() <= width * BLOCK);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
         match tile {
-            4 => simd128::kernel::<4>(xq, width, panel),
-            3 => simd128::kernel::<3>(xq, width, panel),
-            2 => simd128::kernel::<2>(xq, width, panel),
-            _ => simd128::kernel::<1>(xq, width, panel),
+            4 => simd128::kernel::<4>(xq, width, panels),
+            3 => simd128::kernel::<3>(xq, width, panels),
+            2 => simd128::kernel::<2>(xq, width, panels),
+            _ => simd128::kernel::<1>(xq, width, panels),
         }
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return avx2::kernel(xq, width, panel, tile);
+        if panels.len() == width * BLOCK && std::arch::is_x86_feature_detected!("avx2") {
+            return avx2::kernel(xq, width, panels, tile);
         }
-        portable(xq, width, panel, tile)
+        portable(xq, width, panels, tile)
     }
     #[cfg(not(any(all(target_arch = "wasm32", target_feature = "simd128"), target_arch = "x86_64")))]
     {
-        portable(xq, width, panel, tile)
+        portable(xq, width, panels, tile)
     }
 }
 
 /// The kernel in plain Rust: the reference every SIMD kernel must equal.
 #[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
-fn portable(xq: &[i16], width: usize, panel: &[i8], tile: usize) -> [[i32; PANEL]; TILE] {
-    let mut sums = [[0i32; PANEL]; TILE];
-    for (row, x) in xq.chunks_exact(width).take(tile).enumerate() {
-        for (pair, w) in x.chunks_exact(2).zip(panel.chunks_exact(PANEL * 2)) {
-            for (sum, w) in sums[row].iter_mut().zip(w.chunks_exact(2)) {
-                *sum += i32::from(pair[0]) * i32::from(w[0]) + i32::from(pair[1]) * i32::from(w[1]);
+fn portable(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+    let mut sums = [[0i32; BLOCK]; TILE];
+    for (panel, weights) in panels.chunks_exact(width * PANEL).enumerate() {
+        for (row, x) in xq.chunks_exact(width).take(tile).enumerate() {
+            let sums = &mut sums[row][panel * PANEL..(panel + 1) * PANEL];
+            for (pair, w) in x.chunks_exact(2).zip(weights.chunks_exact(PANEL * 2)) {
+                for (sum, w) in sums.iter_mut().zip(w.chunks_exact(2)) {
+                    *sum += i32::from(pair[0]) * i32::from(w[0]) + i32::from(pair[1]) * i32::from(w[1]);
+                }
             }
         }
     }
@@ -275,11 +285,11 @@ fn portable(xq: &[i16], width: usize, panel: &[i8], tile: usize) -> [[i32; PANEL
 mod simd128 {
     use core::arch::wasm32::*;
 
-    use super::{PANEL, TILE};
+    use super::{BLOCK, PANEL, TILE};
 
     /// `R` rows against one panel: per pair of `x` values, the panel's 16 weights widened to two
     /// `i16x8` (columns 0–3 and 4–7), each multiplied-and-added with the pair splatted.
-    pub(super) fn kernel<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> [[i32; PANEL]; TILE] {
+    pub(super) fn kernel<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> [[i32; BLOCK]; TILE] {
         assert!(R <= TILE && xq.len() >= R * width && panel.len() >= width * PANEL && width.is_multiple_of(2));
         let mut low = [i32x4_splat(0); R];
         let mut high = [i32x4_splat(0); R];
@@ -294,7 +304,7 @@ mod simd128 {
                 high[r] = i32x4_add(high[r], i32x4_dot_i16x8(x, w_high));
             }
         }
-        let mut sums = [[0i32; PANEL]; TILE];
+        let mut sums = [[0i32; BLOCK]; TILE];
         for r in 0..R {
             for lane in 0..4 {
                 sums[r][lane] = lane_of(low[r], lane);
@@ -318,39 +328,82 @@ mod simd128 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{PANEL, TILE};
+    use super::{BLOCK, PANEL, TILE};
 
-    /// Up to [`TILE`] rows against one panel: per pair of `x` values, the panel's 16 weights
-    /// widened to one 16-lane vector, multiplied-and-added with the pair broadcast.
-    pub(super) fn kernel(xq: &[i16], width: usize, panel: &[i8], tile: usize) -> [[i32; PANEL]; TILE] {
-        assert!(tile <= TILE && xq.len() >= tile * width && panel.len() >= width * PANEL && width.is_multiple_of(2));
-        // SAFETY: the caller checked that the CPU has AVX2; the bounds are asserted above.
+    /// Up to [`TILE`] rows against two panels: per pair of `x` values, each panel's 16 weights
+    /// widened to one 16-lane vector, multiplied-and-added with the pair broadcast (in one
+    /// instruction, `vpdpwssd`, where the CPU has AVX-VNNI).
+    pub(super) fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+        assert!(tile <= TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2));
+        let vnni = std::arch::is_x86_feature_detected!("avxvnni");
+        // SAFETY: the caller checked that the CPU has AVX2, and AVX-VNNI is checked here; the
+        // bounds are asserted above.
         unsafe {
-            match tile {
-                4 => rows::<4>(xq, width, panel),
-                3 => rows::<3>(xq, width, panel),
-                2 => rows::<2>(xq, width, panel),
-                _ => rows::<1>(xq, width, panel),
+            match (tile, vnni) {
+                (4, true) => rows_vnni::<4>(xq, width, panels),
+                (3, true) => rows_vnni::<3>(xq, width, panels),
+                (2, true) => rows_vnni::<2>(xq, width, panels),
+                (_, true) => rows_vnni::<1>(xq, width, panels),
+                (4, false) => rows::<4>(xq, width, panels),
+                (3, false) => rows::<3>(xq, width, panels),
+                (2, false) => rows::<2>(xq, width, panels),
+                (_, false) => rows::<1>(xq, width, panels),
             }
         }
     }
 
     #[target_feature(enable = "avx2")]
-    unsafe fn rows<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> [[i32; PANEL]; TILE] {
-        let mut acc = [_mm256_setzero_si256(); R];
+    pub(super) unsafe fn rows<const R: usize>(xq: &[i16], width: usize, panels: &[i8]) -> [[i32; BLOCK]; TILE] {
+        // SAFETY: the same contract.
+        unsafe {
+            body::<R>(xq, width, panels, |acc, x, w| {
+                _mm256_add_epi32(acc, _mm256_madd_epi16(x, w))
+            })
+        }
+    }
+
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub(super) unsafe fn rows_vnni<const R: usize>(xq: &[i16], width: usize, panels: &[i8]) -> [[i32; BLOCK]; TILE] {
+        // SAFETY: the same contract.
+        unsafe { body::<R>(xq, width, panels, |acc, x, w| _mm256_dpwssd_avx_epi32(acc, x, w)) }
+    }
+
+    /// The loop both variants share, inlined into each so it is compiled with its features.
+    #[inline(always)]
+    unsafe fn body<const R: usize>(
+        xq: &[i16],
+        width: usize,
+        panels: &[i8],
+        madd: impl Fn(__m256i, __m256i, __m256i) -> __m256i,
+    ) -> [[i32; BLOCK]; TILE] {
+        let second = width * PANEL;
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
         for pair in 0..width / 2 {
-            // SAFETY (the function's contract): `pair * 16 + 16 <= width * PANEL` and
+            // SAFETY (the caller's contract): `second + pair * 16 + 16 <= width * BLOCK` and
             // `r * width + 2 * pair + 2 <= R * width`.
-            let w = unsafe { _mm256_cvtepi8_epi16(_mm_loadu_si128(panel.as_ptr().add(pair * 16) as *const __m128i)) };
+            let (w0, w1) = unsafe {
+                (
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(panels.as_ptr().add(pair * 16) as *const __m128i)),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(
+                        panels.as_ptr().add(second + pair * 16) as *const __m128i
+                    )),
+                )
+            };
             for (r, acc) in acc.iter_mut().enumerate() {
-                let x = unsafe { (xq.as_ptr().add(r * width + pair * 2) as *const i32).read_unaligned() };
-                *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(_mm256_set1_epi32(x), w));
+                let x = _mm256_set1_epi32(unsafe {
+                    (xq.as_ptr().add(r * width + pair * 2) as *const i32).read_unaligned()
+                });
+                acc[0] = madd(acc[0], x, w0);
+                acc[1] = madd(acc[1], x, w1);
             }
         }
-        let mut sums = [[0i32; PANEL]; TILE];
+        let mut sums = [[0i32; BLOCK]; TILE];
         for (sums, acc) in sums.iter_mut().zip(acc) {
-            // SAFETY: 8 i32 lanes into 8 i32s.
-            unsafe { _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, acc) };
+            // SAFETY: 16 i32 lanes into 16 i32s.
+            unsafe {
+                _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, acc[0]);
+                _mm256_storeu_si256(sums.as_mut_ptr().add(PANEL) as *mut __m256i, acc[1]);
+            }
         }
         sums
     }
@@ -649,7 +702,7 @@ mod tests {
         let mut rng = Rng(seed);
         let width = 40;
         let xq: Vec<i16> = (0..TILE * width).map(|_| (rng.next() % 65_535) as i32 as i16).collect();
-        let panel: Vec<i8> = (0..width * PANEL).map(|_| rng.i8()).collect();
+        let panel: Vec<i8> = (0..width * BLOCK).map(|_| rng.i8()).collect();
         for tile in 1..=TILE {
             let xq = &xq[..tile * width];
             assert_eq!(
@@ -657,6 +710,26 @@ mod tests {
                 portable(xq, width, &panel, tile),
                 "tile {tile}"
             );
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn both_avx2_kernels_equal_the_portable_one() {
+        let seed = 0x0dd_ba11_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        let width = 24;
+        let xq: Vec<i16> = (0..TILE * width).map(|_| (rng.next() % 65_535) as i32 as i16).collect();
+        let panels: Vec<i8> = (0..width * BLOCK).map(|_| rng.i8()).collect();
+        let want = portable(&xq, width, &panels, TILE);
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 checked just above.
+            assert_eq!(unsafe { avx2::rows::<TILE>(&xq, width, &panels) }, want);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("avxvnni") {
+            // SAFETY: both checked just above.
+            assert_eq!(unsafe { avx2::rows_vnni::<TILE>(&xq, width, &panels) }, want);
         }
     }
 
