@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
+use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
 use sextant::options::{Mode, SearchOptions};
 use sextant::search::{Engine, NoClock};
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -18,6 +18,7 @@ static TOKENIZER: &[u8] = include_bytes!(concat!(env!("SEXTANT_MODEL_DIR"), "/to
 static GOLDEN: &str = include_str!("fixtures/golden/minilm-int8-embeddings.jsonl");
 static BUNDLE: &[u8] = include_bytes!(concat!(env!("SEXTANT_PARITY_DIR"), "/cranfield.sxt"));
 static EXPECTED: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected.jsonl"));
+static EXPECTED_F32: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected-f32.jsonl"));
 
 fn embedder() -> TractEmbedder {
     TractEmbedder::from_bytes(MODEL, TOKENIZER, &ModelOptions::default()).unwrap()
@@ -73,10 +74,20 @@ struct ExpectedLine {
 
 #[wasm_bindgen_test]
 fn cranfield_results_match_the_native_cli() {
+    // int8 weights (integer products, the default) and f32 weights, each against the CLI's
+    // results with the same weights.
+    for (weights, expected) in [(Weights::Int8, EXPECTED), (Weights::F32, EXPECTED_F32)] {
+        let embedder =
+            TractEmbedder::from_vec_with(MODEL.to_vec(), TOKENIZER, &ModelOptions::default(), weights).unwrap();
+        results_match(Arc::new(embedder), expected, weights);
+    }
+}
+
+fn results_match(embedder: Arc<TractEmbedder>, expected_lines: &str, weights: Weights) {
     let mut engine = Engine::from_bytes(BUNDLE).unwrap();
-    engine.attach_model(Arc::new(embedder())).unwrap();
+    engine.attach_model(embedder).unwrap();
     let mut checked = std::collections::BTreeMap::<String, usize>::new();
-    for line in EXPECTED.lines() {
+    for line in expected_lines.lines() {
         let expected: ExpectedLine = serde_json::from_str(line).unwrap();
         let mode: Mode = expected.mode.parse().unwrap();
         let options = SearchOptions {
@@ -94,13 +105,13 @@ fn cranfield_results_match_the_native_cli() {
         let want_ids: Vec<&str> = expected.results.iter().map(|r| r.chunk_id.as_str()).collect();
         assert_eq!(
             got_ids, want_ids,
-            "query {} ({}) in {} mode",
+            "query {} ({}) in {} mode, {weights:?} weights",
             expected.query_id, expected.query, expected.mode
         );
         for (g, w) in got.iter().zip(&expected.results) {
             assert!(
                 (g.score - w.score).abs() <= 1e-4,
-                "query {} {}: {} scores {} in wasm, {} native",
+                "query {} {} ({weights:?}): {} scores {} in wasm, {} native",
                 expected.query_id,
                 expected.mode,
                 g.chunk_id,

@@ -69,8 +69,9 @@ pub fn attach_reranker(engine: &mut Engine, config: Option<&Path>) -> Result<()>
 
 /// Opens an index: a packed `.sxt`, or the manifest of a split index (`sextant build --site`
 /// writes `sextant/index/manifest.*.json`), whose files are read from beside it. Attaches the
-/// model (from `--model`, else the default folder) unless only keyword search is needed.
-pub fn open(path: &Path, model_arg: Option<&Path>, need_model: bool) -> Result<Engine> {
+/// model (from `--model`, else the default folder), its weights held as `weights` says, unless
+/// `weights` is `None` (only keyword search is needed).
+pub fn open(path: &Path, model_arg: Option<&Path>, weights: Option<Weights>) -> Result<Engine> {
     let bytes = read_bundle(path)?;
     let mut engine = if bytes.first() == Some(&b'{') {
         let mut engine = Engine::from_manifest(&bytes).with_context(|| format!("opening {}", path.display()))?;
@@ -88,11 +89,11 @@ pub fn open(path: &Path, model_arg: Option<&Path>, need_model: bool) -> Result<E
     } else {
         Engine::from_bytes(&bytes).with_context(|| format!("opening {}", path.display()))?
     };
-    if need_model {
+    if let Some(weights) = weights {
         let dir = model::model_dir(model_arg)?;
         let (model_bytes, tokenizer_bytes) = model::read_model_files(&dir)?;
         engine
-            .load_model(model_bytes, &tokenizer_bytes, Weights::F32)
+            .load_model(model_bytes, &tokenizer_bytes, weights)
             .with_context(|| format!("the model in {} cannot query {}", dir.display(), path.display()))?;
     }
     Ok(engine)

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use sextant::bm25::Bm25Override;
+use sextant::embed::Weights;
 use sextant::options::{Fusion, Mode, PageScore, SearchOptions, VectorSearch};
 
 /// `--mode`, parsed by the core's own names.
@@ -16,6 +17,11 @@ pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
 /// `--fusion`, parsed by the core's own names.
 pub fn fusion_parser() -> impl TypedValueParser<Value = Fusion> {
     PossibleValuesParser::new(Fusion::NAMES).try_map(|s| s.parse::<Fusion>())
+}
+
+/// Parses `--weights`.
+pub fn weights_parser() -> impl TypedValueParser<Value = Weights> {
+    PossibleValuesParser::new(["int8", "f32"]).try_map(|s| s.parse::<Weights>())
 }
 
 /// Parses `--page-score`.
@@ -84,6 +90,10 @@ pub struct SearchFlags {
     /// filled by `make model`).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// How the query's model multiplies: int8 (integer products, as the package and the Worker
+    /// do: the same results as theirs) or f32 (the f32 arithmetic `build` embeds passages with).
+    #[arg(long, default_value = "int8", value_parser = weights_parser())]
+    pub weights: Weights,
     /// A sextant.toml: with a [rerank] section, its cross-encoder reranks the best results.
     #[arg(long)]
     pub config: Option<PathBuf>,

@@ -86,7 +86,7 @@ test('a collection built file by file searches, embeds and exports the CLI index
     for (const mode of ['hybrid', 'dense', 'keyword']) {
       const ours = await collection.search(query, { k: 5, mode });
       assert.equal(ours.mode, mode);
-      const fromCli = JSON.parse(execFileSync(sextantBin, ['search', cli, query, '-k', '5', '--mode', mode, '--json'], { encoding: 'utf8' }));
+      const fromCli = JSON.parse(execFileSync(sextantBin, ['search', cli, query, '-k', '5', '--mode', mode, '--weights', 'f32', '--json'], { encoding: 'utf8' }));
       assert.deepEqual(ours.results.map((r) => r.chunk_id), fromCli.results.map((r) => r.chunk_id), `${mode}: ${query}`);
     }
   }
@@ -282,7 +282,7 @@ test('an index the CLI built imports as a collection file, with its vectors, and
     for (const query of ['how do I install it', 'security model', 'what does search rank by']) {
       for (const mode of ['hybrid', 'dense', 'keyword']) {
         const ours = await imported.search(query, { k: 5, mode });
-        const fromCli = JSON.parse(execFileSync(sextantBin, ['search', cli, query, '-k', '5', '--mode', mode, '--json'], { encoding: 'utf8' }));
+        const fromCli = JSON.parse(execFileSync(sextantBin, ['search', cli, query, '-k', '5', '--mode', mode, '--weights', 'f32', '--json'], { encoding: 'utf8' }));
         assert.deepEqual(ours.results.map((r) => [r.chunk_id, r.url, r.title]), fromCli.results.map((r) => [r.chunk_id, r.url, r.title]), `${mode}: ${query}`);
       }
     }

@@ -335,7 +335,7 @@ test('defaults() is the core vocabulary: one JSON shape, every default and limit
   assert.equal(d.ask.min_similarity, 0.3);
   for (const key of ['timeout_ms', 'max_tries', 'temperature', 'max_answer_bytes', 'max_sse_line_bytes']) assert.equal(typeof d.ask[key], 'number', key);
   assert.equal(d.limits.max_query_bytes, 4096);
-  assert.equal(d.load.weights, 'f32');
+  assert.equal(d.load.weights, 'int8');
   const codes = new Map(d.error_codes.map((c) => [c.code, c.http_status]));
   assert.equal(codes.get('BAD_ARGUMENT'), 400);
   assert.equal(codes.get('CORRUPT_BUNDLE'), 500);

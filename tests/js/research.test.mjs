@@ -97,7 +97,7 @@ test('add, search while embedding, hybrid, PDF pages, reload, remove, and hostil
   const exported = path.join(dir, download.suggestedFilename());
   await download.saveAs(exported);
   for (const [query, shown] of [['when do spring tides happen', hybrid], ['how often was the wick trimmed', wick], ['concentric glass prisms around the lamp', lens]]) {
-    const cli = JSON.parse(execFileSync(sextantBin, ['search', exported, query, '-k', String(shown.length), '--json'], { encoding: 'utf8' }));
+    const cli = JSON.parse(execFileSync(sextantBin, ['search', exported, query, '-k', String(shown.length), '--weights', 'f32', '--json'], { encoding: 'utf8' }));
     assert.deepEqual(
       cli.results.map((r) => [r.title, [r.source, ...r.heading_path].join(' › ')]),
       shown.map((r) => [r.title, r.where]),

@@ -63,7 +63,10 @@ test('hybrid search fetches vectors too, and gives the CLI\'s results for the sa
       if (mode !== 'keyword') assert.ok(kinds(fetched(0)).includes('codes'));
       const cli = JSON.parse(execFileSync(sextantBin, ['search', manifestPath, query, '--mode', mode, '-k', '5', '--json'], { env: { ...process.env, SEXTANT_MODEL_DIR: modelDir } }));
       assert.deepEqual(js.results.map((r) => r.chunk_id), cli.results.map((r) => r.chunk_id), `${mode}: ${query}`);
-      js.results.forEach((r, i) => assert.ok(Math.abs(r.score - cli.results[i].score) <= 1e-5, `${mode} ${query}`));
+      // Integer products round each activation row to its own levels: a last-bit difference
+      // between wasm's and the CPU's float arithmetic before a product can move one value a
+      // level, so the scores agree within 1e-4 (f32 weights: 1e-6), the results exactly.
+      js.results.forEach((r, i) => assert.ok(Math.abs(r.score - cli.results[i].score) <= 1e-4, `${mode} ${query}: ${r.score} vs ${cli.results[i].score}`));
       assert.ok(server.log.length >= before);
     }
   }

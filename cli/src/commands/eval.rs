@@ -69,6 +69,10 @@ pub struct EvalArgs {
     /// Folder with model.onnx and tokenizer.json (default: the cached model).
     #[arg(long)]
     model: Option<PathBuf>,
+    /// How the query's model multiplies: int8 (integer products, the default everywhere queries
+    /// run) or f32 (the f32 arithmetic `build` embeds passages with).
+    #[arg(long, default_value = "int8", value_parser = crate::flags::weights_parser())]
+    weights: sextant::embed::Weights,
     /// A sextant.toml: with a [rerank] section, its cross-encoder reranks each mode's best
     /// results (the default rerank depth, 20).
     #[arg(long)]
@@ -132,7 +136,7 @@ pub fn run(args: EvalArgs) -> Result<()> {
         vec![args.mode]
     };
     let needs_model = modes.iter().any(|m| m.needs_model());
-    let mut engine = open(&args.bundle, args.model.as_deref(), needs_model)?;
+    let mut engine = open(&args.bundle, args.model.as_deref(), needs_model.then_some(args.weights))?;
     attach_reranker(&mut engine, args.config.as_deref())?;
     let queries_text =
         std::fs::read_to_string(&args.queries).with_context(|| format!("reading {}", args.queries.display()))?;

@@ -29,7 +29,7 @@ pub struct FrameArgs {
 
 pub fn run(args: FrameArgs) -> Result<()> {
     // Framing counts tokens with the model's tokenizer, so the model is always loaded.
-    let mut engine = open(&args.bundle, args.flags.model.as_deref(), true)?;
+    let mut engine = open(&args.bundle, args.flags.model.as_deref(), Some(args.flags.weights))?;
     attach_reranker(&mut engine, args.flags.config.as_deref())?;
     let options = ContextOptions {
         search: args.flags.options(),

@@ -73,7 +73,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
 
 /// A split index, from its manifest: every file beside it read and checked against its name.
 fn split(path: &Path, manifest_bytes: usize, json: bool) -> Result<()> {
-    let engine = crate::engine::open(path, None, false)?;
+    let engine = crate::engine::open(path, None, None)?;
     let m = engine.manifest();
     let dir = path.parent().unwrap_or(Path::new("."));
     let names = m.file_names();

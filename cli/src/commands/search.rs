@@ -68,7 +68,8 @@ fn print_results(response: &SearchResponse) -> Result<()> {
 }
 
 pub fn run(args: SearchArgs) -> Result<()> {
-    let mut engine = open(&args.bundle, args.flags.model.as_deref(), args.flags.mode.needs_model())?;
+    let weights = args.flags.mode.needs_model().then_some(args.flags.weights);
+    let mut engine = open(&args.bundle, args.flags.model.as_deref(), weights)?;
     attach_reranker(&mut engine, args.flags.config.as_deref())?;
     let options = args.flags.options();
     let clock = InstantClock::start();
