@@ -1,0 +1,530 @@
+//! sextant's hot loops, in a crate of their own so the WebAssembly build can compile them at
+//! full speed (`opt-level = 3`) while the rest of the engine is compiled for size.
+//!
+//! [`PackedInt8`] is the product of f32 activations with int8 weights done in integers, which
+//! `sextant::embed`'s `MatMulInt8` operator runs for every linear layer of an int8 model.
+//! A query's products have as few rows as it has tokens, so they are bound by reading the
+//! weights and by multiply-adds per instruction, not by the size of the arithmetic. Here the
+//! weights stay int8, packed once at load (a quarter of the f32 bytes), and each row of `x` is
+//! quantised on the fly to 16-bit integers with its own scale, so the product runs on the
+//! integer multiply-add of every SIMD set (`pmaddwd`, `vpdpwssd`, WebAssembly's
+//! `i32x4.dot_i16x8_s`): eight multiply-adds per instruction where f32 does four in two. The
+//! sums are exact integers, so every kernel (WebAssembly SIMD, AVX2, AVX-VNNI, plain Rust) gives
+//! the same bits.
+//!
+//! Error: the only rounding is `x`'s, to at least 13 bits of its row's largest value (each row
+//! gets as many levels as keep a whole row's sum of products inside an `i32`), about a tenth of
+//! what the int8 weights themselves carry.
+//!
+//! Layout of the packed weights: columns in panels of [`PANEL`], rows in pairs; panel `j`, pair
+//! `p` holds 16 bytes, `q[2p][8j + c]` and `q[2p + 1][8j + c]` for `c` in `0..8` (zero past the
+//! edges), which is exactly what one 16-bit multiply-add pair instruction wants.
+
+/// Columns per panel of packed weights.
+pub const PANEL: usize = 8;
+
+/// Rows of `x` per kernel call.
+const TILE: usize = 4;
+
+/// Panels per kernel call: two where a register holds a pair of them (AVX2), else one.
+const GROUP: usize = if cfg!(target_arch = "x86_64") { 2 } else { 1 };
+
+/// Columns per kernel call.
+const BLOCK: usize = GROUP * PANEL;
+
+/// An int8 weight `q` of `k × n`, packed for the kernels.
+#[derive(Debug)]
+pub struct PackedInt8 {
+    k: usize,
+    n: usize,
+    /// `ceil(k / 2)`.
+    pairs: usize,
+    /// `panels × pairs × 16` bytes (module docs).
+    data: Vec<i8>,
+    /// The largest magnitude a row of `x` is quantised to: as many levels as keep
+    /// `k × level × 128` inside an `i32`, at most `i16::MAX`.
+    levels: f32,
+}
+
+/// What is done to each column of the integer sums after the product, in this order: times
+/// `scale`, plus `bias`, then GELU.
+#[derive(Debug, Clone, Copy)]
+pub struct Epilogue<'a> {
+    /// One scale per column.
+    pub scale: &'a [f32],
+    /// One bias per column, added after the scale.
+    pub bias: Option<&'a [f32]>,
+    /// GELU (`h · (erf(h / √2) + 1) / 2`) after the bias.
+    pub gelu: bool,
+}
+
+impl PackedInt8 {
+    /// Packs `q` (`k × n` values, row-major); `None` if `q` has not `k × n > 0` values.
+    pub fn new(q: &[i8], k: usize, n: usize) -> Option<Self> {
+        if k == 0 || n == 0 || q.len() != k.checked_mul(n)? {
+            return None;
+        }
+        let pairs = k.div_ceil(2);
+        let panels = n.div_ceil(PANEL);
+        let mut data = vec![0i8; panels * pairs * PANEL * 2];
+        for (row, values) in q.chunks_exact(n).enumerate() {
+            let (pair, half) = (row / 2, row % 2);
+            for (col, &v) in values.iter().enumerate() {
+                let (panel, c) = (col / PANEL, col % PANEL);
+                data[((panel * pairs + pair) * PANEL + c) * 2 + half] = v;
+            }
+        }
+        // |x| ≤ levels and |q| ≤ 128 keep every sum of `k` products within an i32.
+        let levels = (i32::MAX as f64 / (pairs as f64 * 2.0 * 128.0))
+            .floor()
+            .min(i16::MAX as f64) as f32;
+        Some(Self {
+            k,
+            n,
+            pairs,
+            data,
+            levels,
+        })
+    }
+
+    /// Rows of the weight (the length of a row of `x`).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Columns of the weight (the length of a row of the product).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// `act((x · q) ∘ scale + bias) + residual` for `rows` rows of `x` (`rows × k` values,
+    /// row-major): `rows × n` values. `epilogue.scale` and `bias` hold `n` values, `residual`
+    /// (if any) `rows × n`.
+    // Never inlined: a caller compiled for size would take the loops in and optimise them for
+    // size too (WebAssembly's link-time optimisation keeps each function's own opt-level).
+    #[inline(never)]
+    pub fn product(&self, x: &[f32], rows: usize, epilogue: &Epilogue<'_>, residual: Option<&[f32]>) -> Vec<f32> {
+        assert!(
+            x.len() == rows * self.k,
+            "x holds {} values, not {rows} × {}",
+            x.len(),
+            self.k
+        );
+        assert!(epilogue.scale.len() == self.n && epilogue.bias.is_none_or(|b| b.len() == self.n));
+        assert!(residual.is_none_or(|r| r.len() == rows * self.n));
+        let width = self.pairs * 2;
+        // Each row quantised with its own scale: x ≈ xq · row_scale.
+        let mut xq = vec![0i16; rows * width];
+        let mut row_scale = vec![0f32; rows];
+        for ((values, quantised), scale) in x
+            .chunks_exact(self.k)
+            .zip(xq.chunks_exact_mut(width))
+            .zip(&mut row_scale)
+        {
+            let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+            if largest > 0.0 && largest.is_finite() {
+                *scale = largest / self.levels;
+                let inverse = self.levels / largest;
+                for (q, v) in quantised.iter_mut().zip(values) {
+                    *q = (v * inverse).round().clamp(-self.levels, self.levels) as i16;
+                }
+            } else if !largest.is_finite() {
+                *scale = f32::NAN;
+            }
+        }
+        let mut y = vec![0f32; rows * self.n];
+        for (block, weights) in self.data.chunks(self.pairs * PANEL * 2 * GROUP).enumerate() {
+            let first = block * BLOCK;
+            let columns = BLOCK.min(self.n - first);
+            let scale = &epilogue.scale[first..first + columns];
+            let mut row = 0;
+            while row < rows {
+                let tile = TILE.min(rows - row);
+                let sums = kernel(&xq[row * width..(row + tile) * width], width, weights, tile);
+                for (r, sums) in sums.iter().take(tile).enumerate() {
+                    let out = &mut y[(row + r) * self.n + first..][..columns];
+                    let x_scale = row_scale[row + r];
+                    for ((y, &sum), &scale) in out.iter_mut().zip(sums).zip(scale) {
+                        *y = sum as f32 * x_scale * scale;
+                    }
+                    if let Some(bias) = epilogue.bias {
+                        for (y, b) in out.iter_mut().zip(&bias[first..first + columns]) {
+                            *y += b;
+                        }
+                    }
+                }
+                row += tile;
+            }
+        }
+        if epilogue.gelu {
+            y.iter_mut()
+                .for_each(|h| *h *= 0.5 * (erf(*h * std::f32::consts::FRAC_1_SQRT_2) + 1.0));
+        }
+        if let Some(residual) = residual {
+            y.iter_mut().zip(residual).for_each(|(y, r)| *y += r);
+        }
+        y
+    }
+}
+
+/// The error function, by Abramowitz and Stegun's 7.1.28 (absolute error under 3e-7, what an f32
+/// holds near 1), in a form the compiler vectorises: no branch, no `exp`.
+#[allow(clippy::excessive_precision)]
+pub fn erf(x: f32) -> f32 {
+    const A: [f32; 6] = [
+        0.0705230784,
+        0.0422820123,
+        0.0092705272,
+        0.0001520143,
+        0.0002765672,
+        0.0000430638,
+    ];
+    let t = x.abs();
+    let p = 1.0 + t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * (A[4] + t * A[5])))));
+    let p2 = p * p;
+    let p4 = p2 * p2;
+    let p8 = p4 * p4;
+    (1.0 - 1.0 / (p8 * p8)).copysign(x)
+}
+
+/// Integer sums for up to [`TILE`] rows of quantised `x` (`tile` rows of `width` values) against
+/// up to [`GROUP`] consecutive panels: `[row][column]`.
+fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+    debug_assert!(xq.len() == tile * width && tile <= TILE);
+    debug_assert!(panels.len().is_multiple_of(width * PANEL) && panels.len() <= width * BLOCK);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        match tile {
+            4 => simd128::kernel::<4>(xq, width, panels),
+            3 => simd128::kernel::<3>(xq, width, panels),
+            2 => simd128::kernel::<2>(xq, width, panels),
+            _ => simd128::kernel::<1>(xq, width, panels),
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if panels.len() == width * BLOCK && std::arch::is_x86_feature_detected!("avx2") {
+            return avx2::kernel(xq, width, panels, tile);
+        }
+        portable(xq, width, panels, tile)
+    }
+    #[cfg(not(any(all(target_arch = "wasm32", target_feature = "simd128"), target_arch = "x86_64")))]
+    {
+        portable(xq, width, panels, tile)
+    }
+}
+
+/// The kernel in plain Rust: the reference every SIMD kernel must equal.
+#[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
+fn portable(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+    let mut sums = [[0i32; BLOCK]; TILE];
+    for (panel, weights) in panels.chunks_exact(width * PANEL).enumerate() {
+        for (row, x) in xq.chunks_exact(width).take(tile).enumerate() {
+            let sums = &mut sums[row][panel * PANEL..(panel + 1) * PANEL];
+            for (pair, w) in x.chunks_exact(2).zip(weights.chunks_exact(PANEL * 2)) {
+                for (sum, w) in sums.iter_mut().zip(w.chunks_exact(2)) {
+                    *sum += i32::from(pair[0]) * i32::from(w[0]) + i32::from(pair[1]) * i32::from(w[1]);
+                }
+            }
+        }
+    }
+    sums
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128 {
+    use core::arch::wasm32::*;
+
+    use super::{BLOCK, PANEL, TILE};
+
+    /// `R` rows against one panel: per pair of `x` values, the panel's 16 weights widened to two
+    /// `i16x8` (columns 0–3 and 4–7), each multiplied-and-added with the pair splatted.
+    pub(super) fn kernel<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> [[i32; BLOCK]; TILE] {
+        assert!(R <= TILE && xq.len() >= R * width && panel.len() >= width * PANEL && width.is_multiple_of(2));
+        let mut low = [i32x4_splat(0); R];
+        let mut high = [i32x4_splat(0); R];
+        for pair in 0..width / 2 {
+            // SAFETY: `pair * 16 + 16 <= width * PANEL` and, below, `r * width + 2 * pair + 2
+            // <= R * width`, both asserted above; wasm loads need no alignment.
+            let w = unsafe { v128_load(panel.as_ptr().add(pair * 16) as *const v128) };
+            let (w_low, w_high) = (i16x8_extend_low_i8x16(w), i16x8_extend_high_i8x16(w));
+            for r in 0..R {
+                let x = unsafe { v128_load32_splat(xq.as_ptr().add(r * width + pair * 2) as *const u32) };
+                low[r] = i32x4_add(low[r], i32x4_dot_i16x8(x, w_low));
+                high[r] = i32x4_add(high[r], i32x4_dot_i16x8(x, w_high));
+            }
+        }
+        let mut sums = [[0i32; BLOCK]; TILE];
+        for r in 0..R {
+            for lane in 0..4 {
+                sums[r][lane] = lane_of(low[r], lane);
+                sums[r][lane + 4] = lane_of(high[r], lane);
+            }
+        }
+        sums
+    }
+
+    fn lane_of(v: v128, lane: usize) -> i32 {
+        match lane {
+            0 => i32x4_extract_lane::<0>(v),
+            1 => i32x4_extract_lane::<1>(v),
+            2 => i32x4_extract_lane::<2>(v),
+            _ => i32x4_extract_lane::<3>(v),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{BLOCK, PANEL, TILE};
+
+    /// Up to [`TILE`] rows against two panels: per pair of `x` values, each panel's 16 weights
+    /// widened to one 16-lane vector, multiplied-and-added with the pair broadcast (in one
+    /// instruction, `vpdpwssd`, where the CPU has AVX-VNNI).
+    pub(super) fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+        assert!(tile <= TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2));
+        let vnni = std::arch::is_x86_feature_detected!("avxvnni");
+        // SAFETY: the caller checked that the CPU has AVX2, and AVX-VNNI is checked here; the
+        // bounds are asserted above.
+        unsafe {
+            match (tile, vnni) {
+                (4, true) => rows_vnni::<4>(xq, width, panels),
+                (3, true) => rows_vnni::<3>(xq, width, panels),
+                (2, true) => rows_vnni::<2>(xq, width, panels),
+                (_, true) => rows_vnni::<1>(xq, width, panels),
+                (4, false) => rows::<4>(xq, width, panels),
+                (3, false) => rows::<3>(xq, width, panels),
+                (2, false) => rows::<2>(xq, width, panels),
+                (_, false) => rows::<1>(xq, width, panels),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn rows<const R: usize>(xq: &[i16], width: usize, panels: &[i8]) -> [[i32; BLOCK]; TILE] {
+        // SAFETY: the same contract.
+        unsafe {
+            body::<R>(xq, width, panels, |acc, x, w| {
+                _mm256_add_epi32(acc, _mm256_madd_epi16(x, w))
+            })
+        }
+    }
+
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub(super) unsafe fn rows_vnni<const R: usize>(xq: &[i16], width: usize, panels: &[i8]) -> [[i32; BLOCK]; TILE] {
+        // SAFETY: the same contract.
+        unsafe { body::<R>(xq, width, panels, |acc, x, w| _mm256_dpwssd_avx_epi32(acc, x, w)) }
+    }
+
+    /// The loop both variants share, inlined into each so it is compiled with its features.
+    #[inline(always)]
+    unsafe fn body<const R: usize>(
+        xq: &[i16],
+        width: usize,
+        panels: &[i8],
+        madd: impl Fn(__m256i, __m256i, __m256i) -> __m256i,
+    ) -> [[i32; BLOCK]; TILE] {
+        let second = width * PANEL;
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
+        for pair in 0..width / 2 {
+            // SAFETY (the caller's contract): `second + pair * 16 + 16 <= width * BLOCK` and
+            // `r * width + 2 * pair + 2 <= R * width`.
+            let (w0, w1) = unsafe {
+                (
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(panels.as_ptr().add(pair * 16) as *const __m128i)),
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(
+                        panels.as_ptr().add(second + pair * 16) as *const __m128i
+                    )),
+                )
+            };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm256_set1_epi32(unsafe {
+                    (xq.as_ptr().add(r * width + pair * 2) as *const i32).read_unaligned()
+                });
+                acc[0] = madd(acc[0], x, w0);
+                acc[1] = madd(acc[1], x, w1);
+            }
+        }
+        let mut sums = [[0i32; BLOCK]; TILE];
+        for (sums, acc) in sums.iter_mut().zip(acc) {
+            // SAFETY: 16 i32 lanes into 16 i32s.
+            unsafe {
+                _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, acc[0]);
+                _mm256_storeu_si256(sums.as_mut_ptr().add(PANEL) as *mut __m256i, acc[1]);
+            }
+        }
+        sums
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift), seeded.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn f32(&mut self) -> f32 {
+            (self.next() % 20_001) as f32 / 10_000.0 - 1.0
+        }
+        fn i8(&mut self) -> i8 {
+            (self.next() % 256) as u8 as i8
+        }
+    }
+
+    fn reference(x: &[f32], q: &[i8], scale: &[f32], k: usize, n: usize) -> Vec<f32> {
+        let rows = x.len() / k;
+        let mut y = vec![0f32; rows * n];
+        for r in 0..rows {
+            for c in 0..n {
+                let mut sum = 0f64;
+                for i in 0..k {
+                    sum += f64::from(x[r * k + i]) * f64::from(q[i * n + c]);
+                }
+                y[r * n + c] = (sum * f64::from(scale[c])) as f32;
+            }
+        }
+        y
+    }
+
+    #[test]
+    fn matches_the_f32_product_on_odd_shapes() {
+        let seed = 0x5eed_1234_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        for (rows, k, n) in [
+            (1, 1, 1),
+            (3, 5, 7),
+            (5, 384, 9),
+            (9, 17, 24),
+            (13, 1536, 20),
+            (4, 2, 8),
+        ] {
+            let x: Vec<f32> = (0..rows * k).map(|_| rng.f32() * 4.0).collect();
+            let q: Vec<i8> = (0..k * n).map(|_| rng.i8()).collect();
+            let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
+            let packed = PackedInt8::new(&q, k, n).unwrap();
+            let got = packed.product(&x, rows, &plain(&scale, None), None);
+            let want = reference(&x, &q, &scale, k, n);
+            for r in 0..rows {
+                // Error bound: each x rounded by at most half a level of its row's largest value.
+                let largest = x[r * k..(r + 1) * k].iter().fold(0f32, |m, v| m.max(v.abs()));
+                for c in 0..n {
+                    let bound = k as f32 * 0.5 * largest / packed.levels * 128.0 * scale[c] + 1e-5;
+                    let (g, w) = (got[r * n + c], want[r * n + c]);
+                    assert!(
+                        (g - w).abs() <= bound,
+                        "{rows}×{k}×{n} [{r},{c}]: {g} vs {w} (bound {bound})"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Random quantised rows (the whole i16 range) and a block of panels, `width` values deep.
+    fn operands(seed: u64, width: usize) -> (Vec<i16>, Vec<i8>) {
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        let xq = (0..TILE * width).map(|_| (rng.next() % 65_535) as i32 as i16).collect();
+        let panels = (0..width * BLOCK).map(|_| rng.i8()).collect();
+        (xq, panels)
+    }
+
+    #[test]
+    fn the_simd_kernel_equals_the_portable_one() {
+        let width = 40;
+        let (xq, panel) = operands(0xabcd_ef01, width);
+        for tile in 1..=TILE {
+            let xq = &xq[..tile * width];
+            assert_eq!(
+                kernel(xq, width, &panel, tile),
+                portable(xq, width, &panel, tile),
+                "tile {tile}"
+            );
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn both_avx2_kernels_equal_the_portable_one() {
+        let width = 24;
+        let (xq, panels) = operands(0x0dd_ba11, width);
+        let want = portable(&xq, width, &panels, TILE);
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 checked just above.
+            assert_eq!(unsafe { avx2::rows::<TILE>(&xq, width, &panels) }, want);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("avxvnni") {
+            // SAFETY: both checked just above.
+            assert_eq!(unsafe { avx2::rows_vnni::<TILE>(&xq, width, &panels) }, want);
+        }
+    }
+
+    fn plain<'a>(scale: &'a [f32], bias: Option<&'a [f32]>) -> Epilogue<'a> {
+        Epilogue {
+            scale,
+            bias,
+            gelu: false,
+        }
+    }
+
+    #[test]
+    fn zero_rows_stay_zero_and_bad_weights_are_refused() {
+        let packed = PackedInt8::new(&[1, 2, 3, 4], 2, 2).unwrap();
+        assert_eq!(
+            packed.product(&[0.0, 0.0, 1.0, 0.0], 2, &plain(&[0.5, 0.5], None), None),
+            [0.0, 0.0, 0.5, 1.0]
+        );
+        assert!(PackedInt8::new(&[1, 2, 3], 2, 2).is_none());
+        assert!(PackedInt8::new(&[], 0, 2).is_none());
+    }
+
+    #[test]
+    fn the_epilogue_adds_bias_then_gelu_then_residual() {
+        // x = [1, 0] picks q's first row: [2, -4] · 0.5 = [1, -2].
+        let x = [1.0, 0.0];
+        let packed = PackedInt8::new(&[2, -4, 3, 1], 2, 2).unwrap();
+        let scale = [0.5, 0.5];
+        let bias = [0.5, 1.0];
+        assert_eq!(packed.product(&x, 1, &plain(&scale, Some(&bias)), None), [1.5, -1.0]);
+        assert_eq!(
+            packed.product(&x, 1, &plain(&scale, Some(&bias)), Some(&[1.0, 2.0])),
+            [2.5, 1.0]
+        );
+        let gelu = Epilogue {
+            gelu: true,
+            ..plain(&scale, Some(&bias))
+        };
+        let got = packed.product(&x, 1, &gelu, None);
+        // GELU(h) = h·Φ(h): GELU(1.5) = 1.5 · 0.9331928, GELU(-1) = -0.1586553.
+        assert!(
+            (got[0] - 1.399_789).abs() < 1e-5 && (got[1] + 0.158_655).abs() < 1e-5,
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn erf_is_within_its_bound() {
+        // Reference values of erf (Abramowitz and Stegun, table 7.1).
+        for (x, want) in [
+            (0.0, 0.0),
+            (0.1, 0.112_462_9),
+            (0.5, 0.520_499_9),
+            (1.0, 0.842_700_8),
+            (2.0, 0.995_322_3),
+            (3.5, 0.999_999_3),
+        ] {
+            assert!((erf(x) - want).abs() < 5e-7, "erf({x}) = {} not {want}", erf(x));
+            assert!((erf(-x) + want).abs() < 5e-7);
+        }
+    }
+}
