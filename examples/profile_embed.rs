@@ -13,7 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (queries, model_dir) = match args.as_slice() {
         [_, q, m, ..] => (q, m),
-        _ => return Err("usage: profile_embed <queries.jsonl> <model dir> [rounds]".into()),
+        _ => return Err("usage: profile_embed <queries.jsonl> <model dir> [rounds] [lengths, e.g. 8,16,32]".into()),
     };
     let rounds: usize = args.get(3).map_or(Ok(20), |r| r.parse())?;
     let lengths: Vec<usize> = args

@@ -602,7 +602,7 @@ export function makeApi(wasm, initialise) {
      * are fetched from beside it as queries need them) or a packed index (`.sxt`, URL or bytes).
      * model and tokenizer are URLs or bytes. on_progress({file, loaded, total}) reports downloads.
      * weights: 'int8' (default: fastest, least memory) or 'f32' (the CLI's f32 products: about
-     * 35 MB more memory, twice the query time). fetch: the fetch
+     * 31 MB more memory, twice the query time). fetch: the fetch
      * used for every URL (a Worker passes its ASSETS binding's). max_index_bytes: over a split
      * index, the most bytes of keyword shards, fragments and vector blocks kept between queries
      * (the least recently used go first, fetched again if needed; default: no limit).

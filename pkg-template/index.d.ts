@@ -73,7 +73,7 @@ export interface LoadOptions {
   on_progress?: (progress: Progress) => void;
   /** How the model's int8 weights are held: 'int8' (default: multiplied in integers, the
    *  fastest queries and the least memory) or 'f32' (dequantised at load and multiplied in f32,
-   *  as the CLI does: about 35 MB more memory, about twice the query time). */
+   *  as the CLI does: about 31 MB more memory, about twice the query time). */
   weights?: Weights;
   /** The fetch used for URLs (default: globalThis.fetch). */
   fetch?: typeof fetch;

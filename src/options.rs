@@ -285,7 +285,7 @@ pub fn validate_query(query: &str) -> Result<(), BadOption> {
 pub struct LoadOptions {
     /// How the model's int8 weights are held: `int8` (default: kept int8 and multiplied in
     /// integers, the fastest queries and the least memory) or `f32` (dequantised once at load
-    /// and multiplied in f32, the model's own arithmetic: about 35 MB more memory for
+    /// and multiplied in f32, the model's own arithmetic: about 31 MB more memory for
     /// all-MiniLM-L6-v2, and in WebAssembly about twice the query time).
     pub weights: Weights,
 }

@@ -34,19 +34,24 @@ fn golden_embeddings_are_reproduced() {
     }
 }
 
-#[test]
-fn int8_weights_give_the_same_vectors() {
-    // The memory-saving load option keeps the weights int8 and multiplies in integers, each
-    // activation row rounded to at least 13 bits of its largest value: the vectors stay the
-    // f32 weights' to cosine 0.99999, and the reference's to 0.999.
-    let folded = common::embedder();
-    let int8 = TractEmbedder::from_vec_with(
+/// The model with int8 weights (integer products).
+fn int8_embedder() -> TractEmbedder {
+    TractEmbedder::from_vec_with(
         common::model_file("model.onnx"),
         &common::model_file("tokenizer.json"),
         &ModelOptions::default(),
         Weights::Int8,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn int8_weights_give_the_same_vectors() {
+    // int8 weights (the default where queries run) are multiplied in integers, each activation
+    // row rounded to 15 bits of its largest value: the vectors stay the f32 weights' to cosine
+    // 0.99999, and the reference's to 0.999.
+    let folded = common::embedder();
+    let int8 = int8_embedder();
     assert_eq!(
         int8.spec(),
         folded.spec(),
@@ -66,6 +71,21 @@ fn int8_weights_give_the_same_vectors() {
         let cos = common::cosine(&v, &g.embedding);
         assert!(cos >= 0.999, "cosine {cos} < 0.999 for {:?}", g.text);
     }
+}
+
+#[test]
+fn int8_weights_run_every_linear_layer_as_one_integer_product() {
+    let int8 = int8_embedder();
+    let ids = int8.token_ids("how far can a lighthouse be seen at sea").unwrap();
+    let ops = int8.profile(&ids, 1, &|| 0.0).unwrap();
+    let nodes = |op: &str| ops.iter().filter(|o| o.op == op).map(|o| o.nodes).sum::<usize>();
+    // 6 layers × (query, key, value, output, two feed-forward) products, each with its bias and
+    // (feed-forward) GELU taken in: no bias addition or erf is left to tract.
+    assert_eq!(nodes("MatMulInt8"), 36, "{ops:?}");
+    assert_eq!(nodes("OptAddUnicast") + nodes("Erf"), 0, "{ops:?}");
+    // Attention's scale (12 multiplications) and the residual additions (12) are taken in too:
+    // what is left is layer normalisation's 13 and the embeddings' and mask's 8.
+    assert!(nodes("Mul") <= 13 && nodes("Add") <= 8, "{ops:?}");
 }
 
 #[test]

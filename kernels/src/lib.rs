@@ -12,9 +12,9 @@
 //! sums are exact integers, so every kernel (WebAssembly SIMD, AVX2, AVX-VNNI, plain Rust) gives
 //! the same bits.
 //!
-//! Error: the only rounding is `x`'s, to at least 13 bits of its row's largest value (each row
-//! gets as many levels as keep a whole row's sum of products inside an `i32`), about a tenth of
-//! what the int8 weights themselves carry.
+//! Error: the only rounding is `x`'s, each row to levels of its own largest value: as many as
+//! keep every column's sum of products inside an `i32`, at most 32,767 (15 bits, as for all
+//! of all-MiniLM-L6-v2's weights), about a tenth of the error the int8 weights themselves carry.
 //!
 //! Layout of the packed weights: columns in panels of [`PANEL`], rows in pairs; panel `j`, pair
 //! `p` holds 16 bytes, `q[2p][8j + c]` and `q[2p + 1][8j + c]` for `c` in `0..8` (zero past the
@@ -41,8 +41,9 @@ pub struct PackedInt8 {
     pairs: usize,
     /// `panels × pairs × 16` bytes (module docs).
     data: Vec<i8>,
-    /// The largest magnitude a row of `x` is quantised to: as many levels as keep
-    /// `k × level × 128` inside an `i32`, at most `i16::MAX`.
+    /// The largest magnitude a row of `x` is quantised to: as many levels as keep every
+    /// column's sum `Σ |x| · |q|` inside an `i32` (`i32::MAX / max_c Σ_k |q[k][c]|`), at most
+    /// `i16::MAX`.
     levels: f32,
 }
 
@@ -59,9 +60,23 @@ pub struct Epilogue<'a> {
 }
 
 impl PackedInt8 {
-    /// Packs `q` (`k × n` values, row-major); `None` if `q` has not `k × n > 0` values.
+    /// Packs `q` (`k × n` values, row-major); `None` if `q` has not `k × n > 0` values, or a
+    /// column so large that a row of `x` could not keep even one level (`Σ_k |q[k][c]|` over
+    /// `i32::MAX`).
     pub fn new(q: &[i8], k: usize, n: usize) -> Option<Self> {
         if k == 0 || n == 0 || q.len() != k.checked_mul(n)? {
+            return None;
+        }
+        let mut column_sums = vec![0u64; n];
+        for values in q.chunks_exact(n) {
+            for (sum, &v) in column_sums.iter_mut().zip(values) {
+                *sum += u64::from(v.unsigned_abs());
+            }
+        }
+        let largest = column_sums.into_iter().max().unwrap_or(0).max(1);
+        // |x| ≤ levels keeps every column's sum of products within an i32, partial sums too.
+        let levels = (i32::MAX as u64 / largest).min(i16::MAX as u64);
+        if levels == 0 {
             return None;
         }
         let pairs = k.div_ceil(2);
@@ -74,16 +89,12 @@ impl PackedInt8 {
                 data[((panel * pairs + pair) * PANEL + c) * 2 + half] = v;
             }
         }
-        // |x| ≤ levels and |q| ≤ 128 keep every sum of `k` products within an i32.
-        let levels = (i32::MAX as f64 / (pairs as f64 * 2.0 * 128.0))
-            .floor()
-            .min(i16::MAX as f64) as f32;
         Some(Self {
             k,
             n,
             pairs,
             data,
-            levels,
+            levels: levels as f32,
         })
     }
 
@@ -121,7 +132,15 @@ impl PackedInt8 {
             .zip(xq.chunks_exact_mut(width))
             .zip(&mut row_scale)
         {
-            let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+            // A NaN anywhere makes the row's largest value NaN, so the row comes out NaN, as the
+            // f32 product would.
+            let largest = values.iter().fold(0f32, |m, v| {
+                if m.is_nan() || v.is_nan() {
+                    f32::NAN
+                } else {
+                    m.max(v.abs())
+                }
+            });
             if largest > 0.0 && largest.is_finite() {
                 *scale = largest / self.levels;
                 let inverse = self.levels / largest;
@@ -204,7 +223,8 @@ fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]
     #[cfg(target_arch = "x86_64")]
     {
         if panels.len() == width * BLOCK && std::arch::is_x86_feature_detected!("avx2") {
-            return avx2::kernel(xq, width, panels, tile);
+            // SAFETY: AVX2 checked just above.
+            return unsafe { avx2::kernel(xq, width, panels, tile) };
         }
         portable(xq, width, panels, tile)
     }
@@ -283,11 +303,15 @@ mod avx2 {
     /// Up to [`TILE`] rows against two panels: per pair of `x` values, each panel's 16 weights
     /// widened to one 16-lane vector, multiplied-and-added with the pair broadcast (in one
     /// instruction, `vpdpwssd`, where the CPU has AVX-VNNI).
-    pub(super) fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2.
+    pub(super) unsafe fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
         assert!(tile <= TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2));
         let vnni = std::arch::is_x86_feature_detected!("avxvnni");
-        // SAFETY: the caller checked that the CPU has AVX2, and AVX-VNNI is checked here; the
-        // bounds are asserted above.
+        // SAFETY: the caller guarantees AVX2, AVX-VNNI is checked here; the bounds are asserted
+        // above.
         unsafe {
             match (tile, vnni) {
                 (4, true) => rows_vnni::<4>(xq, width, panels),
@@ -462,6 +486,8 @@ mod tests {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: AVX2 checked just above.
             assert_eq!(unsafe { avx2::rows::<TILE>(&xq, width, &panels) }, want);
+            // SAFETY: the same.
+            assert_eq!(unsafe { avx2::kernel(&xq, width, &panels, TILE) }, want);
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("avxvnni") {
             // SAFETY: both checked just above.
@@ -486,6 +512,13 @@ mod tests {
         );
         assert!(PackedInt8::new(&[1, 2, 3], 2, 2).is_none());
         assert!(PackedInt8::new(&[], 0, 2).is_none());
+        // Levels: i32::MAX over the largest column sum of |q|, at most 32,767.
+        assert_eq!(PackedInt8::new(&[1, 2, 3, 4], 2, 2).unwrap().levels, 32_767.0);
+        let heavy = vec![-128i8; 4096];
+        assert_eq!(
+            PackedInt8::new(&heavy, 4096, 1).unwrap().levels,
+            (i32::MAX / (4096 * 128)) as f32
+        );
     }
 
     #[test]
@@ -510,6 +543,15 @@ mod tests {
             (got[0] - 1.399_789).abs() < 1e-5 && (got[1] + 0.158_655).abs() < 1e-5,
             "{got:?}"
         );
+        // The residual comes after GELU: GELU(1.5) + 1, GELU(-1) + 2.
+        let got = packed.product(&x, 1, &gelu, Some(&[1.0, 2.0]));
+        assert!(
+            (got[0] - 2.399_789).abs() < 1e-5 && (got[1] - 1.841_345).abs() < 1e-5,
+            "{got:?}"
+        );
+        // A NaN in a row makes that row NaN, and only that row.
+        let got = packed.product(&[f32::NAN, 1.0, 1.0, 0.0], 2, &plain(&scale, None), None);
+        assert!(got[0].is_nan() && got[1].is_nan() && got[2..] == [1.0, -2.0], "{got:?}");
     }
 
     #[test]

@@ -124,12 +124,12 @@ impl Default for ModelOptions {
 #[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Weights {
     /// Dequantised to f32 once, at load, and multiplied in f32: the model's own arithmetic,
-    /// about 35 MB more memory for all-MiniLM-L6-v2, and in WebAssembly about twice the query
+    /// about 31 MB more memory for all-MiniLM-L6-v2, and in WebAssembly about twice the query
     /// time of [`Weights::Int8`]. The CLI builds and searches with it, so an index's vectors
     /// are the reference's.
     F32,
     /// Kept int8, packed once at load, and multiplied in integers, each row of activations
-    /// rounded to 13–15 bits of its largest value (`embed::qmatmul`): the fastest queries
+    /// rounded to 15 bits of its largest value (fewer only for weights with huge columns) (`embed::qmatmul`): the fastest queries
     /// (WebAssembly: about half [`Weights::F32`]'s time) and the least memory, vectors within
     /// cosine 0.99999 of f32's. The default for engines loaded in JavaScript.
     #[default]

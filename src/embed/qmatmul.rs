@@ -259,12 +259,13 @@ impl InferenceRulesOp for MatMulInt8 {
         s.equals(&inputs[0].datum_type, f32::datum_type())?;
         s.equals(&outputs[0].datum_type, f32::datum_type())?;
         s.equals(&inputs[0].rank, &outputs[0].rank)?;
-        let n = self.weights.n();
+        let (k, n) = (self.weights.k(), self.weights.n());
         s.given(&inputs[0].rank, move |s, rank| {
             let last = (rank as usize).saturating_sub(1);
             for axis in 0..last {
                 s.equals(&inputs[0].shape[axis], &outputs[0].shape[axis])?;
             }
+            s.equals(&inputs[0].shape[last], k.to_dim())?;
             s.equals(&outputs[0].shape[last], n.to_dim())
         })
     }

@@ -6,8 +6,11 @@
 //!   ([`dequantize_gathered_rows`]);
 //! - with [`Weights::F32`] every other dequantisation is folded once into an f32 tensor and taken
 //!   out of the protobuf ([`extract_folded_weights`], then [`inject_constants`] after parsing);
-//! - with [`Weights::Int8`] the int8 tensors become extra graph inputs, so nothing folds them
-//!   ([`int8_weights_as_inputs`]), and a per-column scale moves after its matrix product
+//! - with [`Weights::Int8`] each matrix product of an int8 weight with per-column scales becomes
+//!   one `SextantMatMulInt8` node holding the weight ([`int8_matmuls`]; tract parses it into
+//!   `qmatmul::MatMulInt8`, integer products), taking in the bias and GELU that follow it
+//!   ([`absorb_bias_and_gelu`]); any other int8 tensor becomes an extra graph input, so nothing
+//!   folds it ([`int8_weights_as_inputs`]), with a per-column scale moved after its product
 //!   ([`scale_after_matmul`]): it multiplies the small `[tokens, N]` product instead of the whole
 //!   `[K, N]` weight on every run.
 //!
@@ -33,6 +36,13 @@ pub(super) struct Prepared {
 /// int8 weights folded ([`Weights::F32`]) or turned into inputs ([`Weights::Int8`]), and the
 /// initializers no node reads any more dropped.
 pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> TractResult<Prepared> {
+    if let Some(node) = graph.node.iter().find(|n| n.op_type == super::qmatmul::OP_TYPE) {
+        return Err(TractError::msg(format!(
+            "node {:?} uses the op type {}, which sextant reserves for its own int8 products; rename it",
+            node.name,
+            super::qmatmul::OP_TYPE
+        )));
+    }
     dequantize_gathered_rows(graph);
     let mut prepared = Prepared::default();
     match weights {
@@ -335,6 +345,7 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
         let product = &graph.node[*matmul];
         if product.op_type != "MatMul"
             || product.input.len() != 2
+            || product.output.len() != 1
             || product.input[1] != d.output
             || product.input[0] == d.output
         {
@@ -351,8 +362,10 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
         let columns = q.dims.get(1).copied().unwrap_or(0);
         let per_column = matches!(scale.dims.as_slice(), [] | [1] | [1, 1])
             || matches!(scale.dims.as_slice(), [n] | [1, n] if *n == columns);
+        // Fewer columns than a panel would pack mostly padding: such a weight stays an input.
         if q.data_type != DataType::Int8 as i32
             || q.dims.len() != 2
+            || columns < sextant_kernels::PANEL as i64
             || scale.data_type != DataType::Float as i32
             || !per_column
         {
@@ -367,6 +380,8 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
         let mut q = if read_elsewhere {
             q.clone()
         } else {
+            // Old IR versions also list initializers as inputs.
+            graph.input.retain(|i| i.name != d.q);
             graph.initializer.swap_remove(q_at)
         };
         q.name = "q".into();
@@ -434,6 +449,13 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
             _ => None,
         }
     };
+    // A node's one output (None for any other count: a malformed graph is left as it is).
+    let out = |graph: &pb::GraphProto, i: usize| -> Option<String> {
+        match graph.node[i].output.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        }
+    };
     let products: Vec<usize> = (0..graph.node.len())
         .filter(|&i| graph.node[i].op_type == super::qmatmul::OP_TYPE)
         .collect();
@@ -447,7 +469,7 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
             .and_then(|t| t.dims.get(1).copied())
             .unwrap_or(0);
         // The bias.
-        let y = graph.node[at].output[0].clone();
+        let Some(y) = out(graph, at) else { continue };
         let [add] = readers(graph, &y)[..] else { continue };
         if graph.node[add].op_type != "Add" {
             continue;
@@ -458,10 +480,11 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
         let Some((dims, values)) = initializer_values(graph, &bias) else {
             continue;
         };
-        if values.len() as i64 != columns || dims.iter().rev().skip(1).any(|&d| d != 1) {
+        // `[N]` only: a bias of higher rank would broadcast the product to its rank.
+        if values.len() as i64 != columns || dims.len() != 1 {
             continue;
         }
-        let h = graph.node[add].output[0].clone();
+        let Some(h) = out(graph, add) else { continue };
         let mut absorbed = vec![add];
         let mut output = h.clone();
         // GELU on h: find the chain, all of it read only inside the chain.
@@ -489,13 +512,13 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
             };
             let scaled = match graph.node[div].op_type.as_str() {
                 "Div"
-                    if graph.node[div].input[0] == h
-                        && is_scalar(graph, &graph.node[div].input[1], std::f32::consts::SQRT_2) =>
+                    if graph.node[div].input.first() == Some(&h)
+                        && is_scalar(graph, graph.node[div].input.get(1)?, std::f32::consts::SQRT_2) =>
                 {
-                    graph.node[div].output[0].clone()
+                    out(graph, div)?
                 }
                 "Mul" if is_scalar(graph, &other(&graph.node[div], &h)?, std::f32::consts::FRAC_1_SQRT_2) => {
-                    graph.node[div].output[0].clone()
+                    out(graph, div)?
                 }
                 _ => return None,
             };
@@ -503,18 +526,18 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
                 return None;
             };
             (graph.node[erf].op_type == "Erf").then_some(())?;
-            let erf_out = graph.node[erf].output[0].clone();
+            let erf_out = out(graph, erf)?;
             let [plus] = readers(graph, &erf_out)[..] else {
                 return None;
             };
             (graph.node[plus].op_type == "Add" && is_scalar(graph, &other(&graph.node[plus], &erf_out)?, 1.0))
                 .then_some(())?;
-            let plus_out = graph.node[plus].output[0].clone();
+            let plus_out = out(graph, plus)?;
             let [next] = readers(graph, &plus_out)[..] else {
                 return None;
             };
             (graph.node[next].op_type == "Mul").then_some(())?;
-            let next_out = graph.node[next].output[0].clone();
+            let next_out = out(graph, next)?;
             // Either Mul(0.5, ·) then Mul(h, ·), or Mul(h, ·) then Mul(·, 0.5).
             if next == last {
                 // Mul(h, erf + 1), then a Mul by 0.5.
@@ -523,14 +546,14 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
                 };
                 (graph.node[half].op_type == "Mul" && is_scalar(graph, &other(&graph.node[half], &next_out)?, 0.5))
                     .then_some(())?;
-                Some((vec![div, erf, plus, next, half], graph.node[half].output[0].clone()))
+                Some((vec![div, erf, plus, next, half], out(graph, half)?))
             } else {
                 is_scalar(graph, &other(&graph.node[next], &plus_out)?, 0.5).then_some(())?;
                 let [product] = readers(graph, &next_out)[..] else {
                     return None;
                 };
                 (product == last && other(&graph.node[last], &next_out)? == h).then_some(())?;
-                Some((vec![div, erf, plus, next, last], graph.node[last].output[0].clone()))
+                Some((vec![div, erf, plus, next, last], out(graph, last)?))
             }
         })();
         let node = &mut graph.node[at];
@@ -598,6 +621,7 @@ fn scale_after_matmul(graph: &mut pb::GraphProto) {
             let node = &graph.node[*matmul];
             let fits = node.op_type == "MatMul"
                 && node.input.len() == 2
+                && node.output.len() == 1
                 && node.input[1] == d.output
                 && node.input[0] != d.output
                 && per_column(&d.q, &d.scale);
@@ -897,32 +921,161 @@ pub(super) mod tests {
         }
     }
 
-    #[test]
-    fn int8_products_run_in_one_node_holding_the_weights_with_the_same_results() {
-        let reference = run(&tiny_int8_model(), vec![], &[], &IDS);
-        let mut proto = tiny_int8_model();
+    /// How [`linear_model`] writes its GELU, if it has one.
+    #[derive(Clone, Copy, Debug)]
+    enum Gelu {
+        /// `Mul(h, Mul(0.5, Add(Erf(Div(h, √2)), 1)))`, as all-MiniLM-L6-v2's export does.
+        Div,
+        /// `Mul(Mul(h, Add(1, Erf(Mul(h, 1/√2)))), 0.5)`.
+        Mul,
+        /// Like `Div`, but `+ 2` after the erf: not a GELU.
+        NotQuite,
+    }
+
+    /// input_ids → an f32 embedding table (5 × 4) → one int8 linear layer of 8 columns
+    /// (`MatMul(x, Mul(Cast(q), s))`, then `Add(·, b)` with `b` of shape `bias_dims`) → `gelu`.
+    /// Output `y`, `[1, S, 8]`.
+    fn linear_model(bias_dims: &[i64], gelu: Option<Gelu>) -> pb::ModelProto {
+        let emb: Vec<f32> = (0..20).map(|i| ((i * 7) % 11) as f32 * 0.25 - 1.2).collect();
+        let q: Vec<i8> = (0..32).map(|i| ((i * 37) % 255 - 127) as i8).collect();
+        let s: Vec<f32> = (0..8).map(|i| 0.01 + i as f32 * 0.002).collect();
+        let b: Vec<f32> = (0..8).map(|i| i as f32 * 0.1 - 0.4).collect();
+        let mut nodes = vec![
+            node("Gather", &["emb", "input_ids"], "x", vec![]),
+            cast_to_float("w_q", "w_f"),
+            node("Mul", &["w_f", "w_s"], "w", vec![]),
+            node("MatMul", &["x", "w"], "xw", vec![]),
+            node("Add", &["xw", "b"], "h", vec![]),
+        ];
+        let last = match gelu {
+            None => "h",
+            Some(form @ (Gelu::Div | Gelu::NotQuite)) => {
+                let plus = if matches!(form, Gelu::Div) { "one" } else { "two" };
+                nodes.extend([
+                    node("Div", &["h", "root2"], "scaled", vec![]),
+                    node("Erf", &["scaled"], "erf", vec![]),
+                    node("Add", &["erf", plus], "plus", vec![]),
+                    node("Mul", &["half", "plus"], "halved", vec![]),
+                    node("Mul", &["h", "halved"], "gelu", vec![]),
+                ]);
+                "gelu"
+            }
+            Some(Gelu::Mul) => {
+                nodes.extend([
+                    node("Mul", &["h", "inv_root2"], "scaled", vec![]),
+                    node("Erf", &["scaled"], "erf", vec![]),
+                    node("Add", &["one", "erf"], "plus", vec![]),
+                    node("Mul", &["h", "plus"], "whole", vec![]),
+                    node("Mul", &["whole", "half"], "gelu", vec![]),
+                ]);
+                "gelu"
+            }
+        };
+        nodes.push(node("Identity", &[last], "y", vec![]));
+        let graph = pb::GraphProto {
+            name: "linear".into(),
+            node: nodes,
+            initializer: vec![
+                float("emb", &[5, 4], &emb),
+                int8("w_q", &[4, 8], &q),
+                float("w_s", &[8], &s),
+                float("b", bias_dims, &b),
+                float("root2", &[], &[std::f32::consts::SQRT_2]),
+                float("inv_root2", &[], &[std::f32::consts::FRAC_1_SQRT_2]),
+                float("one", &[], &[1.0]),
+                float("two", &[], &[2.0]),
+                float("half", &[], &[0.5]),
+            ],
+            input: vec![value_info("input_ids", DataType::Int64, &[Some(1), None])],
+            output: vec![value_info("y", DataType::Float, &[Some(1), None, Some(8)])],
+            ..Default::default()
+        };
+        model_of(graph)
+    }
+
+    /// The rewritten graph's nodes by op type, and its results against the unrewritten one's.
+    fn rewrite_and_compare(proto: pb::ModelProto) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+        let reference = run(&proto, vec![], &[], &IDS);
+        let mut proto = proto;
         let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8).unwrap();
-        let graph = proto.graph.as_ref().unwrap();
-        assert!(prepared.folded.is_empty() && prepared.runtime_weights.is_empty());
-        let product = graph.node.last().unwrap();
-        assert_eq!(product.op_type, super::super::qmatmul::OP_TYPE);
-        assert_eq!(
-            (product.input.as_slice(), product.output.as_slice()),
-            (&["hidden".to_string()][..], &["last_hidden_state".to_string()][..])
-        );
-        let attributes: Vec<&str> = product.attribute.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(attributes, ["q", "scale"]);
-        assert!(
-            !names(graph).iter().any(|n| n.starts_with("Cast:w_q")),
-            "{:?}",
-            names(graph)
-        );
-        let initializers: Vec<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(initializers, ["emb_q", "emb_s"], "the weight moved into the node");
-        // Integer products: x is rounded to 16 bits of its row's largest value.
-        let got = run(&proto, vec![], &[], &IDS);
+        let got = run(&proto, vec![], &prepared.runtime_weights, &IDS);
+        // Integer products: x is rounded to 15 bits of its row's largest value.
         for (g, r) in got.iter().zip(&reference) {
             assert!((g - r).abs() <= 1e-4 * r.abs().max(1.0), "{got:?} vs {reference:?}");
+        }
+        let graph = proto.graph.unwrap();
+        let ops = graph.node.iter().map(|n| n.op_type.clone()).collect();
+        let fused = graph
+            .node
+            .iter()
+            .filter(|n| n.op_type == super::super::qmatmul::OP_TYPE)
+            .map(|n| {
+                (
+                    n.output[0].clone(),
+                    n.attribute.iter().map(|a| a.name.clone()).collect(),
+                )
+            })
+            .collect();
+        (ops, fused)
+    }
+
+    #[test]
+    fn int8_products_take_in_their_bias_and_gelu_with_the_same_results() {
+        let op = super::super::qmatmul::OP_TYPE;
+        for gelu in [Gelu::Div, Gelu::Mul] {
+            let (ops, fused) = rewrite_and_compare(linear_model(&[8], Some(gelu)));
+            assert_eq!(ops, ["Gather", op, "Identity"], "{gelu:?}");
+            assert_eq!(
+                fused,
+                [(
+                    "gelu".to_string(),
+                    vec!["q".into(), "scale".into(), "activation".into(), "bias".into()]
+                )]
+            );
+        }
+        let (ops, fused) = rewrite_and_compare(linear_model(&[8], None));
+        assert_eq!(ops, ["Gather", op, "Identity"]);
+        assert_eq!(
+            fused,
+            [("h".to_string(), vec!["q".into(), "scale".into(), "bias".into()])]
+        );
+        // `+ 2` is not a GELU: the bias is taken, the rest stays as it was.
+        let (ops, fused) = rewrite_and_compare(linear_model(&[8], Some(Gelu::NotQuite)));
+        assert_eq!(ops, ["Gather", op, "Div", "Erf", "Add", "Mul", "Mul", "Identity"]);
+        assert_eq!(fused[0].1, ["q", "scale", "bias"]);
+        // A bias of rank 2 would broadcast a rank-2 product: left to tract.
+        let (ops, fused) = rewrite_and_compare(linear_model(&[1, 8], None));
+        assert_eq!(ops, ["Gather", op, "Add", "Identity"]);
+        assert_eq!(fused[0].1, ["q", "scale"]);
+    }
+
+    #[test]
+    fn the_reserved_op_type_and_malformed_nodes_are_errors_or_left_alone_never_panics() {
+        let mut proto = linear_model(&[8], Some(Gelu::Div));
+        let graph = proto.graph.as_mut().unwrap();
+        graph
+            .node
+            .push(node(super::super::qmatmul::OP_TYPE, &["x"], "z", vec![]));
+        let e = prepare_graph(graph, Weights::Int8).unwrap_err().to_string();
+        assert!(e.contains("reserves") && e.contains("SextantMatMulInt8"), "{e}");
+        // Nodes without outputs, or a Div of one input, anywhere a pattern looks.
+        for (at, strip_outputs) in [
+            (3, true),
+            (4, true),
+            (5, false),
+            (6, true),
+            (7, true),
+            (8, true),
+            (9, true),
+        ] {
+            let mut proto = linear_model(&[8], Some(Gelu::Div));
+            let graph = proto.graph.as_mut().unwrap();
+            if strip_outputs {
+                graph.node[at].output.clear();
+            } else {
+                graph.node[at].input.truncate(1);
+            }
+            prepare_graph(graph, Weights::Int8).unwrap();
         }
     }
 

@@ -20,8 +20,9 @@ use crate::vecmath::l2_normalize;
 
 /// The tract implementation of [`Embedder`]. Load once, embed many times, from many threads.
 pub struct TractEmbedder {
-    /// The plan (with [`Weights::Int8`], its int8 weights passed as inputs on every call, shared,
-    /// never copied, so the optimiser cannot fold them to f32).
+    /// The plan (with [`Weights::Int8`], the products' int8 weights are held packed by their
+    /// `MatMulInt8` operators, and any other int8 weight is passed as an input on every call,
+    /// shared, never copied, so the optimiser cannot fold it to f32).
     loaded: LoadedPlan,
     tokenizer: ModelTokenizer,
     spec: ModelSpec,

@@ -106,17 +106,19 @@ test('errors are Errors with stable codes', async () => {
   keywordOnly.free();
 });
 
-test("weights: 'int8' gives the same results; an unknown value is BAD_ARGUMENT", async () => {
-  const int8 = await api.Sextant.load({ index: bundle, model, tokenizer, weights: 'int8' });
+test("weights: 'f32' gives the default int8 weights' results; an unknown value is BAD_ARGUMENT", async () => {
+  const f32 = await api.Sextant.load({ index: bundle, model, tokenizer, weights: 'f32' });
   try {
     for (const mode of ['hybrid', 'dense']) {
-      const want = (await sextant.search('how do lighthouses warn ships in fog', { k: 5, mode })).results;
-      const got = (await int8.search('how do lighthouses warn ships in fog', { k: 5, mode })).results;
+      const want = (await f32.search('how do lighthouses warn ships in fog', { k: 5, mode })).results;
+      const got = (await sextant.search('how do lighthouses warn ships in fog', { k: 5, mode })).results;
       assert.deepEqual(got.map((r) => r.chunk_id), want.map((r) => r.chunk_id), mode);
-      got.forEach((r, i) => assert.ok(Math.abs(r.score - want[i].score) <= 1e-5, `${mode} ${r.score} vs ${want[i].score}`));
+      // Integer products round each activation row to its own levels: scores within 1e-4.
+      got.forEach((r, i) => assert.ok(Math.abs(r.score - want[i].score) <= 1e-4, `${mode} ${r.score} vs ${want[i].score}`));
+      assert.ok(got.some((r, i) => r.score !== want[i].score), 'the two weights modes really differ');
     }
   } finally {
-    int8.free();
+    f32.free();
   }
   const e = await expectCode(api.Sextant.load({ index: bundle, model, tokenizer, weights: 'int4' }), 'BAD_ARGUMENT');
   assert.match(e.message, /f32 or int8/);

@@ -141,9 +141,9 @@ function getEngine(env) {
     let bases;
     try {
       // Each index is read lazily: its manifest now, each shard or fragment when a query needs
-      // it, through the ASSETS binding. int8 weights by default: about 40 MB less memory than
-      // f32 in a 128 MB isolate, for slower queries (BENCHMARKS.md); SEXTANT_WEIGHTS = "f32"
-      // trades the other way.
+      // it, through the ASSETS binding. int8 weights by default: integer products, the fastest
+      // queries and about 31 MB less memory than f32 in a 128 MB isolate (BENCHMARKS.md);
+      // SEXTANT_WEIGHTS = "f32" multiplies in f32, as `sextant build` embeds passages.
       bases = await Bases.load({
         bases: found.map(({ name, folder, manifest }) => ({ name, index: `http://assets/${folder}/${manifest.index}` })),
         model,
