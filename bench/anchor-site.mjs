@@ -1,6 +1,7 @@
 // The static site the Chromium benchmarks serve: bench/browser/ as /page, the built package as
 // /pkg, the model as /model, and Transformers.js (the anchor) with onnxruntime-web and the same
 // model.onnx in Transformers.js's layout under /hf/minilm. Local files only.
+import { rmSync } from 'node:fs';
 import { mkdtemp, mkdir, symlink, copyFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,9 +9,11 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** A temporary folder laid out as above; `links` adds more `{name: target}` symlinks. */
+/** A temporary folder laid out as above, removed when the process exits; `links` adds more
+ *  `{name: target}` symlinks. */
 export async function anchorSite(pkgDir, modelDir, links = {}) {
   const site = await mkdtemp(path.join(tmpdir(), 'sextant-bench-'));
+  process.on('exit', () => rmSync(site, { recursive: true, force: true }));
   const link = async (target, name) => {
     await mkdir(path.dirname(path.join(site, name)), { recursive: true });
     await symlink(path.resolve(target), path.join(site, name));
