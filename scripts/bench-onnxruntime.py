@@ -5,19 +5,13 @@ python3 scripts/bench-onnxruntime.py <queries.jsonl> <model dir> [rounds]
 Needs `pip install onnxruntime tokenizers numpy` (benchmarks only; tests never use it).
 """
 import json
-import sys
 import time
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
+from ort_common import setup
 
-queries = [json.loads(l)["text"] for l in open(sys.argv[1]) if l.strip()]
-model_dir = sys.argv[2]
-rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-tok = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
-tok.no_padding()
-tok.enable_truncation(256)
+queries, model_dir, rounds, tok = setup(3)
 opts = ort.SessionOptions()
 opts.intra_op_num_threads = 1  # tract runs one query on one thread: compare like with like
 sess = ort.InferenceSession(f"{model_dir}/model.onnx", opts, providers=["CPUExecutionProvider"])

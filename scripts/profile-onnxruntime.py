@@ -7,21 +7,15 @@ Needs `pip install onnxruntime tokenizers numpy` (benchmarks only; tests never u
 """
 import json
 import os
-import sys
 import tempfile
 import time
 from collections import defaultdict
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
+from ort_common import setup
 
-queries = [json.loads(l)["text"] for l in open(sys.argv[1]) if l.strip()]
-model_dir = sys.argv[2]
-rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 20
-tok = Tokenizer.from_file(f"{model_dir}/tokenizer.json")
-tok.no_padding()
-tok.enable_truncation(256)
+queries, model_dir, rounds, tok = setup(20)
 
 
 def inputs_of(length, count=20):
