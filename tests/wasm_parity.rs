@@ -38,6 +38,50 @@ struct Golden {
     embedding: Vec<f32>,
 }
 
+/// The int8 product's WebAssembly SIMD kernel against an f64 reference, on shapes with odd
+/// rows and columns that do not fill a panel (the native tests check every kernel against the
+/// portable one; this is the wasm kernel, which only runs here).
+#[wasm_bindgen_test]
+fn the_int8_product_matches_f64_in_wasm() {
+    let seed: u64 = 0x5eed_0014;
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for (rows, k, n) in [(1, 1, 1), (3, 5, 7), (5, 384, 9), (9, 17, 24), (6, 511, 33)] {
+        let x: Vec<f32> = (0..rows * k)
+            .map(|_| (next() % 20_001) as f32 / 2_500.0 - 4.0)
+            .collect();
+        let q: Vec<i8> = (0..k * n).map(|_| (next() % 256) as u8 as i8).collect();
+        let scale: Vec<f32> = (0..n).map(|i| 0.001 + i as f32 * 0.0005).collect();
+        let packed = sextant_kernels::PackedInt8::new(&q, k, n).unwrap();
+        let epilogue = sextant_kernels::Epilogue {
+            scale: &scale,
+            bias: None,
+            gelu: false,
+        };
+        let got = packed.product(&x, rows, &epilogue, None);
+        for r in 0..rows {
+            let row = &x[r * k..(r + 1) * k];
+            let largest = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+            for c in 0..n {
+                let want: f64 =
+                    (0..k).map(|i| f64::from(row[i]) * f64::from(q[i * n + c])).sum::<f64>() * f64::from(scale[c]);
+                // Each x rounded by at most half a level (32,767 levels for these K) of its row's largest.
+                let bound = k as f64 * 0.5 * f64::from(largest) / 32_767.0 * 128.0 * f64::from(scale[c]) + 1e-5;
+                let g = f64::from(got[r * n + c]);
+                assert!(
+                    (g - want).abs() <= bound,
+                    "seed {seed:#x}, {rows}×{k}×{n} [{r},{c}]: {g} vs {want}"
+                );
+            }
+        }
+    }
+}
+
 #[wasm_bindgen_test]
 fn golden_embeddings_in_wasm() {
     let embedder = embedder();
