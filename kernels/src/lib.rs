@@ -152,6 +152,7 @@ impl PackedInt8 {
             }
         }
         let mut y = vec![0f32; rows * self.n];
+        let simd = Simd::detect();
         for (block, weights) in self.data.chunks(self.pairs * PANEL * 2 * GROUP).enumerate() {
             let first = block * BLOCK;
             let columns = BLOCK.min(self.n - first);
@@ -159,7 +160,7 @@ impl PackedInt8 {
             let mut row = 0;
             while row < rows {
                 let tile = TILE.min(rows - row);
-                let sums = kernel(&xq[row * width..(row + tile) * width], width, weights, tile);
+                let sums = kernel(&xq[row * width..(row + tile) * width], width, weights, tile, simd);
                 for (r, sums) in sums.iter().take(tile).enumerate() {
                     let out = &mut y[(row + r) * self.n + first..][..columns];
                     let x_scale = row_scale[row + r];
@@ -206,9 +207,42 @@ pub fn erf(x: f32) -> f32 {
     (1.0 - 1.0 / (p8 * p8)).copysign(x)
 }
 
+/// The instructions the CPU offers the kernels beyond the build's baseline, found once per
+/// product (WebAssembly's SIMD is fixed at build time, `+simd128`).
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+struct Simd {
+    /// AVX2: the x86_64 kernel.
+    avx2: bool,
+    /// AVX-VNNI beside AVX2: its fused multiply-add of pairs.
+    vnni: bool,
+}
+
+impl Simd {
+    /// What this CPU has. The only constructor: the kernels trust what it says.
+    fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx2 = std::arch::is_x86_feature_detected!("avx2");
+            Self {
+                avx2,
+                vnni: avx2 && std::arch::is_x86_feature_detected!("avxvnni"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Self {
+                avx2: false,
+                vnni: false,
+            }
+        }
+    }
+}
+
 /// Integer sums for up to [`TILE`] rows of quantised `x` (`tile` rows of `width` values) against
 /// up to [`GROUP`] consecutive panels: `[row][column]`.
-fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize, simd: Simd) -> [[i32; BLOCK]; TILE] {
     debug_assert!(xq.len() == tile * width && tile <= TILE);
     debug_assert!(panels.len().is_multiple_of(width * PANEL) && panels.len() <= width * BLOCK);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -222,9 +256,10 @@ fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if panels.len() == width * BLOCK && std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 checked just above.
-            return unsafe { avx2::kernel(xq, width, panels, tile) };
+        if panels.len() == width * BLOCK && simd.avx2 {
+            // SAFETY: `simd` comes from `Simd::detect`, which found AVX2 (and AVX-VNNI if it says
+            // so) on this CPU.
+            return unsafe { avx2::kernel(xq, width, panels, tile, simd.vnni) };
         }
         portable(xq, width, panels, tile)
     }
@@ -306,12 +341,16 @@ mod avx2 {
     ///
     /// # Safety
     ///
-    /// The CPU must have AVX2.
-    pub(super) unsafe fn kernel(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
+    /// The CPU must have AVX2, and AVX-VNNI if `vnni`.
+    pub(super) unsafe fn kernel(
+        xq: &[i16],
+        width: usize,
+        panels: &[i8],
+        tile: usize,
+        vnni: bool,
+    ) -> [[i32; BLOCK]; TILE] {
         assert!(tile <= TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2));
-        let vnni = std::arch::is_x86_feature_detected!("avxvnni");
-        // SAFETY: the caller guarantees AVX2, AVX-VNNI is checked here; the bounds are asserted
-        // above.
+        // SAFETY: the caller guarantees the features; the bounds are asserted above.
         unsafe {
             match (tile, vnni) {
                 (4, true) => rows_vnni::<4>(xq, width, panels),
@@ -470,7 +509,7 @@ mod tests {
         for tile in 1..=TILE {
             let xq = &xq[..tile * width];
             assert_eq!(
-                kernel(xq, width, &panel, tile),
+                kernel(xq, width, &panel, tile, Simd::detect()),
                 portable(xq, width, &panel, tile),
                 "tile {tile}"
             );
@@ -487,7 +526,7 @@ mod tests {
             // SAFETY: AVX2 checked just above.
             assert_eq!(unsafe { avx2::rows::<TILE>(&xq, width, &panels) }, want);
             // SAFETY: the same.
-            assert_eq!(unsafe { avx2::kernel(&xq, width, &panels, TILE) }, want);
+            assert_eq!(unsafe { avx2::kernel(&xq, width, &panels, TILE, false) }, want);
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("avxvnni") {
             // SAFETY: both checked just above.

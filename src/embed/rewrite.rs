@@ -338,19 +338,10 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
     use pb::tensor_proto::DataType;
     let mut replaced: Vec<(usize, usize, usize, pb::NodeProto)> = Vec::new();
     for d in dequant_pairs(graph) {
-        let readers: Vec<usize> = (0..graph.node.len())
-            .filter(|&i| graph.node[i].input.contains(&d.output))
-            .collect();
-        let [matmul] = readers.as_slice() else { continue };
-        let product = &graph.node[*matmul];
-        if product.op_type != "MatMul"
-            || product.input.len() != 2
-            || product.output.len() != 1
-            || product.input[1] != d.output
-            || product.input[0] == d.output
-        {
+        let Some(matmul) = scaled_product(graph, &d) else {
             continue;
-        }
+        };
+        let product = &graph.node[matmul];
         let (x, output) = (product.input[0].clone(), product.output[0].clone());
         let (Some(q_at), Some(scale)) = (
             graph.initializer.iter().position(|t| t.name == d.q),
@@ -360,14 +351,10 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
         };
         let q = &graph.initializer[q_at];
         let columns = q.dims.get(1).copied().unwrap_or(0);
-        let per_column = matches!(scale.dims.as_slice(), [] | [1] | [1, 1])
-            || matches!(scale.dims.as_slice(), [n] | [1, n] if *n == columns);
         // Fewer columns than a panel would pack mostly padding: such a weight stays an input.
         if q.data_type != DataType::Int8 as i32
-            || q.dims.len() != 2
             || columns < sextant_kernels::PANEL as i64
             || scale.data_type != DataType::Float as i32
-            || !per_column
         {
             continue;
         }
@@ -398,7 +385,7 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
             &output,
             vec![tensor_attribute("q", q), tensor_attribute("scale", scale)],
         );
-        replaced.push((d.cast_at, d.mul_at, *matmul, fused));
+        replaced.push((d.cast_at, d.mul_at, matmul, fused));
     }
     let mut drop = HashSet::new();
     for (cast_at, mul_at, matmul, fused) in replaced {
@@ -437,9 +424,12 @@ fn initializer_values(graph: &pb::GraphProto, name: &str) -> Option<(Vec<i64>, V
 /// (`y · (erf(y / √2) + 1) · 0.5`, as `Div(y, √2)` or `Mul(y, 1/√2)`, `Erf`, `Add(·, 1)`, then
 /// `Mul(·, 0.5)` and `Mul(y, ·)` in either order), so they run in the product's epilogue.
 fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
+    // Shapes first, so no large initializer is decoded just to be turned down.
     let is_scalar = |graph: &pb::GraphProto, name: &str, want: f32| {
-        initializer_values(graph, name)
-            .is_some_and(|(_, v)| v.len() == 1 && (v[0] - want).abs() <= 1e-6 * want.abs().max(1.0))
+        let one = |t: &&pb::TensorProto| t.name == name && t.dims.iter().all(|&d| d == 1);
+        graph.initializer.iter().find(one).is_some()
+            && initializer_values(graph, name)
+                .is_some_and(|(_, v)| v.len() == 1 && (v[0] - want).abs() <= 1e-6 * want.abs().max(1.0))
     };
     // The other input of a two-input node, given one.
     let other = |node: &pb::NodeProto, one: &str| -> Option<String> {
@@ -477,13 +467,13 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
         let Some(bias) = other(&graph.node[add], &y) else {
             continue;
         };
-        let Some((dims, values)) = initializer_values(graph, &bias) else {
-            continue;
-        };
         // `[N]` only: a bias of higher rank would broadcast the product to its rank.
-        if values.len() as i64 != columns || dims.len() != 1 {
+        if !graph.initializer.iter().any(|t| t.name == bias && t.dims == [columns]) {
             continue;
         }
+        let Some((_, values)) = initializer_values(graph, &bias) else {
+            continue;
+        };
         let Some(h) = out(graph, add) else { continue };
         let mut absorbed = vec![add];
         let mut output = h.clone();
@@ -590,43 +580,46 @@ fn float_tensor(name: &str, dims: &[i64], values: &[f32]) -> pb::TensorProto {
     }
 }
 
+/// The `MatMul(x, w)` that is the only reader of the dequantised weight `w = Mul(Cast(q), s)`,
+/// when `q` is 2-D and `s` one scale per column of it (`[N]`, `[1, N]` or one value), so the scale
+/// can be applied to the product instead: what [`int8_matmuls`] and [`scale_after_matmul`] take.
+fn scaled_product(graph: &pb::GraphProto, d: &Dequant) -> Option<usize> {
+    let dims = |name: &str| {
+        graph
+            .initializer
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.dims.as_slice())
+    };
+    let (q, scale) = (dims(&d.q)?, dims(&d.scale)?);
+    let per_column = match (q, scale) {
+        ([_, _], [] | [1] | [1, 1]) => true,
+        ([_, columns], [n] | [1, n]) => n == columns,
+        _ => false,
+    };
+    let [matmul] = readers(graph, &d.output)[..] else {
+        return None;
+    };
+    let node = &graph.node[matmul];
+    let fits = per_column
+        && node.op_type == "MatMul"
+        && node.input.len() == 2
+        && node.output.len() == 1
+        && node.input[1] == d.output
+        && node.input[0] != d.output;
+    fits.then_some(matmul)
+}
+
 /// `MatMul(x, Mul(Cast(q), s))`, with `s` one scale per column of `q` (`[1, N]`, `[N]` or one
 /// value), becomes `Mul(MatMul(x, Cast(q)), s)`: the same product (`x·(q∘s) = (x·q)∘s` column by
 /// column), but the scale multiplies the `[tokens, N]` result instead of the `[K, N]` weight,
 /// which [`Weights::Int8`] dequantises on every run.
 fn scale_after_matmul(graph: &mut pb::GraphProto) {
-    let dims: HashMap<String, Vec<i64>> = graph
-        .initializer
-        .iter()
-        .map(|t| (t.name.clone(), t.dims.clone()))
-        .collect();
-    let per_column = |q: &str, scale: &str| -> bool {
-        let (Some(q), Some(s)) = (dims.get(q), dims.get(scale)) else {
-            return false;
-        };
-        let columns = q.last().copied().unwrap_or(0);
-        match s.as_slice() {
-            [] | [1] | [1, 1] => true,
-            [n] | [1, n] => q.len() == 2 && *n == columns,
-            _ => false,
-        }
-    };
     // One at a time: each move shifts the nodes after it.
     loop {
-        let found = dequant_pairs(graph).into_iter().find_map(|d| {
-            let readers: Vec<usize> = (0..graph.node.len())
-                .filter(|&i| graph.node[i].input.contains(&d.output))
-                .collect();
-            let [matmul] = readers.as_slice() else { return None };
-            let node = &graph.node[*matmul];
-            let fits = node.op_type == "MatMul"
-                && node.input.len() == 2
-                && node.output.len() == 1
-                && node.input[1] == d.output
-                && node.input[0] != d.output
-                && per_column(&d.q, &d.scale);
-            fits.then_some((d, *matmul))
-        });
+        let found = dequant_pairs(graph)
+            .into_iter()
+            .find_map(|d| scaled_product(graph, &d).map(|matmul| (d, matmul)));
         let Some((d, matmul)) = found else { break };
         let cast_out = graph.node[d.cast_at].output[0].clone();
         let out = graph.node[matmul].output[0].clone();
