@@ -8,7 +8,7 @@
 //! Indexes built before identifiers were split name the older analyzer
 //! ([`Analyzer::WHOLE_WORDS`]), and are queried with it: [`Analyzer::named`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
@@ -158,20 +158,19 @@ impl Analyzer {
     }
 
     /// Whether `text` holds the phrase whose [`Analyzer::positions`] are `phrase`: its terms at
-    /// the same distances from each other. A phrase without terms is in every text.
+    /// the same distances from each other. A phrase without terms is in every text. To check
+    /// several phrases against one text, read it once with [`Analyzer::phrase_text`].
     pub fn holds_phrase(&self, text: &str, phrase: &[(u32, String)]) -> bool {
-        let Some((first_at, first)) = phrase.first() else {
-            return true;
-        };
-        let words = self.positions(text);
-        let at: HashSet<(u32, &str)> = words.iter().map(|(p, t)| (*p, t.as_str())).collect();
-        words.iter().filter(|(_, t)| t == first).any(|(start, _)| {
-            phrase.iter().all(|(p, t)| {
-                (start + p)
-                    .checked_sub(*first_at)
-                    .is_some_and(|q| at.contains(&(q, t.as_str())))
-            })
-        })
+        self.phrase_text(text).holds(phrase)
+    }
+
+    /// `text`'s terms at their word positions, read once, to check phrases against.
+    pub fn phrase_text(&self, text: &str) -> PhraseText {
+        let mut positions: HashMap<String, Vec<u32>> = HashMap::new();
+        for (position, term) in self.positions(text) {
+            positions.entry(term).or_default().push(position);
+        }
+        PhraseText { positions }
     }
 
     /// The byte ranges of the words of `text` that keyword search matched for `query`: whole words
@@ -196,6 +195,34 @@ impl Analyzer {
     /// Whether `word` (already lower case) is a stop word.
     pub fn is_stop_word(&self, word: &str) -> bool {
         self.stop_words.contains(word)
+    }
+}
+
+/// A text's terms at their word positions ([`Analyzer::phrase_text`]): any number of phrases are
+/// checked against it without reading the text again.
+#[derive(Debug, Clone, Default)]
+pub struct PhraseText {
+    /// Each term's positions, increasing.
+    positions: HashMap<String, Vec<u32>>,
+}
+
+impl PhraseText {
+    /// Whether the text holds the phrase whose [`Analyzer::positions`] are `phrase`.
+    pub fn holds(&self, phrase: &[(u32, String)]) -> bool {
+        let Some((first_at, first)) = phrase.first() else {
+            return true;
+        };
+        let Some(starts) = self.positions.get(first) else {
+            return false;
+        };
+        starts.iter().any(|start| {
+            phrase.iter().all(|(p, t)| {
+                start
+                    .checked_add(*p)
+                    .and_then(|q| q.checked_sub(*first_at))
+                    .is_some_and(|q| self.positions.get(t).is_some_and(|at| at.binary_search(&q).is_ok()))
+            })
+        })
     }
 }
 

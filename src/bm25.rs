@@ -13,9 +13,9 @@
 //! so a query does no transcendental math and native and wasm scores agree bit for bit.
 //!
 //! The index is a [`TermTable`] (sorted terms with their postings) and the chunk lengths. Format
-//! 1 stores both in one section ([`Bm25Index`]); format 2 splits the table into shards by term
-//! range ([`TermTable::split`]) and keeps the lengths in a norms file ([`Norms`]), so a query
-//! fetches only the shards of its terms. [`score`] serves both. Layouts: `docs/FORMAT.md`.
+//! 2 splits the table into shards by term range ([`TermTable::split`]) and keeps the lengths in a
+//! norms file (`crate::index::files::Norms`), so a query fetches only the shards of its terms,
+//! which [`score`] reads. Layouts: `docs/FORMAT.md`.
 
 use crate::codec::{put_string, put_varint, ByteReader, DecodeError};
 use serde::{Deserialize, Serialize};
@@ -158,6 +158,7 @@ pub fn idf(n: u32, df: u32) -> f32 {
 }
 
 /// The mean of chunk lengths (0 for none), as stored.
+#[cfg(test)]
 fn average(lengths: &[u32]) -> f32 {
     if lengths.is_empty() {
         return 0.0;
@@ -430,98 +431,6 @@ impl TermTable {
     }
 }
 
-/// An inverted index over chunks in one piece (documents of BM25 are chunks, numbered
-/// `0..doc_count`): format 1's "bm25" section, and what a build makes before splitting.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bm25Index {
-    doc_lengths: Vec<u32>,
-    avg_doc_length: f32,
-    table: TermTable,
-}
-
-impl Bm25Index {
-    /// Builds the index from each chunk's analyzer terms.
-    pub fn build(docs: &[Vec<String>]) -> Self {
-        let (table, doc_lengths) = TermTable::build(docs);
-        Self {
-            avg_doc_length: average(&doc_lengths),
-            doc_lengths,
-            table,
-        }
-    }
-
-    /// Number of chunks indexed.
-    pub fn doc_count(&self) -> usize {
-        self.doc_lengths.len()
-    }
-
-    /// Number of distinct terms.
-    pub fn term_count(&self) -> usize {
-        self.table.term_count()
-    }
-
-    /// Number of chunks containing `term` (an analyzer term), 0 if none.
-    pub fn df(&self, term: &str) -> u32 {
-        self.table.lookup(term).map_or(0, |p| p.df)
-    }
-
-    /// The chunk lengths (analyzer terms per chunk).
-    pub fn lengths(&self) -> &[u32] {
-        &self.doc_lengths
-    }
-
-    /// The mean chunk length.
-    pub fn avg_doc_length(&self) -> f32 {
-        self.avg_doc_length
-    }
-
-    /// The term table.
-    pub fn table(&self) -> &TermTable {
-        &self.table
-    }
-
-    /// The `k` best chunks for the analyzer terms of a query: see [`score`].
-    pub fn search(&self, query_terms: &[String], params: Bm25Params, k: usize) -> Vec<Bm25Hit> {
-        score(
-            query_terms,
-            &|t: &str| self.table.lookup(t),
-            &self.doc_lengths,
-            self.avg_doc_length,
-            params,
-            k,
-        )
-    }
-
-    /// Serialises the index (section "bm25" of a format-1 bundle).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        put_varint(&mut out, self.doc_lengths.len() as u64);
-        for &l in &self.doc_lengths {
-            put_varint(&mut out, u64::from(l));
-        }
-        self.table.write(&mut out);
-        out
-    }
-
-    /// Reads and fully validates an index written by [`Bm25Index::to_bytes`] (no bytes left
-    /// over; the table as [`TermTable::read`] checks it).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = ByteReader::new(bytes);
-        let doc_count = r.count("bm25 chunk count", 1)?;
-        let mut doc_lengths = Vec::with_capacity(doc_count);
-        for _ in 0..doc_count {
-            doc_lengths.push(r.varint_u32("bm25 chunk length")?);
-        }
-        let table = TermTable::read(&mut r, doc_count)?;
-        r.finish("bm25 trailing bytes")?;
-        Ok(Self {
-            avg_doc_length: average(&doc_lengths),
-            doc_lengths,
-            table,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,6 +447,44 @@ mod tests {
         terms.iter().map(|s| s.to_string()).collect()
     }
 
+    /// A whole table and its chunk lengths, searched as the query path does.
+    #[derive(Debug, PartialEq)]
+    struct Built {
+        table: TermTable,
+        lengths: Vec<u32>,
+    }
+
+    impl Built {
+        fn build(docs: &[Vec<String>]) -> Self {
+            let (table, lengths) = TermTable::build(docs);
+            Self { table, lengths }
+        }
+
+        fn search(&self, terms: &[String], params: Bm25Params, k: usize) -> Vec<Bm25Hit> {
+            score(
+                terms,
+                &|t: &str| self.table.lookup(t),
+                &self.lengths,
+                average(&self.lengths),
+                params,
+                k,
+            )
+        }
+
+        fn to_bytes(&self) -> Vec<u8> {
+            let mut out = Vec::new();
+            self.table.write(&mut out);
+            out
+        }
+
+        fn from_bytes(bytes: &[u8], chunks: usize) -> Result<TermTable, DecodeError> {
+            let mut r = ByteReader::new(bytes);
+            let table = TermTable::read(&mut r, chunks)?;
+            r.finish("trailing bytes")?;
+            Ok(table)
+        }
+    }
+
     #[test]
     fn idf_matches_the_formula_by_hand() {
         // N = 4, df = 1: ln((4 - 1 + 0.5) / (1 + 0.5) + 1) = ln(3.3333...) = 1.2039728
@@ -549,7 +496,7 @@ mod tests {
     #[test]
     fn scores_match_hand_computation() {
         // d0: "wing wing flow" (3 terms), d1: "flow" (1), d2: "shock wave flow drag" (4)
-        let index = Bm25Index::build(&docs(&["wing wing flow", "flow", "shock wave flow drag"]));
+        let index = Built::build(&docs(&["wing wing flow", "flow", "shock wave flow drag"]));
         let p = Bm25Params::default();
         let hits = index.search(&q(&["wing"]), p, 10);
         // avgdl = 8/3; idf(wing) = ln((3-1+.5)/(1+.5)+1) = ln(2.6666667) = 0.98082925
@@ -569,7 +516,7 @@ mod tests {
 
     #[test]
     fn k1_zero_ignores_frequency_and_b_zero_ignores_length() {
-        let index = Bm25Index::build(&docs(&["a a a a x y z w", "a"]));
+        let index = Built::build(&docs(&["a a a a x y z w", "a"]));
         let flat = index.search(&q(&["a"]), Bm25Params { k1: 0.0, b: 0.75 }, 10);
         assert_eq!(flat[0].score, flat[1].score);
         let no_len = index.search(&q(&["a"]), Bm25Params { k1: 1.2, b: 0.0 }, 10);
@@ -578,7 +525,7 @@ mod tests {
 
     #[test]
     fn repeated_query_terms_count_twice_and_ties_break_by_chunk() {
-        let index = Bm25Index::build(&docs(&["a b", "a b", "c"]));
+        let index = Built::build(&docs(&["a b", "a b", "c"]));
         let once = index.search(&q(&["a"]), Bm25Params::default(), 10);
         let twice = index.search(&q(&["a", "a"]), Bm25Params::default(), 10);
         assert!((twice[0].score - 2.0 * once[0].score).abs() < 1e-6);
@@ -597,19 +544,21 @@ mod tests {
 
     #[test]
     fn corrupt_postings_are_refused() {
-        let index = Bm25Index::build(&docs(&["a b", "b c"]));
+        let index = Built::build(&docs(&["a b", "b c"]));
         let bytes = index.to_bytes();
         for cut in 0..bytes.len() {
-            assert!(Bm25Index::from_bytes(&bytes[..cut]).is_err(), "prefix {cut} accepted");
+            assert!(Built::from_bytes(&bytes[..cut], 2).is_err(), "prefix {cut} accepted");
         }
         let mut extra = bytes.clone();
         extra.push(0);
-        assert!(Bm25Index::from_bytes(&extra).is_err());
+        assert!(Built::from_bytes(&extra, 2).is_err());
+        // A posting of a chunk past the count.
+        assert!(Built::from_bytes(&bytes, 1).is_err());
     }
 
     #[test]
     fn a_stored_idf_that_is_not_the_formulas_is_refused() {
-        let index = Bm25Index::build(&docs(&["wing flow", "flow"]));
+        let index = Built::build(&docs(&["wing flow", "flow"]));
         let good = index.to_bytes();
         let idf_of_flow = idf(2, 2).to_le_bytes();
         let at = good.windows(4).position(|w| w == idf_of_flow).unwrap();
@@ -617,9 +566,9 @@ mod tests {
             let mut tampered = good.clone();
             tampered[at..at + 4].copy_from_slice(&bad.to_le_bytes());
             // A negative IDF once read fine and silently emptied keyword search.
-            assert!(Bm25Index::from_bytes(&tampered).is_err(), "idf {bad} accepted");
+            assert!(Built::from_bytes(&tampered, 2).is_err(), "idf {bad} accepted");
         }
-        assert!(Bm25Index::from_bytes(&good).is_ok());
+        assert!(Built::from_bytes(&good, 2).is_ok());
     }
 
     proptest! {
@@ -629,8 +578,11 @@ mod tests {
             query in proptest::collection::vec(0u8..20, 1..4),
         ) {
             let docs: Vec<Vec<String>> = texts.iter().map(|d| d.iter().map(|t| format!("t{t}")).collect()).collect();
-            let index = Bm25Index::build(&docs);
-            let back = Bm25Index::from_bytes(&index.to_bytes()).unwrap();
+            let index = Built::build(&docs);
+            let back = Built {
+                table: Built::from_bytes(&index.to_bytes(), docs.len()).unwrap(),
+                lengths: index.lengths.clone(),
+            };
             prop_assert_eq!(&back, &index);
             let qt: Vec<String> = query.iter().map(|t| format!("t{t}")).collect();
             let hits = back.search(&qt, Bm25Params::default(), 5);
@@ -646,7 +598,7 @@ mod tests {
 
         #[test]
         fn reading_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let _ = Bm25Index::from_bytes(&bytes);
+            let _ = Built::from_bytes(&bytes, 16);
         }
     }
 }

@@ -17,9 +17,10 @@ use crate::chunk::{collect_chunks, ChunkedCorpus, Document, Section};
 use crate::codec::ByteReader;
 use crate::config::BuildConfig;
 use crate::embed::{ModelSpec, ModelTokenizer};
+use crate::error_code::ErrorCode;
 use crate::index::writer::BuiltIndex;
 use crate::index::IndexStore;
-use crate::indexer::{assemble, split, validate, IndexError};
+use crate::indexer::{assemble, split, validate, BuildError};
 use crate::loader::{load_file, LoadError};
 
 /// The key of an embedded text: SHA-256 of the text as the model saw it (passage prefix + chunk).
@@ -38,7 +39,7 @@ pub enum CollectionError {
     Load(#[from] LoadError),
     /// Chunking, ids or configuration.
     #[error(transparent)]
-    Index(#[from] IndexError),
+    Build(#[from] BuildError),
     /// A file's path is not one a collection can hold.
     #[error("{0}")]
     BadPath(String),
@@ -48,6 +49,19 @@ pub enum CollectionError {
     /// Saved vectors could not be read.
     #[error("saved vectors are damaged: {0}; embed the collection again")]
     BadVectors(String),
+}
+
+impl CollectionError {
+    /// The code users see: `BAD_ARGUMENT` for a file, path or configuration the collection
+    /// cannot take, `CORRUPT_BUNDLE` for damaged saved vectors or an index it cannot import.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            CollectionError::Load(_) | CollectionError::BadPath(_) | CollectionError::Build(_) => {
+                ErrorCode::BadArgument
+            }
+            CollectionError::BadVectors(_) | CollectionError::BadIndex(_) => ErrorCode::CorruptBundle,
+        }
+    }
 }
 
 /// What [`Collection::import_index`] took from an index.
@@ -175,7 +189,7 @@ impl Collection {
                     .iter()
                     .find(|n| n.id == d.id)
                     .map_or("", |n| n.source.as_str());
-                return Err(IndexError::DuplicateId {
+                return Err(BuildError::DuplicateId {
                     id: d.id.clone(),
                     first: format!("{} ({})", d.source, k.join("/")),
                     second: second.to_string(),
@@ -414,7 +428,7 @@ impl Collection {
     pub fn build(&self, spec: &ModelSpec, partial: bool) -> Result<BuiltIndex, CollectionError> {
         let (documents, corpus) = self.corpus();
         if corpus.chunks.is_empty() {
-            return Err(IndexError::EmptyCorpus.into());
+            return Err(BuildError::EmptyCorpus.into());
         }
         let mut missing = 0;
         let vectors: Vec<Vec<f32>> = corpus
@@ -433,7 +447,7 @@ impl Collection {
             })
             .collect();
         if missing > 0 && !partial {
-            return Err(IndexError::Config(format!(
+            return Err(BuildError::Config(format!(
                 "{missing} chunks are not embedded yet; embed the pending chunks first, or build a partial index for keyword search"
             ))
             .into());

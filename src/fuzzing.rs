@@ -46,7 +46,7 @@ pub fn index_files(data: &[u8]) {
         let _ = engine.search("a b \"c d\" -e", &options, &crate::search::NoClock);
     }
     #[cfg(feature = "indexer")]
-    let _ = crate::bundle::Bundle::from_bytes(data);
+    let _ = crate::format1::Bundle::from_bytes(data);
     let _ = crate::index::IndexManifest::from_json(data);
     let (n, m, rest) = split_params(data);
     let _ = Norms::from_bytes(rest, n, m);

@@ -1,4 +1,4 @@
-//! Turning documents into a bundle. The CLI drives these steps (it owns files, threads and
+//! Turning documents into an index. The CLI drives these steps (it owns files, threads and
 //! progress bars):
 //!
 //! 1. [`chunk_corpus`]: validate the configuration against the model, chunk every document.
@@ -8,19 +8,17 @@
 //!    vectors) and the manifest; pack them into one file, or write them as a site's files.
 
 use crate::bm25::Bm25Error;
-#[cfg(feature = "indexer")]
-use crate::bundle::Bundle;
-use crate::bundle::{BundleError, DocumentInfo};
 use crate::chunk::{collect_chunks, split_document, ChunkParamError, ChunkedCorpus, Document};
 use crate::config::BuildConfig;
 use crate::embed::{EmbedError, ModelSpec, ModelTokenizer};
 use crate::index::writer::{write_index, BuiltIndex, IndexInput};
 #[cfg(feature = "indexer")]
 use crate::index::Layout;
+use crate::index::{DocumentInfo, IndexError};
 
-/// Why a bundle could not be built.
+/// Why an index could not be built.
 #[derive(Debug, thiserror::Error)]
-pub enum IndexError {
+pub enum BuildError {
     /// Nothing to index.
     #[error("no documents to index: the inputs held no readable documents with text; check the paths and --include/--exclude globs")]
     EmptyCorpus,
@@ -48,7 +46,7 @@ pub enum IndexError {
     Config(String),
     /// Encoding failed.
     #[error(transparent)]
-    Bundle(#[from] BundleError),
+    Index(#[from] IndexError),
     /// The vectors given do not match the chunks.
     #[error("{vectors} vectors for {chunks} chunks")]
     VectorCount {
@@ -66,7 +64,7 @@ pub fn chunk_corpus(
     documents: &[Document],
     config: &BuildConfig,
     tokenizer: &ModelTokenizer,
-) -> Result<ChunkedCorpus, IndexError> {
+) -> Result<ChunkedCorpus, BuildError> {
     validate(documents, config, tokenizer)?;
     let splits = documents
         .iter()
@@ -80,23 +78,23 @@ pub fn split(
     document: &Document,
     config: &BuildConfig,
     tokenizer: &ModelTokenizer,
-) -> Result<Vec<Vec<String>>, IndexError> {
+) -> Result<Vec<Vec<String>>, BuildError> {
     Ok(split_document(document, config.chunking, &|s: &str| {
         tokenizer.count(s)
     })?)
 }
 
 /// Numbers and de-duplicates the split documents; fails when no chunk is left.
-pub fn collect(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> Result<ChunkedCorpus, IndexError> {
+pub fn collect(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> Result<ChunkedCorpus, BuildError> {
     let corpus = collect_chunks(documents, splits);
     if corpus.chunks.is_empty() {
-        return Err(IndexError::EmptyCorpus);
+        return Err(BuildError::EmptyCorpus);
     }
     Ok(corpus)
 }
 
 /// The most text tokens a chunk may have so that prefix + text + special tokens fit the window.
-pub fn chunk_token_limit(config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<usize, IndexError> {
+pub fn chunk_token_limit(config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<usize, BuildError> {
     let prefix = tokenizer.count(&config.model.passage_prefix)?;
     Ok(tokenizer
         .max_tokens()
@@ -105,19 +103,19 @@ pub fn chunk_token_limit(config: &BuildConfig, tokenizer: &ModelTokenizer) -> Re
 }
 
 /// Checks the configuration against the model's tokenizer, and that document ids are unique.
-pub fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<(), IndexError> {
+pub fn validate(documents: &[Document], config: &BuildConfig, tokenizer: &ModelTokenizer) -> Result<(), BuildError> {
     if documents.is_empty() {
-        return Err(IndexError::EmptyCorpus);
+        return Err(BuildError::EmptyCorpus);
     }
     config.bm25.validate()?;
-    config.fields.validate().map_err(IndexError::Config)?;
-    config.layout.validate().map_err(IndexError::Config)?;
+    config.fields.validate().map_err(BuildError::Config)?;
+    config.layout.validate().map_err(BuildError::Config)?;
     let limit = chunk_token_limit(config, tokenizer)?;
     config.chunking.validate(limit, tokenizer.max_tokens())?;
     let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     for d in documents {
         if let Some(first) = seen.insert(&d.id, &d.source) {
-            return Err(IndexError::DuplicateId {
+            return Err(BuildError::DuplicateId {
                 id: d.id.clone(),
                 first: first.to_string(),
                 second: d.source.clone(),
@@ -135,9 +133,9 @@ pub fn assemble(
     vectors: &[Vec<f32>],
     model: &ModelSpec,
     config: &BuildConfig,
-) -> Result<BuiltIndex, IndexError> {
+) -> Result<BuiltIndex, BuildError> {
     if vectors.len() != corpus.chunks.len() {
-        return Err(IndexError::VectorCount {
+        return Err(BuildError::VectorCount {
             vectors: vectors.len(),
             chunks: corpus.chunks.len(),
         });
@@ -169,16 +167,13 @@ pub fn assemble(
 #[cfg(feature = "indexer")]
 /// Converts a format-1 bundle into a format-2 index, without embedding again: the same
 /// documents, chunks and BM25 parameters, its f32 vectors quantized, cut as `layout` says.
-pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, IndexError> {
-    let bundle = Bundle::from_bytes(v1)?;
-    let vectors: Vec<Vec<f32>> = (0..bundle.chunks.len() as u32)
-        .map(|c| bundle.vectors.vector_of(c).map(<[f32]>::to_vec).unwrap_or_default())
-        .collect();
+pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, BuildError> {
+    let bundle = crate::format1::Bundle::from_bytes(v1)?;
     Ok(write_index(IndexInput {
         documents: &bundle.documents,
         chunks: &bundle.chunks,
         duplicates_dropped: bundle.manifest.counts.duplicates_dropped,
-        vectors: &vectors,
+        vectors: &bundle.vectors,
         model: &bundle.manifest.model,
         chunking: bundle.manifest.chunking,
         bm25: bundle.manifest.bm25,

@@ -40,17 +40,19 @@ macro_rules! named_enum {
 
 pub mod analyzer;
 pub mod bm25;
-pub mod bundle;
 pub mod chunk;
 pub mod cite;
 pub mod codec;
 #[cfg(feature = "collection")]
 pub mod collection;
 pub mod config;
+pub mod container;
 pub mod digest;
 pub mod embed;
 pub mod error_code;
 pub mod eval;
+#[cfg(feature = "indexer")]
+pub mod format1;
 pub mod frame;
 pub mod fusion;
 #[cfg(not(target_arch = "wasm32"))]
@@ -65,7 +67,5 @@ pub mod options;
 pub mod prompt;
 pub mod search;
 pub mod vecmath;
-#[cfg(feature = "indexer")]
-pub mod vector;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -482,12 +482,7 @@ pub struct Collection {
 
 #[cfg(feature = "collection")]
 fn collection_error(e: crate::collection::CollectionError) -> JsValue {
-    use crate::collection::CollectionError as E;
-    let code = match &e {
-        E::Load(_) | E::BadPath(_) | E::Index(_) => ErrorCode::BadArgument,
-        E::BadVectors(_) | E::BadIndex(_) => ErrorCode::CorruptBundle,
-    };
-    js_error(code, e)
+    js_error(e.code(), e)
 }
 
 #[cfg(feature = "collection")]

@@ -9,11 +9,10 @@ mod common;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use sextant::bundle::{write_container_version, RawBundle, SectionId, FORMAT_MAJOR, FORMAT_MINOR};
-use sextant::codec::ByteReader;
+use sextant::container::{self, SectionId};
 use sextant::index::files::file_name;
-use sextant::index::packed::pack;
-use sextant::index::IndexManifest;
+use sextant::index::packed::{pack, Packed};
+use sextant::index::{IndexManifest, INDEX_MAJOR, INDEX_MINOR};
 use sextant::options::{Mode, SearchOptions, VectorSearch};
 use sextant::search::{Engine, NoClock, Step};
 
@@ -46,16 +45,12 @@ fn runner(cases: u32) -> TestRunner {
 
 /// The manifest (JSON) and the files of a packed index.
 fn unpacked(bytes: &[u8]) -> (String, Vec<(String, Vec<u8>)>) {
-    let raw = RawBundle::parse(bytes).unwrap();
-    let manifest = String::from_utf8(raw.section(SectionId::Manifest).unwrap().to_vec()).unwrap();
-    let mut r = ByteReader::new(raw.section(SectionId::Files).unwrap());
-    let count = r.varint().unwrap() as usize;
-    let entries: Vec<(String, usize)> = (0..count)
-        .map(|_| (r.string("name").unwrap().to_string(), r.varint().unwrap() as usize))
-        .collect();
-    let files = entries
-        .into_iter()
-        .map(|(name, len)| (name, r.take(len).unwrap().to_vec()))
+    let packed = Packed::parse(bytes).unwrap();
+    let manifest = String::from_utf8(packed.manifest.to_vec()).unwrap();
+    let files = packed
+        .files
+        .iter()
+        .map(|(name, body)| (name.to_string(), body.to_vec()))
         .collect();
     (manifest, files)
 }
@@ -183,7 +178,7 @@ fn damaged_files_renamed_to_their_hash_never_panic() {
 fn a_damaged_manifest_is_a_typed_error() {
     let bytes = golden();
     let (manifest, _) = unpacked(&bytes);
-    let directory = RawBundle::parse(&bytes)
+    let directory = container::Container::parse(&bytes, INDEX_MAJOR..=INDEX_MAJOR)
         .unwrap()
         .section(SectionId::Files)
         .unwrap()
@@ -197,9 +192,9 @@ fn a_damaged_manifest_is_a_typed_error() {
     ] {
         let damaged = manifest.replacen(from, to, 1);
         assert_ne!(damaged, manifest, "{from}");
-        let packed = write_container_version(
-            FORMAT_MAJOR,
-            FORMAT_MINOR,
+        let packed = container::write(
+            INDEX_MAJOR,
+            INDEX_MINOR,
             &[
                 (SectionId::Manifest as u32, damaged.into_bytes()),
                 (SectionId::Files as u32, directory.clone()),

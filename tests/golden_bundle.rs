@@ -9,10 +9,11 @@ mod common;
 
 use std::sync::Arc;
 
-use sextant::bundle::{Bundle, FORMAT_MAJOR, OLDEST_READABLE_MAJOR};
 use sextant::embed::TextKind;
+use sextant::format1::Bundle;
 use sextant::index::packed::pack;
 use sextant::index::Layout;
+use sextant::index::{INDEX_MAJOR, OLDEST_READABLE_MAJOR};
 use sextant::indexer::upgrade;
 use sextant::options::{Mode, SearchOptions};
 use sextant::search::{Engine, NoClock};
@@ -41,7 +42,7 @@ fn with_model(mut engine: Engine) -> Engine {
 fn golden_v2_is_still_readable() {
     const {
         assert!(
-            OLDEST_READABLE_MAJOR <= 2 && 2 <= FORMAT_MAJOR,
+            OLDEST_READABLE_MAJOR <= 2 && 2 <= INDEX_MAJOR,
             "format 2 must stay readable"
         )
     };

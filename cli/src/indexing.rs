@@ -89,6 +89,18 @@ pub struct BuildStats {
     pub tokens_per_second: f64,
 }
 
+impl BuildStats {
+    /// A line of the summary: reused, embedded, and how fast.
+    pub fn print(&self, out: &mut impl Write) -> Result<()> {
+        writeln!(
+            out,
+            "  embeddings: {} of {} chunks reused from the cache, {} embedded in {:.1} s ({:.1} chunks/s, {:.0} tokens/s)",
+            self.reused, self.chunks, self.embedded, self.embed_seconds, self.chunks_per_second, self.tokens_per_second
+        )?;
+        Ok(())
+    }
+}
+
 /// Chunks and embeds (on all cores, reusing the embedding cache in `cache_dir` when given) and
 /// builds the index files in memory.
 pub fn build_index(

@@ -47,6 +47,29 @@ pub fn rel_string(path: &Path) -> String {
         .join("/")
 }
 
+/// The files under `root`, in sorted order (so builds are reproducible), each with its path
+/// relative to `root`. Hidden files and folders (a name starting with `.`) are passed over, and
+/// so is every entry `skip` returns true for (with its contents). Links are not followed: a
+/// link, to a file or a folder, is not listed.
+pub fn walk(root: &Path, skip: impl Fn(&walkdir::DirEntry) -> bool) -> Result<Vec<InputFile>> {
+    let walker = walkdir::WalkDir::new(root)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !(e.file_name().to_string_lossy().starts_with('.') || skip(e)));
+    let mut files = Vec::new();
+    for entry in walker {
+        let entry = entry.with_context(|| format!("walking {}", root.display()))?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        files.push(InputFile {
+            rel: rel_string(entry.path().strip_prefix(root).unwrap_or(entry.path())),
+            path: entry.path().to_path_buf(),
+        });
+    }
+    Ok(files)
+}
+
 /// Lists the files of `inputs`. Missing inputs are errors; files of unknown type are skipped
 /// and reported.
 pub fn collect(inputs: &[PathBuf], include: &[String], exclude: &[String]) -> Result<(Vec<InputFile>, Vec<Skipped>)> {
@@ -78,30 +101,18 @@ pub fn collect(inputs: &[PathBuf], include: &[String], exclude: &[String]) -> Re
             }
             continue;
         }
-        let walker = walkdir::WalkDir::new(input)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-        for entry in walker {
-            let entry = entry.with_context(|| format!("walking {}", input.display()))?;
-            if !entry.file_type().is_file() {
+        for file in walk(input, |_| false)? {
+            if !wanted(&file.rel) {
                 continue;
             }
-            let rel = rel_string(entry.path().strip_prefix(input).unwrap_or(entry.path()));
-            if !wanted(&rel) {
-                continue;
-            }
-            if FileKind::from_path(&rel).is_none() {
+            if FileKind::from_path(&file.rel).is_none() {
                 skipped.push(Skipped {
-                    path: entry.path().display().to_string(),
+                    path: file.path.display().to_string(),
                     reason: "unknown file type".into(),
                 });
                 continue;
             }
-            files.push(InputFile {
-                path: entry.path().to_path_buf(),
-                rel,
-            });
+            files.push(file);
         }
     }
     Ok((files, skipped))

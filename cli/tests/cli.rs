@@ -414,7 +414,7 @@ fn corrupt_bundles_and_other_models_are_refused() {
 
     std::fs::write(&path, b"<html>not a bundle</html>").unwrap();
     let err = fails(&["inspect", s(&path)]);
-    assert!(err.contains("not a sextant bundle"), "{err}");
+    assert!(err.contains("not a sextant index"), "{err}");
 
     // A model folder whose tokenizer differs by one byte is another model.
     let model_dir = std::env::var_os("SEXTANT_MODEL_DIR")
@@ -429,7 +429,7 @@ fn corrupt_bundles_and_other_models_are_refused() {
     tokenizer.push(b'\n');
     std::fs::write(other.join("tokenizer.json"), tokenizer).unwrap();
     let err = fails(&["search", s(tiny_bundle()), "lamp", "--model", s(&other)]);
-    assert!(err.contains("tokenizer.json does not match the bundle"), "{err}");
+    assert!(err.contains("tokenizer.json does not match the index"), "{err}");
     // Keyword search needs no model, so it still works.
     ok(&[
         "search",

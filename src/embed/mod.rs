@@ -16,6 +16,8 @@
 //! never depends on what it was batched with (the CLI gets its parallelism from threads).
 
 #[cfg(feature = "model")]
+mod onnx;
+#[cfg(feature = "model")]
 mod qmatmul;
 #[cfg(feature = "model")]
 pub mod rerank;

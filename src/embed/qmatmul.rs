@@ -11,8 +11,7 @@ use tract_onnx::model::ParsingContext;
 use tract_onnx::pb;
 use tract_onnx::tract_hir::internal::*;
 
-/// The ONNX op type `rewrite::int8_matmuls` writes and [`parse`] reads.
-pub(super) const OP_TYPE: &str = "SextantMatMulInt8";
+use super::onnx::{proto_tensor, INT8_MATMUL_OP as OP_TYPE};
 
 /// `y = act((x · q) ∘ scale + bias) + residual`: `x` f32 of shape `[.., K]`, `q` int8 `[K, N]`
 /// packed once, `scale` one f32 per column, `bias` optional (`[N]`), `act` GELU or nothing,
@@ -297,7 +296,7 @@ pub(super) fn parse(_ctx: &ParsingContext, node: &pb::NodeProto) -> TractResult<
     let attribute = |name: &str| node.attribute.iter().find(|a| a.name == name);
     let tensor = |name: &str| -> TractResult<Option<Tensor>> {
         match attribute(name).and_then(|a| a.t.as_ref()) {
-            Some(t) => super::rewrite::proto_tensor(t)?
+            Some(t) => proto_tensor(t)?
                 .map(Some)
                 .with_context(|| format!("{OP_TYPE} node {}: {name} is not an int8 or f32 tensor", node.name)),
             None => Ok(None),

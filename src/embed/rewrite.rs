@@ -21,6 +21,7 @@ use std::collections::{HashMap, HashSet};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
+use super::onnx::proto_tensor;
 use super::Weights;
 
 /// What [`prepare_graph`] took out of the graph.
@@ -36,11 +37,11 @@ pub(super) struct Prepared {
 /// int8 weights folded ([`Weights::F32`]) or turned into inputs ([`Weights::Int8`]), and the
 /// initializers no node reads any more dropped.
 pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> TractResult<Prepared> {
-    if let Some(node) = graph.node.iter().find(|n| n.op_type == super::qmatmul::OP_TYPE) {
+    if let Some(node) = graph.node.iter().find(|n| n.op_type == super::onnx::INT8_MATMUL_OP) {
         return Err(TractError::msg(format!(
             "node {:?} uses the op type {}, which sextant reserves for its own int8 products; rename it",
             node.name,
-            super::qmatmul::OP_TYPE
+            super::onnx::INT8_MATMUL_OP
         )));
     }
     dequantize_gathered_rows(graph);
@@ -380,7 +381,7 @@ fn int8_matmuls(graph: &mut pb::GraphProto) -> TractResult<()> {
             ..Default::default()
         };
         let fused = node(
-            super::qmatmul::OP_TYPE,
+            super::onnx::INT8_MATMUL_OP,
             &[&x],
             &output,
             vec![tensor_attribute("q", q), tensor_attribute("scale", scale)],
@@ -447,7 +448,7 @@ fn absorb_bias_and_gelu(graph: &mut pb::GraphProto) {
         }
     };
     let products: Vec<usize> = (0..graph.node.len())
-        .filter(|&i| graph.node[i].op_type == super::qmatmul::OP_TYPE)
+        .filter(|&i| graph.node[i].op_type == super::onnx::INT8_MATMUL_OP)
         .collect();
     let mut drop = HashSet::new();
     for at in products {
@@ -654,43 +655,6 @@ pub(super) fn inject_constants(model: &mut InferenceModel, constants: Vec<(Strin
         }
     }
     model.set_input_outlets(&inputs)
-}
-
-/// An int8, uint8 or f32 initializer as a tract tensor (`None` for other types).
-pub(super) fn proto_tensor(t: &pb::TensorProto) -> TractResult<Option<Tensor>> {
-    use pb::tensor_proto::DataType;
-    let shape: Vec<usize> = t.dims.iter().map(|&d| usize::try_from(d)).collect::<Result<_, _>>()?;
-    let tensor = if t.data_type == DataType::Int8 as i32 {
-        let v: Vec<i8> = if t.raw_data.is_empty() {
-            t.int32_data.iter().map(|&x| x as i8).collect()
-        } else {
-            t.raw_data.iter().map(|&b| b as i8).collect()
-        };
-        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
-    } else if t.data_type == DataType::Uint8 as i32 {
-        let v: Vec<u8> = if t.raw_data.is_empty() {
-            t.int32_data.iter().map(|&x| x as u8).collect()
-        } else {
-            t.raw_data.clone()
-        };
-        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
-    } else if t.data_type == DataType::Float as i32 {
-        let v: Vec<f32> = if t.raw_data.is_empty() {
-            t.float_data.clone()
-        } else {
-            if !t.raw_data.len().is_multiple_of(4) {
-                return Ok(None);
-            }
-            t.raw_data
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        };
-        tract_ndarray::ArrayD::from_shape_vec(shape, v)?.into_tensor()
-    } else {
-        return Ok(None);
-    };
-    Ok(Some(tensor))
 }
 
 /// `q * scale` (numpy broadcasting of `scale` to `q`'s shape) as f32, or `None` unless `q` is
@@ -1001,7 +965,7 @@ pub(super) mod tests {
         let fused = graph
             .node
             .iter()
-            .filter(|n| n.op_type == super::super::qmatmul::OP_TYPE)
+            .filter(|n| n.op_type == super::super::onnx::INT8_MATMUL_OP)
             .map(|n| {
                 (
                     n.output[0].clone(),
@@ -1014,7 +978,7 @@ pub(super) mod tests {
 
     #[test]
     fn int8_products_take_in_their_bias_and_gelu_with_the_same_results() {
-        let op = super::super::qmatmul::OP_TYPE;
+        let op = super::super::onnx::INT8_MATMUL_OP;
         for gelu in [Gelu::Div, Gelu::Mul] {
             let (ops, fused) = rewrite_and_compare(linear_model(&[8], Some(gelu)));
             assert_eq!(ops, ["Gather", op, "Identity"], "{gelu:?}");
@@ -1048,7 +1012,7 @@ pub(super) mod tests {
         let graph = proto.graph.as_mut().unwrap();
         graph
             .node
-            .push(node(super::super::qmatmul::OP_TYPE, &["x"], "z", vec![]));
+            .push(node(super::super::onnx::INT8_MATMUL_OP, &["x"], "z", vec![]));
         let e = prepare_graph(graph, Weights::Int8).unwrap_err().to_string();
         assert!(e.contains("reserves") && e.contains("SextantMatMulInt8"), "{e}");
         // Nodes without outputs, or a Div of one input, anywhere a pattern looks.

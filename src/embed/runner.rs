@@ -405,7 +405,8 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
 /// tract's ONNX parser, knowing the nodes `rewrite` writes (`SextantMatMulInt8`).
 pub(super) fn onnx_parser() -> tract_onnx::Onnx {
     let mut onnx = tract_onnx::onnx();
-    onnx.op_register.insert(super::qmatmul::OP_TYPE, super::qmatmul::parse);
+    onnx.op_register
+        .insert(super::onnx::INT8_MATMUL_OP, super::qmatmul::parse);
     onnx
 }
 

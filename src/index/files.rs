@@ -3,13 +3,31 @@
 //! [`VectorMeta`], [`CodeFile`]s of binary codes and [`BlockFile`]s of int8 vectors. Byte layouts:
 //! `docs/FORMAT.md`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::bm25::TermTable;
-use crate::bundle::DocumentInfo;
 use crate::chunk::Chunk;
 use crate::codec::{put_varint, ByteReader, DecodeError};
 use crate::digest::sha256_hex;
+
+/// A document's record (its text lives in the chunks): in a fragment beside its chunks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentInfo {
+    /// Stable id.
+    pub id: String,
+    /// Source path.
+    pub source: String,
+    /// URL, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Title.
+    pub title: String,
+    /// Metadata.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+}
 
 /// First bytes of each binary file kind.
 pub const NORMS_MAGIC: &[u8; 4] = b"SXnm";

@@ -7,8 +7,11 @@ use proptest::prelude::*;
 use super::files::*;
 use super::writer::{write_index, BuiltIndex, IndexInput};
 use super::*;
-use crate::bundle::DocumentInfo;
+use std::collections::HashMap;
+
+use crate::bm25::Bm25Params;
 use crate::chunk::Chunk;
+use crate::embed::ModelSpec;
 use crate::embed::Pooling;
 
 /// A small deterministic generator (the seed is printed by the tests that use it).
@@ -278,17 +281,17 @@ fn the_store_refuses_files_it_does_not_list_or_that_are_not_their_name() {
     let (name, bytes) = &built.files[0];
     assert!(matches!(
         store.add("kw.0123456789abcdef.bin", bytes),
-        Err(BundleError::UnknownFile { .. })
+        Err(IndexError::UnknownFile { .. })
     ));
     let mut damaged = bytes.clone();
     let last = damaged.len() - 1;
     damaged[last] ^= 0x40;
     let err = store.add(name, &damaged).unwrap_err();
-    assert!(matches!(err, BundleError::BadFile { .. }), "{err}");
+    assert!(matches!(err, IndexError::BadFile { .. }), "{err}");
     assert!(err.to_string().contains(name.as_str()), "{err}");
     // A file added under another file's name is refused too.
     let (other, _) = &built.files[1];
-    assert!(matches!(store.add(other, bytes), Err(BundleError::BadFile { .. })));
+    assert!(matches!(store.add(other, bytes), Err(IndexError::BadFile { .. })));
 }
 
 #[test]
@@ -303,7 +306,7 @@ fn manifests_that_do_not_add_up_are_refused() {
     assert!(mutate(&|_| ()).is_ok());
     assert!(matches!(
         mutate(&|v| v["format"]["major"] = 3.into()),
-        Err(BundleError::UnsupportedVersion { .. })
+        Err(IndexError::UnsupportedVersion { .. })
     ));
     assert!(
         mutate(&|v| v["counts"]["chunks"] = 99.into()).is_err(),

@@ -3,12 +3,14 @@
 
 use crate::analyzer::Analyzer;
 use crate::bm25::{Bm25Params, TermTable};
-use crate::bundle::{crate_versions, BundleError, Counts, DocumentInfo, FormatVersion};
 use crate::chunk::{Chunk, ChunkParams};
 use crate::embed::ModelSpec;
 
 use super::files::{cluster_order, file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
-use super::{Fields, FileRun, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles, INDEX_MAJOR, INDEX_MINOR};
+use super::{
+    crate_versions, Counts, DocumentInfo, Fields, FileRun, FormatVersion, IndexError, IndexFiles, IndexManifest,
+    Layout, ShardRef, VectorFiles, INDEX_MAJOR, INDEX_MINOR,
+};
 
 /// A written index: its manifest and its files (name, bytes), each once.
 #[derive(Debug, Clone)]
@@ -46,8 +48,8 @@ pub struct IndexInput<'a> {
 }
 
 /// Builds every file and the manifest.
-pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
-    let bad = |reason: String| BundleError::BadSection {
+pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
+    let bad = |reason: String| IndexError::BadSection {
         section: "vectors",
         reason,
     };
@@ -69,7 +71,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
             v.len()
         )));
     }
-    input.layout.validate().map_err(|reason| BundleError::BadSection {
+    input.layout.validate().map_err(|reason| IndexError::BadSection {
         section: "manifest",
         reason,
     })?;
@@ -83,11 +85,11 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
     };
 
     // Keyword: the title, heading path and text, each as many times as its weight.
-    input.fields.validate().map_err(|reason| BundleError::BadSection {
+    input.fields.validate().map_err(|reason| IndexError::BadSection {
         section: "manifest",
         reason,
     })?;
-    let analyzer = Analyzer::named(input.analyzer).ok_or_else(|| BundleError::BadSection {
+    let analyzer = Analyzer::named(input.analyzer).ok_or_else(|| IndexError::BadSection {
         section: "manifest",
         reason: format!("no keyword analyzer is named {:?}", input.analyzer),
     })?;
@@ -128,7 +130,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, BundleError> {
                 let doc = input
                     .documents
                     .get(c.doc as usize)
-                    .ok_or_else(|| BundleError::BadSection {
+                    .ok_or_else(|| IndexError::BadSection {
                         section: "chunks",
                         reason: format!("chunk {} names document {}", c.id, c.doc),
                     })?;

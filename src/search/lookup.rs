@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Engine, Step};
-use crate::bundle::DocumentInfo;
 use crate::chunk::Chunk;
+use crate::index::DocumentInfo;
 
 /// Fragments asked for at once while looking for an id.
 pub const LOOKUP_BATCH: usize = 32;

@@ -1,12 +1,15 @@
 //! The query pipeline as small pure steps, each tested on its own:
 //!
 //! ```text
-//! retrieve (keyword_candidates; binary_candidates → rescore) → fuse → filter → assemble
+//! retrieve (keyword_candidates, fallback_terms, expand_query; binary_candidates → rescore)
+//!   → fuse → filter → assemble
 //! ```
 //!
-//! Every step takes plain data (or the index store's files) and returns plain data;
-//! [`super::Engine`] only strings them together, times them, and asks for the files a step
-//! needs that are not loaded yet.
+//! Every step takes plain data (or the index store's files) and returns plain data. The
+//! [`stages`] put them together over a store, asking for the files each needs that are not
+//! loaded yet; [`super::Engine`] runs the stages in order and times them.
+
+pub mod stages;
 
 use serde::{Deserialize, Serialize};
 

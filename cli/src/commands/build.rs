@@ -7,9 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use sextant::bundle::RawBundle;
-
-use sextant::index::packed::pack;
+use sextant::index::packed::{pack, Packed};
 use sextant::index::writer::BuiltIndex;
 
 use crate::config::read_config;
@@ -166,7 +164,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let bytes = pack(&built.manifest, &built.files)?;
     write_atomically(&output, &bytes)?;
     let seconds = started.elapsed().as_secs_f64();
-    let raw = RawBundle::parse(&bytes).context("re-reading the index just written")?;
+    let raw = Packed::parse(&bytes).context("re-reading the index just written")?;
     let manifest = &built.manifest;
     let summary = Summary {
         output: output.display().to_string(),
@@ -199,16 +197,6 @@ pub fn run(args: BuildArgs) -> Result<()> {
     print_summary(&summary, args.json)
 }
 
-/// What the embedding step did: reused, embedded, and how fast.
-pub fn print_embedding(out: &mut impl Write, e: &BuildStats) -> Result<()> {
-    writeln!(
-        out,
-        "  embeddings: {} of {} chunks reused from the cache, {} embedded in {:.1} s ({:.1} chunks/s, {:.0} tokens/s)",
-        e.reused, e.chunks, e.embedded, e.embed_seconds, e.chunks_per_second, e.tokens_per_second
-    )?;
-    Ok(())
-}
-
 fn print_summary(s: &Summary, json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
@@ -231,7 +219,7 @@ fn print_summary(s: &Summary, json: bool) -> Result<()> {
         "  {:.1} documents/s, {:.1} chunks/s overall",
         s.docs_per_second, s.chunks_per_second
     )?;
-    print_embedding(&mut out, &s.embedding)?;
+    s.embedding.print(&mut out)?;
     for (kind, (files, bytes)) in &s.index_files.kinds {
         writeln!(out, "  {kind:<10} {files:>6} files {bytes:>12} bytes")?;
     }

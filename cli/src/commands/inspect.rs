@@ -5,9 +5,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use sextant::bundle::{RawBundle, SectionEntry, V1_MAJOR};
+use sextant::container::{Container, SectionEntry};
 use sextant::index::packed::unpack;
-use sextant::index::IndexManifest;
+use sextant::index::{IndexManifest, INDEX_MAJOR, OLDEST_READABLE_MAJOR};
 
 use crate::engine::read_bundle;
 
@@ -27,8 +27,9 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
     if bytes.first() == Some(&b'{') {
         return split(path, bytes.len(), json);
     }
-    let raw = RawBundle::parse(&bytes).with_context(|| format!("checking {}", path.display()))?;
-    if raw.major == V1_MAJOR {
+    let raw = Container::parse(&bytes, OLDEST_READABLE_MAJOR..=INDEX_MAJOR)
+        .with_context(|| format!("checking {}", path.display()))?;
+    if raw.major < INDEX_MAJOR {
         anyhow::bail!(
             "{} is a format {}.{} bundle, which this sextant no longer searches; convert it with `sextant upgrade {} -o NEW.sxt`",
             path.display(),

@@ -18,7 +18,7 @@ use sextant::digest::sha256_hex;
 use sextant::loader::load_site_page;
 
 use crate::indexing::{build_index, oversized, write_atomically, BuildStats};
-use crate::inputs::{glob_set, rel_string};
+use crate::inputs::{glob_set, walk};
 
 /// What `sextant build --site` was asked to do.
 #[derive(Debug)]
@@ -118,27 +118,17 @@ fn pages(site: &Path, include: &[String], exclude: &[String]) -> Result<Vec<(Pat
     let include = glob_set(include, "--include")?;
     let exclude = glob_set(exclude, "--exclude")?;
     let mut out = Vec::new();
-    let walker = walkdir::WalkDir::new(site)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| {
-            let name = e.file_name().to_string_lossy();
-            e.depth() == 0 || !(name.starts_with('.') || (e.depth() == 1 && name == OUTPUT_DIR))
-        });
-    for entry in walker {
-        let entry = entry.with_context(|| format!("walking {}", site.display()))?;
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let rel = rel_string(entry.path().strip_prefix(site).unwrap_or(entry.path()));
-        let lower = rel.to_ascii_lowercase();
+    for file in walk(site, |e| e.depth() == 1 && e.file_name() == OUTPUT_DIR)? {
+        let lower = file.rel.to_ascii_lowercase();
         if !(lower.ends_with(".html") || lower.ends_with(".htm")) {
             continue;
         }
-        if include.as_ref().is_some_and(|g| !g.is_match(&rel)) || exclude.as_ref().is_some_and(|g| g.is_match(&rel)) {
+        if include.as_ref().is_some_and(|g| !g.is_match(&file.rel))
+            || exclude.as_ref().is_some_and(|g| g.is_match(&file.rel))
+        {
             continue;
         }
-        out.push((entry.path().to_path_buf(), rel));
+        out.push((file.path, file.rel));
     }
     Ok(out)
 }
@@ -318,7 +308,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         "indexed {} pages of {} ({} chunks, {} duplicates dropped) in {:.1} s",
         summary.pages_indexed, summary.site, summary.chunks, summary.duplicates_dropped, summary.seconds
     )?;
-    super::build::print_embedding(&mut stdout, &summary.embedding)?;
+    summary.embedding.print(&mut stdout)?;
     if !summary.pages_skipped.is_empty() {
         writeln!(stdout, "skipped {} pages:", summary.pages_skipped.len())?;
         for s in &summary.pages_skipped {

@@ -4,10 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use sextant::bundle::{RawBundle, SectionId};
-use sextant::codec::ByteReader;
 use sextant::index::files::NAME_HASH_LEN;
-use sextant::index::packed::unpack;
+use sextant::index::packed::{unpack, Packed};
 
 use crate::engine::read_bundle;
 use crate::indexing::write_atomically;
@@ -26,18 +24,10 @@ pub fn run(args: UnpackArgs) -> Result<()> {
     // Checks every file first: nothing is written from a damaged index.
     let store = unpack(&bytes).with_context(|| format!("reading {}", args.index.display()))?;
     std::fs::create_dir_all(&args.output).with_context(|| format!("creating {}", args.output.display()))?;
-    let raw = RawBundle::parse(&bytes)?;
-    let manifest = raw.section(SectionId::Manifest)?;
-    let mut r = ByteReader::new(raw.section(SectionId::Files)?);
-    let count = r.varint()? as usize;
-    let mut entries = Vec::with_capacity(count);
-    for _ in 0..count {
-        let name = r.string("file name")?.to_string();
-        let len = r.varint()? as usize;
-        entries.push((name, len));
-    }
-    for (name, len) in entries {
-        write_atomically(&args.output.join(&name), r.take(len)?)?;
+    let packed = Packed::parse(&bytes)?;
+    let manifest = packed.manifest;
+    for (name, body) in &packed.files {
+        write_atomically(&args.output.join(name), body)?;
     }
     let hash = &sextant::digest::sha256_hex(manifest)[..NAME_HASH_LEN];
     let manifest_name = format!("manifest.{hash}.json");

@@ -1,0 +1,415 @@
+//! The manifest of a format-2 index: the format version, how the index was built (model,
+//! analyzer, chunking, BM25, fields, layout) and the names of its files, checked as it is read;
+//! and the vocabulary format 2 shares with its writer (`Counts`, `crate_versions`, `check_model`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bm25::Bm25Params;
+use crate::chunk::ChunkParams;
+use crate::embed::ModelSpec;
+
+use super::IndexError;
+
+/// The format major of split and packed indexes.
+pub const INDEX_MAJOR: u16 = 2;
+/// The format minor written (minors only add files or manifest fields).
+pub const INDEX_MINOR: u16 = 1;
+/// The oldest major a packed file may have: format 1, read only to convert it
+/// (`sextant upgrade`); the format-2 reader refuses it with [`IndexError::NeedsUpgrade`].
+pub const OLDEST_READABLE_MAJOR: u16 = 1;
+
+/// The format version stored in the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FormatVersion {
+    /// Major.
+    pub major: u16,
+    /// Minor.
+    pub minor: u16,
+}
+
+/// Counts recorded at build time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Counts {
+    /// Documents indexed.
+    pub documents: usize,
+    /// Chunks kept.
+    pub chunks: usize,
+    /// Chunks dropped as duplicates.
+    pub duplicates_dropped: usize,
+}
+
+/// Versions of the crates that shape an index's bytes (pinned with `=` in Cargo.toml; a test
+/// checks these against Cargo.lock): the tokenizer and the model runner make the vectors and the
+/// chunk boundaries.
+pub fn crate_versions() -> BTreeMap<String, String> {
+    [
+        ("sextant", env!("CARGO_PKG_VERSION")),
+        ("tokenizers", "0.23.2"),
+        ("tract-onnx", "0.23.9"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Fails unless the model and tokenizer digests are those `model` records.
+pub fn check_model(model: &ModelSpec, model_sha256: &str, tokenizer_sha256: &str) -> Result<(), IndexError> {
+    if model.sha256 != model_sha256 {
+        return Err(IndexError::ModelMismatch {
+            what: "model.onnx",
+            expected: model.sha256.clone(),
+            actual: model_sha256.to_string(),
+        });
+    }
+    if model.tokenizer_sha256 != tokenizer_sha256 {
+        return Err(IndexError::ModelMismatch {
+            what: "tokenizer.json",
+            expected: model.tokenizer_sha256.clone(),
+            actual: tokenizer_sha256.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// How a chunk's fields count: its document's title and its heading path beside its text, in
+/// BM25 and in what the embedding model reads (`[fields]` in `sextant.toml`; recorded in the
+/// manifest, so build and query agree).
+///
+/// BM25 reads each field's terms `weight` times (BM25F with integer weights and one length
+/// normalisation: a title word weighs as much as `title_weight` body words, and lengthens the
+/// chunk as much). The text already holds the heading it starts with, as the page shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Fields {
+    /// How many times the document's title counts, 0–10 (0: not at all).
+    pub title_weight: u32,
+    /// How many times the heading path counts, 0–10.
+    pub heading_weight: u32,
+    /// Whether the model embeds the title and heading path before the text (`Title › Heading ›
+    /// Sub` on a line of its own), so a chunk's vector knows what page and section it is in.
+    pub embed_context: bool,
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Self {
+            title_weight: 1,
+            heading_weight: 1,
+            embed_context: true,
+        }
+    }
+}
+
+impl Fields {
+    /// How indexes built before fields were recorded count them: the heading path once, the
+    /// title not at all, the text alone embedded.
+    pub const UNRECORDED: Fields = Fields {
+        title_weight: 0,
+        heading_weight: 1,
+        embed_context: false,
+    };
+
+    /// The most a field may weigh.
+    pub const MAX_WEIGHT: u32 = 10;
+
+    /// Checks the weights.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, weight) in [
+            ("title_weight", self.title_weight),
+            ("heading_weight", self.heading_weight),
+        ] {
+            if weight > Self::MAX_WEIGHT {
+                return Err(format!(
+                    "fields.{name} = {weight} is out of range; use a whole number from 0 to {}",
+                    Self::MAX_WEIGHT
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The BM25 terms of a chunk: the title's, the heading path's and the text's, each field's
+    /// repeated its weight's times.
+    pub fn terms(
+        &self,
+        analyzer: &crate::analyzer::Analyzer,
+        title: &str,
+        heading_path: &[String],
+        text: &str,
+    ) -> Vec<String> {
+        let mut terms = Vec::new();
+        for (weight, field) in [
+            (self.title_weight, title.to_string()),
+            (self.heading_weight, heading_path.join(" ")),
+        ] {
+            if weight > 0 {
+                let field_terms = analyzer.terms(&field);
+                for _ in 0..weight {
+                    terms.extend(field_terms.iter().cloned());
+                }
+            }
+        }
+        terms.extend(analyzer.terms(text));
+        terms
+    }
+
+    /// What the model embeds for a chunk (before the passage prefix): its text, after its title
+    /// and heading path when `embed_context` (a heading equal to the title is not repeated).
+    pub fn embed_input(&self, title: &str, heading_path: &[String], text: &str) -> String {
+        if !self.embed_context {
+            return text.to_string();
+        }
+        let title = title.trim();
+        let mut context: Vec<&str> = Vec::new();
+        if !title.is_empty() {
+            context.push(title);
+        }
+        for h in heading_path {
+            let h = h.trim();
+            if !h.is_empty() && context.last() != Some(&h) {
+                context.push(h);
+            }
+        }
+        if context.is_empty() {
+            text.to_string()
+        } else {
+            format!("{}\n{text}", context.join(" › "))
+        }
+    }
+}
+
+fn unrecorded_fields() -> Fields {
+    Fields::UNRECORDED
+}
+
+/// How an index is cut into files, and how deep the int8 rescoring goes. Chosen by measurement
+/// (BENCHMARKS.md, "Index format 2"); recorded in the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Layout {
+    /// Target bytes of one keyword shard (a term whose postings alone are larger gets its own).
+    /// Default 8192.
+    pub keyword_shard_bytes: usize,
+    /// Chunks per text fragment. Default 8.
+    pub fragment_chunks: usize,
+    /// Chunks per file of binary codes. Default 8192 (48 bytes a chunk for 384 dimensions).
+    pub code_file_chunks: usize,
+    /// Chunks per block of int8 vectors. Default 4.
+    pub block_chunks: usize,
+    /// Candidates of the binary stage rescored with int8 vectors (at least the query's depth).
+    /// Default 50.
+    pub rescore: usize,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Self {
+            keyword_shard_bytes: 8192,
+            fragment_chunks: 8,
+            code_file_chunks: 8192,
+            block_chunks: 4,
+            rescore: 50,
+        }
+    }
+}
+
+impl Layout {
+    /// Checks every value is at least 1 (and shards at least 256 bytes).
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, value, min) in [
+            ("keyword_shard_bytes", self.keyword_shard_bytes, 256),
+            ("fragment_chunks", self.fragment_chunks, 1),
+            ("code_file_chunks", self.code_file_chunks, 1),
+            ("block_chunks", self.block_chunks, 1),
+            ("rescore", self.rescore, 1),
+        ] {
+            if value < min {
+                return Err(format!("layout.{name} = {value} is too small; use at least {min}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A keyword shard: the terms from `first` up to the next shard's first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardRef {
+    /// Its first term.
+    pub first: String,
+    /// Its file.
+    pub file: String,
+}
+
+/// Files each holding a run of `chunks_per_file` consecutive chunks (the last may hold fewer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRun {
+    /// Chunks per file.
+    pub chunks_per_file: usize,
+    /// The files, in chunk order.
+    pub files: Vec<String>,
+}
+
+impl FileRun {
+    /// The file holding `chunk`, with its number, first chunk and chunk count (of `total`).
+    pub(crate) fn of(&self, chunk: u32, total: usize) -> Option<(usize, &str, u32, usize)> {
+        let per = self.chunks_per_file.max(1);
+        let i = chunk as usize / per;
+        let name = self.files.get(i)?;
+        let first = i * per;
+        Some((i, name, first as u32, per.min(total.saturating_sub(first))))
+    }
+
+    /// Entries in file `i` of a run over `total` chunks.
+    pub(crate) fn count(&self, i: usize, total: usize) -> usize {
+        let per = self.chunks_per_file.max(1);
+        per.min(total.saturating_sub(i * per))
+    }
+
+    pub(crate) fn check(&self, total: usize, what: &'static str) -> Result<(), IndexError> {
+        if self.chunks_per_file == 0 || self.files.len() != total.div_ceil(self.chunks_per_file) {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: format!(
+                    "{} {what} files of {} chunks cannot hold {total} chunks",
+                    self.files.len(),
+                    self.chunks_per_file
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The vector files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorFiles {
+    /// The calibration.
+    pub meta: String,
+    /// Binary codes.
+    pub codes: FileRun,
+    /// Int8 vectors.
+    pub blocks: FileRun,
+}
+
+/// Every file of the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexFiles {
+    /// Chunk lengths and document numbers.
+    pub norms: String,
+    /// Keyword shards, in term order.
+    pub keyword: Vec<ShardRef>,
+    /// Text fragments.
+    pub fragments: FileRun,
+    /// Vectors.
+    pub vectors: VectorFiles,
+}
+
+/// Everything needed to use an index correctly, and where its pieces are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexManifest {
+    /// Format version written (2.x).
+    pub format: FormatVersion,
+    /// `sextant <version>`.
+    pub generator: String,
+    /// Exact versions of the crates whose output is in the index.
+    pub crates: BTreeMap<String, String>,
+    /// The embedding model.
+    pub model: ModelSpec,
+    /// The keyword analyzer's name.
+    pub analyzer: String,
+    /// Chunking parameters.
+    pub chunking: ChunkParams,
+    /// BM25 parameters (defaults for queries).
+    pub bm25: Bm25Params,
+    /// How the title and headings count (indexes without it: [`Fields::UNRECORDED`]).
+    #[serde(default = "unrecorded_fields")]
+    pub fields: Fields,
+    /// How the index is cut into files.
+    pub layout: Layout,
+    /// Counts.
+    pub counts: Counts,
+    /// The files.
+    pub files: IndexFiles,
+}
+
+impl IndexManifest {
+    /// Reads a manifest from JSON and checks it: version, analyzer, and file runs that cover the
+    /// counted chunks.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, IndexError> {
+        let manifest: IndexManifest = serde_json::from_slice(bytes).map_err(|e| IndexError::BadSection {
+            section: "manifest",
+            reason: e.to_string(),
+        })?;
+        if manifest.format.major != INDEX_MAJOR {
+            return Err(IndexError::UnsupportedVersion {
+                major: manifest.format.major,
+                minor: manifest.format.minor,
+                supported: INDEX_MAJOR,
+            });
+        }
+        if crate::analyzer::Analyzer::named(&manifest.analyzer).is_none() {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: format!(
+                    "keyword analyzer {:?} is not one this sextant has ({:?} or {:?}); rebuild the index",
+                    manifest.analyzer,
+                    crate::analyzer::Analyzer::NAME,
+                    crate::analyzer::Analyzer::WHOLE_WORDS
+                ),
+            });
+        }
+        let chunks = manifest.counts.chunks;
+        manifest.files.fragments.check(chunks, "fragment")?;
+        manifest.files.vectors.codes.check(chunks, "code")?;
+        manifest.files.vectors.blocks.check(chunks, "vector block")?;
+        if manifest.files.keyword.windows(2).any(|w| w[0].first >= w[1].first) {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: "keyword shards are not in term order".into(),
+            });
+        }
+        if manifest.model.dims == 0 {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: "the model has no dimensions".into(),
+            });
+        }
+        Ok(manifest)
+    }
+
+    /// Every file name, each once.
+    pub fn file_names(&self) -> Vec<&str> {
+        let f = &self.files;
+        let mut out = vec![f.norms.as_str(), f.vectors.meta.as_str()];
+        out.extend(f.keyword.iter().map(|s| s.file.as_str()));
+        out.extend(f.fragments.files.iter().map(String::as_str));
+        out.extend(f.vectors.codes.files.iter().map(String::as_str));
+        out.extend(f.vectors.blocks.files.iter().map(String::as_str));
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crate_versions_match_the_lock_file() {
+        let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock")).unwrap();
+        for (name, version) in crate_versions() {
+            if name == "sextant" {
+                continue;
+            }
+            let entry = format!("name = \"{name}\"\nversion = \"{version}\"");
+            assert!(lock.contains(&entry), "Cargo.lock does not pin {name} {version}");
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! [`Engine`]'s lifecycle: made over a packed index or a split index's manifest, files added as
+//! queries ask for them and let go under a memory bound, a model and a reranker attached (digests
+//! and options checked first), a model shared between knowledge bases, and the last query's
+//! embedding remembered. Queries are in `super` (search) and `super::context` (framing).
+
+use std::sync::Arc;
+
+use crate::analyzer::Analyzer;
+#[cfg(feature = "model")]
+use crate::digest::sha256_hex;
+use crate::embed::{Embedder, Reranker, TextKind};
+#[cfg(feature = "model")]
+use crate::embed::{TractEmbedder, Weights};
+use crate::index::{check_model, packed, IndexError, IndexManifest, IndexStore};
+use crate::options::Mode;
+
+#[cfg(feature = "model")]
+use super::EngineError;
+use super::{needs_model_for, SearchError};
+
+/// A query's text and its embedding.
+type LastQuery = (String, Vec<f32>);
+
+/// An index, ready to search; with a model attached it also does dense and hybrid search.
+pub struct Engine {
+    pub(crate) store: IndexStore,
+    pub(crate) analyzer: Analyzer,
+    embedder: Option<Arc<dyn Embedder>>,
+    /// A cross-encoder that reranks the best results, if attached.
+    pub(crate) reranker: Option<Arc<dyn Reranker>>,
+    /// The last query embedded and its vector: a query over a split index is asked again after
+    /// each batch of files arrives, and embedding is nearly all of its cost.
+    /// Shared with the engines of other knowledge bases that share this model
+    /// ([`Engine::share_model`]): a query searched over several bases is embedded once.
+    last_query: Arc<std::sync::Mutex<Option<LastQuery>>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("chunks", &self.store.manifest().counts.chunks)
+            .field("model", &self.embedder.is_some())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// An engine over a store (keyword search only until a model is attached).
+    pub fn new(store: IndexStore) -> Self {
+        // The manifest's analyzer is one this sextant has (checked when it was read).
+        let analyzer = Analyzer::named(&store.manifest().analyzer).unwrap_or_default();
+        Self {
+            store,
+            analyzer,
+            embedder: None,
+            reranker: None,
+            last_query: Arc::new(std::sync::Mutex::new(None)),
+        }
+    }
+
+    /// Reads a packed index (`.sxt`, format 2). A format-1 bundle fails with a message naming
+    /// `sextant upgrade`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, IndexError> {
+        Ok(Self::new(packed::unpack(bytes)?))
+    }
+
+    /// An engine over a split index from its manifest (JSON); files come with [`Engine::add_file`].
+    pub fn from_manifest(json: &[u8]) -> Result<Self, IndexError> {
+        Ok(Self::new(IndexStore::new(IndexManifest::from_json(json)?)))
+    }
+
+    /// Adds a file of a split index (checked against its name's hash and the manifest).
+    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), IndexError> {
+        self.store.add(name, bytes)
+    }
+
+    /// Bounds the memory of a split index: lets go of the least recently used keyword shards,
+    /// fragments and vector blocks until those held take at most `max_bytes`, keeping what the
+    /// last query used (see [`IndexStore::trim`]). Returns how many files were dropped; a later
+    /// query that needs one answers `Need` for it again.
+    pub fn trim(&mut self, max_bytes: usize) -> usize {
+        self.store.trim(max_bytes)
+    }
+
+    /// Loads the index's model from the bytes of `model.onnx` and `tokenizer.json` and attaches
+    /// it: the digests are checked first (a wrong model fails fast, before the slow load), then
+    /// the model is run the way the index says (pooling, window, prefixes), its weights held as
+    /// `weights` says. The model bytes are freed as soon as they are parsed.
+    #[cfg(feature = "model")]
+    pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], weights: Weights) -> Result<(), EngineError> {
+        let manifest = self.store.manifest();
+        check_model(&manifest.model, &sha256_hex(&model), &sha256_hex(tokenizer))?;
+        let options = manifest.model.options();
+        let embedder = TractEmbedder::from_vec_with(model, tokenizer, &options, weights)?;
+        self.attach_model(Arc::new(embedder))?;
+        Ok(())
+    }
+
+    /// Attaches an embedding model after checking it is the one the index was built with (file
+    /// digests, and the same pooling, normalisation, window and prefixes).
+    pub fn attach_model(&mut self, embedder: Arc<dyn Embedder>) -> Result<(), IndexError> {
+        let spec = embedder.spec();
+        let built = &self.store.manifest().model;
+        check_model(built, &spec.sha256, &spec.tokenizer_sha256)?;
+        let mut expected = built.clone();
+        expected.sha256.clone_from(&spec.sha256);
+        expected.tokenizer_sha256.clone_from(&spec.tokenizer_sha256);
+        if &expected != spec {
+            return Err(IndexError::ModelMismatch {
+                what: "model options",
+                expected: format!("{built:?}"),
+                actual: format!("{spec:?}"),
+            });
+        }
+        self.embedder = Some(embedder);
+        Ok(())
+    }
+
+    /// Attaches `other`'s model to this engine (another knowledge base built with the same model,
+    /// checked as [`Engine::attach_model`] checks): one copy of the weights in memory, and a query
+    /// searched over both embedded once.
+    /// Returns whether `other` had a model to share.
+    pub fn share_model(&mut self, other: &Engine) -> Result<bool, IndexError> {
+        let Some(embedder) = other.embedder.clone() else {
+            return Ok(false);
+        };
+        self.attach_model(embedder)?;
+        self.last_query = other.last_query.clone();
+        Ok(true)
+    }
+
+    /// Loads a cross-encoder from the bytes of its ONNX model and `tokenizer.json` (a query and
+    /// a passage cut to `max_tokens` together) and attaches it: searches then rerank their best
+    /// `rerank_depth` results with it.
+    #[cfg(feature = "model")]
+    pub fn load_reranker(&mut self, model: Vec<u8>, tokenizer: &[u8], max_tokens: usize) -> Result<(), EngineError> {
+        let encoder = crate::embed::rerank::CrossEncoder::from_vec(model, tokenizer, max_tokens)?;
+        self.attach_reranker(Arc::new(encoder));
+        Ok(())
+    }
+
+    /// Attaches a reranker (see [`Engine::load_reranker`]).
+    pub fn attach_reranker(&mut self, reranker: Arc<dyn Reranker>) {
+        self.reranker = Some(reranker);
+    }
+
+    /// Whether a reranker is attached.
+    pub fn has_reranker(&self) -> bool {
+        self.reranker.is_some()
+    }
+
+    /// The embedder, if attached.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// The index's files, as added so far.
+    pub fn store(&self) -> &IndexStore {
+        &self.store
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &IndexManifest {
+        self.store.manifest()
+    }
+
+    pub(crate) fn embedder_for(&self, what: &'static str) -> Result<&Arc<dyn Embedder>, SearchError> {
+        self.embedder.as_ref().ok_or(SearchError::NoModel { mode: what })
+    }
+
+    /// The query's embedding, reusing the last one for the same text.
+    pub(crate) fn embed_query(&self, query: &str, mode: Mode) -> Result<Vec<f32>, SearchError> {
+        if let Ok(last) = self.last_query.lock() {
+            if let Some((text, vector)) = last.as_ref() {
+                if text == query {
+                    return Ok(vector.clone());
+                }
+            }
+        }
+        let vector = self
+            .embedder_for(needs_model_for(mode))?
+            .embed(query, TextKind::Query)?;
+        if let Ok(mut last) = self.last_query.lock() {
+            *last = Some((query.to_string(), vector.clone()));
+        }
+        Ok(vector)
+    }
+}

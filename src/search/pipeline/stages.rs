@@ -1,0 +1,422 @@
+//! The stages of a query over an index store, in the order [`crate::search::Engine`] runs them.
+//! Each takes the query's [`QueryPlan`] and what earlier stages found, and answers a [`Step`]:
+//! its result, or the files it needs first (a split index fetches them and the query runs again;
+//! a packed index never needs any).
+//!
+//! ```text
+//! first_needs → admissible → binary ┬→ keyword (fallback, RM3) ┬→ fuse → rerank → results
+//!                                   └→ dense (int8 rescoring) ─┘
+//! ```
+
+use std::collections::{HashMap, HashSet};
+
+use crate::analyzer::Analyzer;
+use crate::embed::Reranker;
+use crate::index::IndexStore;
+use crate::options::{Mode, SearchOptions, VectorSearch};
+use crate::search::plan::QueryPlan;
+use crate::search::{SearchError, SearchResult, Step};
+
+use super::{
+    assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, keyword_candidates, rescore,
+    weighted_keyword_candidates, Candidate, FuseOptions, Ranked, VectorMethod, FEEDBACK_CHUNKS,
+};
+
+/// Keyword shards a fallback reads at most for one word before it narrows its range.
+pub const FALLBACK_MAX_SHARDS: usize = 4;
+
+/// Chunks holding a phrase's words checked for the phrase before the retrievers cut their lists
+/// (more are checked as results).
+pub const PHRASE_CHECK_LIMIT: usize = 500;
+
+/// Which chunks may be results: not those holding an excluded word, and with phrases only those
+/// that may hold them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Admissible {
+    /// Chunks holding every term of an excluded word.
+    pub banned: HashSet<u32>,
+    /// With phrases: the chunks that hold all their terms (and, when few enough to read, the
+    /// phrases themselves).
+    pub required: Option<HashSet<u32>>,
+}
+
+impl Admissible {
+    /// Whether `chunk` may be a result.
+    pub fn allows(&self, chunk: u32) -> bool {
+        !self.banned.contains(&chunk) && self.required.as_ref().is_none_or(|r| r.contains(&chunk))
+    }
+
+    /// A retriever's list without the chunks that cannot be results, cut to `depth`.
+    pub fn cut(&self, list: Ranked, depth: usize) -> Ranked {
+        list.into_iter().filter(|(c, _)| self.allows(*c)).take(depth).collect()
+    }
+
+    /// How far down a retriever ranks so that `depth` admissible chunks remain after the cut:
+    /// every chunk (of `chunks`) with phrases, else `depth` plus the banned.
+    pub fn width(&self, depth: usize, chunks: usize) -> usize {
+        match self.required {
+            Some(_) => chunks,
+            None => depth.saturating_add(self.banned.len()),
+        }
+    }
+}
+
+/// The keyword retriever's list, and the index terms it searched for instead of the query's
+/// words when the index holds none of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeywordHits {
+    /// Best first.
+    pub hits: Ranked,
+    /// The fallback terms ([`fallback_terms`]), or nothing.
+    pub fallback: Vec<String>,
+}
+
+/// The fused list in the reranker's order, with its scores by chunk.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reranked {
+    /// Candidates, best first.
+    pub candidates: Vec<Candidate>,
+    /// The cross-encoder's score of each chunk it read.
+    pub scores: HashMap<u32, f32>,
+}
+
+/// One query's stages over a store.
+#[derive(Debug, Clone, Copy)]
+pub struct Stages<'a> {
+    /// The index's files, as added so far.
+    pub store: &'a IndexStore,
+    /// The index's analyzer.
+    pub analyzer: &'a Analyzer,
+    /// The query.
+    pub plan: &'a QueryPlan,
+    /// Validated options.
+    pub options: &'a SearchOptions,
+}
+
+/// Sorted, each once.
+fn sorted(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names.dedup();
+    names
+}
+
+impl Stages<'_> {
+    /// The files every query reads first: the norms and the shards of its terms (searched,
+    /// excluded and in phrases), and with a query vector the calibration and every binary code.
+    pub fn first_needs(&self, vectors: bool) -> Vec<String> {
+        let mut need = self.store.keyword_needs(&self.plan.terms);
+        need.extend(self.store.keyword_needs(&self.plan.excluded_terms()));
+        need.extend(self.store.keyword_needs(&self.plan.phrase_terms()));
+        if vectors {
+            need.extend(self.store.code_needs());
+        }
+        sorted(need)
+    }
+
+    /// The chunks that may be results. With phrases, when few chunks hold all their terms, their
+    /// fragments are read now and only those holding the phrases stay, so the retrievers' lists
+    /// are cut after them (more are checked as results, by [`Stages::fuse`]).
+    pub fn admissible(&self) -> Step<Admissible> {
+        let banned: HashSet<u32> = self.plan.excluded.iter().flat_map(|t| self.chunks_holding(t)).collect();
+        let phrase_terms = self.plan.phrase_terms();
+        let mut required = (!phrase_terms.is_empty()).then(|| self.chunks_holding(&phrase_terms));
+        if let Some(r) = required.as_mut().filter(|r| r.len() <= PHRASE_CHECK_LIMIT) {
+            let need = self.store.fragment_needs(r.iter().copied());
+            if !need.is_empty() {
+                return Step::Need(need);
+            }
+            r.retain(|&c| self.holds_phrases(c) == Some(true));
+        }
+        Step::Done(Admissible { banned, required })
+    }
+
+    /// The binary stage: the chunks whose codes score best for `vector` (the best
+    /// `layout.rescore`, at least `depth`, or every chunk with `vector_search: exact`), among
+    /// those admissible. `None` before the calibration is added.
+    pub fn binary(&self, vector: &[f32], admissible: &Admissible) -> Option<(VectorMethod, Vec<u32>)> {
+        let meta = self.store.meta()?;
+        let manifest = self.store.manifest();
+        let chunks = manifest.counts.chunks;
+        let (method, count) = match self.options.vector_search {
+            VectorSearch::Exact => (VectorMethod::Exact, chunks),
+            VectorSearch::Auto => (
+                VectorMethod::Rescored,
+                manifest.layout.rescore.max(self.options.depth()),
+            ),
+        };
+        let candidates = match &admissible.required {
+            // The chunks that can hold the phrases, best binary codes first.
+            Some(_) => {
+                let mut all = binary_candidates(meta, self.store.codes(), vector, chunks);
+                all.retain(|c| admissible.allows(*c));
+                all.truncate(count);
+                all
+            }
+            None => {
+                let wide = count.saturating_add(admissible.banned.len());
+                let mut some = binary_candidates(meta, self.store.codes(), vector, wide);
+                some.retain(|c| admissible.allows(*c));
+                some
+            }
+        };
+        Some((method, candidates))
+    }
+
+    /// The vector blocks the binary stage's candidates need (asked for together with the keyword
+    /// stage's files, so a split index fetches them in one round).
+    pub fn block_needs(&self, candidates: &[u32]) -> Vec<String> {
+        self.store.block_needs(candidates.iter().copied())
+    }
+
+    /// The keyword retriever: BM25 over the query's terms, the top `depth` admissible chunks;
+    /// when the index holds none of the words, their nearest terms instead; then, unless
+    /// `query_expansion` is off, RM3 expansion from the top chunks, rescored. Nothing in dense
+    /// mode.
+    pub fn keyword(&self, admissible: &Admissible) -> Step<KeywordHits> {
+        if self.options.mode == Mode::Dense {
+            return Step::Done(KeywordHits::default());
+        }
+        let manifest = self.store.manifest();
+        let params = self.options.bm25.map_or(manifest.bm25, |o| o.over(manifest.bm25));
+        let depth = self.options.depth();
+        let wide = admissible.width(depth, manifest.counts.chunks);
+        let mut terms = self.plan.terms.clone();
+        let mut fallback = Vec::new();
+        let mut hits = admissible.cut(keyword_candidates(self.store, &terms, params, wide), depth);
+        if hits.is_empty()
+            && self.plan.phrases.is_empty()
+            && !terms.is_empty()
+            && terms.iter().all(|t| self.store.postings(t).is_none())
+        {
+            // No word of the query is in the index: its nearest terms are searched for. A quoted
+            // phrase is taken as written.
+            fallback = match self.fallback(&terms) {
+                Step::Done(f) => f,
+                Step::Need(need) => return Step::Need(need),
+            };
+            terms.clone_from(&fallback);
+            hits = admissible.cut(keyword_candidates(self.store, &terms, params, wide), depth);
+        }
+        if self.options.query_expansion && !hits.is_empty() {
+            let expanded = match self.expansion(&terms, &hits) {
+                Step::Done(e) => e,
+                Step::Need(need) => return Step::Need(need),
+            };
+            hits = admissible.cut(weighted_keyword_candidates(self.store, &expanded, params, wide), depth);
+        }
+        Step::Done(KeywordHits { hits, fallback })
+    }
+
+    /// The nearest index terms to each of `terms` ([`fallback_terms`]), from the shards of the
+    /// terms that start as each does ([`Stages::fallback_range`]); each term once.
+    fn fallback(&self, terms: &[String]) -> Step<Vec<String>> {
+        let ranges: Vec<(String, String)> = terms.iter().filter_map(|t| self.fallback_range(t)).collect();
+        let need: Vec<String> = ranges
+            .iter()
+            .flat_map(|(from, to)| self.store.term_range_needs(from, to))
+            .collect();
+        if !need.is_empty() {
+            return Step::Need(sorted(need));
+        }
+        let mut seen = HashSet::new();
+        Step::Done(
+            terms
+                .iter()
+                .flat_map(|t| {
+                    let candidates = self
+                        .fallback_range(t)
+                        .map(|(from, to)| self.store.terms_between(&from, &to))
+                        .unwrap_or_default();
+                    fallback_terms(t, &candidates)
+                })
+                .filter(|t| seen.insert(t.clone()))
+                .collect(),
+        )
+    }
+
+    /// The range of index terms a fallback for `term` looks among: those starting with its first
+    /// character, or with its first two when that range spans more than
+    /// [`FALLBACK_MAX_SHARDS`] keyword shards (a large index: fewer bytes fetched).
+    fn fallback_range(&self, term: &str) -> Option<(String, String)> {
+        let first = prefix_range(term, 1)?;
+        if self.store.shard_count_between(&first.0, &first.1) <= FALLBACK_MAX_SHARDS {
+            return Some(first);
+        }
+        prefix_range(term, 2).or(Some(first))
+    }
+
+    /// RM3: `terms` expanded from the top [`FEEDBACK_CHUNKS`] of `hits` ([`expand_query`]), once
+    /// their fragments and the shards of the terms they add are here.
+    fn expansion(&self, terms: &[String], hits: &Ranked) -> Step<Vec<(String, f32)>> {
+        let top: Vec<(u32, f32)> = hits.iter().take(FEEDBACK_CHUNKS).copied().collect();
+        let need = self.store.fragment_needs(top.iter().map(|(c, _)| *c));
+        if !need.is_empty() {
+            return Step::Need(need);
+        }
+        let fields = self.store.manifest().fields;
+        let feedback: Vec<(Vec<String>, f32)> = top
+            .iter()
+            .filter_map(|&(c, s)| {
+                // What the index scored: the title, heading path and text, weighted.
+                let fragment = self.store.fragment(c)?;
+                let chunk = fragment.chunk(c)?;
+                let title = fragment.document(chunk.doc).map_or("", |d| d.title.as_str());
+                Some((fields.terms(self.analyzer, title, &chunk.heading_path, &chunk.text), s))
+            })
+            .collect();
+        let expanded = expand_query(terms, &feedback);
+        let added: Vec<String> = expanded.iter().map(|(t, _)| t.clone()).collect();
+        let need = self.store.keyword_needs(&added);
+        if !need.is_empty() {
+            return Step::Need(need);
+        }
+        Step::Done(expanded)
+    }
+
+    /// The dense retriever: the binary stage's candidates ranked by their int8 vectors' dot
+    /// product with `vector`, the top `depth` at or above `min_similarity`, once their blocks are
+    /// here.
+    pub fn dense(&self, vector: &[f32], candidates: &[u32]) -> Step<Ranked> {
+        let need = self.block_needs(candidates);
+        if !need.is_empty() {
+            return Step::Need(need);
+        }
+        Step::Done(rescore(
+            candidates,
+            &|c| self.store.dot(c, vector),
+            self.options.depth(),
+            self.options.min_similarity,
+        ))
+    }
+
+    /// The chunk's document number, from the norms.
+    fn document_of(&self, chunk: u32) -> Option<u32> {
+        self.store.norms()?.documents.get(chunk as usize).copied()
+    }
+
+    /// One ranking for the mode ([`fuse`]); with phrases, the chunks known not to hold them are
+    /// dropped (those whose fragments are not here yet are checked as results).
+    pub fn fuse(&self, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Vec<Candidate> {
+        let o = self.options;
+        let fuse_options = FuseOptions {
+            fusion: o.fusion,
+            dense_weight: o.dense_weight as f32,
+            documents: o.fuse_documents,
+            page_score: o.page_score,
+        };
+        let mut fused = fuse(o.mode, dense, keyword, &fuse_options, &|c| self.document_of(c));
+        if !self.plan.phrases.is_empty() {
+            fused.retain(|c| self.holds_phrases(c.chunk) != Some(false));
+        }
+        fused
+    }
+
+    /// A cross-encoder reads the best `rerank_depth` candidates again with the query and puts
+    /// them in its order (stable: equal scores keep the fused order); their fragments and those
+    /// of the first `k` are asked for together. Without a reranker or with `rerank_depth` 0, the
+    /// fused order.
+    pub fn rerank(
+        &self,
+        reranker: Option<&dyn Reranker>,
+        mut fused: Vec<Candidate>,
+    ) -> Result<Step<Reranked>, SearchError> {
+        let mut scores = HashMap::new();
+        let Some(reranker) = reranker.filter(|_| self.options.rerank_depth > 0) else {
+            return Ok(Step::Done(Reranked {
+                candidates: fused,
+                scores,
+            }));
+        };
+        let head = self.options.rerank_depth.min(fused.len());
+        let need = self
+            .store
+            .fragment_needs(fused.iter().take(head.max(self.options.k)).map(|c| c.chunk));
+        if !need.is_empty() {
+            return Ok(Step::Need(need));
+        }
+        let fields = self.store.manifest().fields;
+        let mut scored: Vec<(f32, Candidate)> = Vec::with_capacity(head);
+        for candidate in fused.drain(..head) {
+            let passage = self.store.fragment(candidate.chunk).and_then(|f| {
+                let chunk = f.chunk(candidate.chunk)?;
+                let title = f.document(chunk.doc).map_or("", |d| d.title.as_str());
+                Some(fields.embed_input(title, &chunk.heading_path, &chunk.text))
+            });
+            let score = match passage {
+                Some(passage) => reranker.score(&self.plan.text, &passage)?,
+                None => f32::NEG_INFINITY,
+            };
+            scores.insert(candidate.chunk, score);
+            scored.push((score, candidate));
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        fused.splice(0..0, scored.into_iter().map(|(_, c)| c));
+        Ok(Step::Done(Reranked {
+            candidates: fused,
+            scores,
+        }))
+    }
+
+    /// The first `k` candidates scoring at least `score_threshold` (with `per_document` the best
+    /// of each document), assembled from their fragments once those are here.
+    pub fn results(&self, reranked: Reranked, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Step<Vec<SearchResult>> {
+        let o = self.options;
+        let kept = filter(reranked.candidates, o.k, o.score_threshold, o.per_document, |c| {
+            self.document_of(c)
+        });
+        let need = self.store.fragment_needs(kept.iter().map(|c| c.chunk));
+        if !need.is_empty() {
+            return Step::Need(need);
+        }
+        Step::Done(assemble(self.store, &kept, dense, keyword, &reranked.scores))
+    }
+
+    /// The chunks that hold every one of `terms` (the store holds their shards).
+    fn chunks_holding(&self, terms: &[String]) -> HashSet<u32> {
+        let mut holding: Option<HashSet<u32>> = None;
+        for t in terms {
+            let chunks: HashSet<u32> = self
+                .store
+                .postings(t)
+                .map(|p| p.chunks().into_iter().collect())
+                .unwrap_or_default();
+            holding = Some(match holding {
+                None => chunks,
+                Some(h) => h.intersection(&chunks).copied().collect(),
+            });
+        }
+        holding.unwrap_or_default()
+    }
+
+    /// Whether a chunk holds every phrase (in its text, a heading, or its document's title when
+    /// BM25 reads titles), or `None` while its fragment is not here. Each field is read once
+    /// for all the phrases.
+    fn holds_phrases(&self, chunk: u32) -> Option<bool> {
+        let fragment = self.store.fragment(chunk)?;
+        let c = fragment.chunk(chunk)?;
+        let title = fragment
+            .document(c.doc)
+            .filter(|_| self.store.manifest().fields.title_weight > 0)
+            .map(|d| d.title.as_str());
+        let fields: Vec<_> = std::iter::once(c.text.as_str())
+            .chain(c.heading_path.iter().map(String::as_str))
+            .chain(title)
+            .map(|text| self.analyzer.phrase_text(text))
+            .collect();
+        Some(self.plan.phrases.iter().all(|p| fields.iter().any(|f| f.holds(p))))
+    }
+}
+
+/// The range of terms that start with `term`'s first `n` characters (`None` when it is shorter):
+/// from that prefix to the prefix with its last character incremented.
+fn prefix_range(term: &str, n: usize) -> Option<(String, String)> {
+    let prefix: Vec<char> = term.chars().take(n).collect();
+    if prefix.len() < n {
+        return None;
+    }
+    let (last, head) = prefix.split_last()?;
+    let next = (u32::from(*last) + 1..=u32::from(char::MAX)).find_map(char::from_u32)?;
+    let from: String = prefix.iter().collect();
+    let to: String = head.iter().chain(std::iter::once(&next)).collect();
+    Some((from, to))
+}
