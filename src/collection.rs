@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::chunk::{collect_chunks, ChunkedCorpus, Document, Section};
 use crate::codec::ByteReader;
 use crate::config::BuildConfig;
-use crate::embed::{ModelSpec, ModelTokenizer};
+use crate::embed::{Embedder, ModelSpec, ModelTokenizer, TextKind};
 use crate::error_code::ErrorCode;
 use crate::index::writer::BuiltIndex;
 use crate::index::IndexStore;
@@ -49,6 +49,12 @@ pub enum CollectionError {
     /// Saved vectors could not be read.
     #[error("saved vectors are damaged: {0}; embed the collection again")]
     BadVectors(String),
+    /// Nothing to index or search yet.
+    #[error("the collection has no documents with text yet; add files to it first")]
+    Empty,
+    /// The model failed on a chunk's text.
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
 }
 
 impl CollectionError {
@@ -56,10 +62,12 @@ impl CollectionError {
     /// cannot take, `CORRUPT_BUNDLE` for damaged saved vectors or an index it cannot import.
     pub fn code(&self) -> ErrorCode {
         match self {
-            CollectionError::Load(_) | CollectionError::BadPath(_) | CollectionError::Build(_) => {
-                ErrorCode::BadArgument
-            }
+            CollectionError::Load(_)
+            | CollectionError::BadPath(_)
+            | CollectionError::Build(_)
+            | CollectionError::Empty => ErrorCode::BadArgument,
             CollectionError::BadVectors(_) | CollectionError::BadIndex(_) => ErrorCode::CorruptBundle,
+            CollectionError::Embed(_) => ErrorCode::EmbedFailed,
         }
     }
 }
@@ -410,6 +418,18 @@ impl Collection {
         Ok(())
     }
 
+    /// Embeds at most `max` pending texts (in build order) with `embedder`, as passages, and keeps
+    /// their vectors; returns how many. Call it in a loop, reporting progress and checking for a
+    /// pause or a cancel between calls: each call is short.
+    pub fn embed_pending(&mut self, embedder: &dyn Embedder, max: usize) -> Result<usize, CollectionError> {
+        let texts: Vec<String> = self.pending().into_iter().take(max).collect();
+        for text in &texts {
+            let vector = embedder.embed(text, TextKind::Passage)?;
+            self.set_vector(text, vector)?;
+        }
+        Ok(texts.len())
+    }
+
     /// Forgets vectors no file's chunk needs any more.
     pub fn prune_vectors(&mut self) {
         let needed: HashSet<[u8; 32]> = self.kept_inputs().into_iter().map(|(_, t)| self.key(&t)).collect();
@@ -428,7 +448,7 @@ impl Collection {
     pub fn build(&self, spec: &ModelSpec, partial: bool) -> Result<BuiltIndex, CollectionError> {
         let (documents, corpus) = self.corpus();
         if corpus.chunks.is_empty() {
-            return Err(BuildError::EmptyCorpus.into());
+            return Err(CollectionError::Empty);
         }
         let mut missing = 0;
         let vectors: Vec<Vec<f32>> = corpus
@@ -491,15 +511,12 @@ impl Collection {
         }
         let mut loaded = Vec::with_capacity(count);
         for _ in 0..count {
-            let key: [u8; 32] = r
-                .take(32)
-                .map_err(|e| bad(e.to_string()))?
-                .try_into()
-                .expect("32 bytes");
+            let mut key = [0u8; 32];
+            key.copy_from_slice(r.take(32).map_err(|e| bad(e.to_string()))?);
             let raw = r.take(4 * dims).map_err(|e| bad(e.to_string()))?;
             let v: Vec<f32> = raw
                 .chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
             if v.iter().any(|x| !x.is_finite()) {
                 return Err(bad("a value is not finite".into()));
@@ -508,5 +525,161 @@ impl Collection {
         }
         self.vectors.extend(loaded);
         Ok(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::Embedder;
+    use crate::options::{Mode, SearchOptions};
+    use crate::search::{Engine, NoClock};
+
+    const GUIDE: &str = "# Lamps\n\nThe lamp burns oil and must be trimmed each evening.\n\n## Lenses\n\nClean the lens with a soft cloth before the light is lit.\n";
+    const NOTES: &str = "The fog horn sounds every thirty seconds in bad weather.";
+
+    fn collection() -> (Collection, std::sync::Arc<crate::embed::TractEmbedder>) {
+        let model = crate::test_model();
+        (Collection::new(BuildConfig::default(), model.spec()), model)
+    }
+
+    #[test]
+    fn files_are_chunked_at_once_and_embedded_in_steps() {
+        let (mut c, model) = collection();
+        let guide = c
+            .add_file("guide/lamps.md", GUIDE.as_bytes(), model.tokenizer())
+            .unwrap();
+        assert_eq!((guide.path.as_str(), guide.documents), ("guide/lamps.md", 1));
+        assert!(guide.chunks >= 1 && guide.pending == guide.chunks, "{guide:?}");
+        c.add_file("notes.txt", NOTES.as_bytes(), model.tokenizer()).unwrap();
+        let pending = c.pending().len();
+        assert!(pending >= 2);
+        // Not embedded yet: a full index is refused, a partial one is keyword-only.
+        assert!(matches!(c.build(model.spec(), false), Err(CollectionError::Build(_))));
+        assert!(c.build(model.spec(), true).is_ok());
+        assert_eq!(c.embed_pending(model.as_ref(), 1).unwrap(), 1);
+        assert_eq!(c.pending().len(), pending - 1);
+        assert_eq!(c.embed_pending(model.as_ref(), 100).unwrap(), pending - 1);
+        assert_eq!(c.embed_pending(model.as_ref(), 100).unwrap(), 0, "nothing left");
+        let built = c.build(model.spec(), false).unwrap();
+        let mut engine = Engine::from_files(built.manifest, &built.files).unwrap();
+        engine.attach_model(model.clone()).unwrap();
+        let options = SearchOptions {
+            mode: Mode::Hybrid,
+            k: 3,
+            ..Default::default()
+        };
+        let found = engine
+            .search("when does the horn sound", &options, &NoClock)
+            .unwrap()
+            .done()
+            .unwrap();
+        assert_eq!(found.results[0].doc_id, "notes.txt");
+    }
+
+    #[test]
+    fn the_same_files_give_sextant_builds_index() {
+        let (mut c, model) = collection();
+        // Added out of order: the index follows the order `sextant build` walks a folder.
+        c.add_file("notes.txt", NOTES.as_bytes(), model.tokenizer()).unwrap();
+        c.add_file("guide/lamps.md", GUIDE.as_bytes(), model.tokenizer())
+            .unwrap();
+        c.embed_pending(model.as_ref(), usize::MAX).unwrap();
+        let built = c.build(model.spec(), false).unwrap();
+        let config = BuildConfig::default();
+        let documents: Vec<Document> = [("guide/lamps.md", GUIDE), ("notes.txt", NOTES)]
+            .into_iter()
+            .flat_map(|(path, text)| load_file(path, text.as_bytes(), &config.input).unwrap())
+            .collect();
+        let corpus = crate::indexer::chunk_corpus(&documents, &config, model.tokenizer()).unwrap();
+        let vectors: Vec<Vec<f32>> = corpus
+            .chunks
+            .iter()
+            .map(|ch| {
+                let title = documents[ch.doc as usize].title.as_str();
+                let input = config.fields.embed_input(title, &ch.heading_path, &ch.text);
+                model.embed(&input, TextKind::Passage).unwrap()
+            })
+            .collect();
+        let direct = assemble(&documents, &corpus, &vectors, model.spec(), &config).unwrap();
+        assert_eq!(built.manifest, direct.manifest);
+        assert_eq!(built.files, direct.files, "byte for byte");
+    }
+
+    #[test]
+    fn removing_saving_and_restoring_keep_what_is_embedded() {
+        let (mut c, model) = collection();
+        c.add_file("notes.txt", NOTES.as_bytes(), model.tokenizer()).unwrap();
+        c.add_file("guide/lamps.md", GUIDE.as_bytes(), model.tokenizer())
+            .unwrap();
+        c.embed_pending(model.as_ref(), usize::MAX).unwrap();
+        let saved = c.vectors_to_bytes();
+        assert!(c.remove_file("notes.txt"));
+        assert!(!c.remove_file("notes.txt"));
+        assert_eq!(c.files().len(), 1);
+        c.prune_vectors();
+        // Added again: its vector was pruned, so it is pending until restored.
+        c.add_file("notes.txt", NOTES.as_bytes(), model.tokenizer()).unwrap();
+        assert_eq!(c.pending().len(), 1);
+        assert_eq!(
+            c.load_vectors(&saved).unwrap(),
+            c.files().iter().map(|f| f.chunks).sum::<usize>()
+        );
+        assert!(c.pending().is_empty());
+        // Damaged bytes: an error and nothing changed.
+        let mut fresh = collection().0;
+        for bad in [&saved[..saved.len() - 1], b"SXTVECS\x01", b"not vectors at all"] {
+            let e = fresh.load_vectors(bad).unwrap_err();
+            assert_eq!(e.code().as_str(), "CORRUPT_BUNDLE", "{e}");
+        }
+        assert_eq!(fresh.vectors_to_bytes().len(), 16, "still empty");
+    }
+
+    #[test]
+    fn mistakes_are_typed_errors_in_the_collections_words() {
+        let (mut c, model) = collection();
+        let e = c.build(model.spec(), true).unwrap_err();
+        assert_eq!(e.code().as_str(), "BAD_ARGUMENT");
+        assert!(!e.to_string().contains("--"), "no CLI flag in a page: {e}");
+        assert!(e.to_string().contains("add files"), "{e}");
+        for path in ["", "../x.md", "a//b.md", "./a.md"] {
+            let e = c.add_file(path, b"text", model.tokenizer()).unwrap_err();
+            assert_eq!(e.code().as_str(), "BAD_ARGUMENT", "{path}");
+        }
+        let e = c.add_file("x.bin", b"\x00\x01", model.tokenizer()).unwrap_err();
+        assert_eq!(e.code().as_str(), "BAD_ARGUMENT", "{e}");
+        // A document id in two files.
+        c.add_file(
+            "a/x.jsonl",
+            b"{\"_id\": \"same\", \"text\": \"one\"}\n",
+            model.tokenizer(),
+        )
+        .unwrap();
+        let e = c
+            .add_file(
+                "b/y.jsonl",
+                b"{\"_id\": \"same\", \"text\": \"two\"}\n",
+                model.tokenizer(),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("same"), "{e}");
+        assert_eq!(c.files().len(), 1, "nothing changed");
+        assert!(c.set_vector("text", vec![0.5; 3]).is_err());
+    }
+
+    #[test]
+    fn an_index_sextant_built_imports_with_its_vectors() {
+        let (mut source, model) = collection();
+        source
+            .add_file("guide/lamps.md", GUIDE.as_bytes(), model.tokenizer())
+            .unwrap();
+        source.embed_pending(model.as_ref(), usize::MAX).unwrap();
+        let built = source.build(model.spec(), false).unwrap();
+        let packed = crate::index::packed::pack(&built.manifest, &built.files).unwrap();
+        let store = crate::index::packed::unpack(&packed).unwrap();
+        let (mut c, _) = collection();
+        let summary = c.import_index("lamps.sxt", &store, model.tokenizer()).unwrap();
+        assert_eq!(summary.vectors, built.manifest.counts.chunks);
+        assert!(c.pending().is_empty(), "same model: nothing to embed");
     }
 }

@@ -20,7 +20,7 @@ use crate::index::{DocumentInfo, IndexError};
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// Nothing to index.
-    #[error("no documents to index: the inputs held no readable documents with text; check the paths and --include/--exclude globs")]
+    #[error("no documents to index: the inputs held no readable documents with text")]
     EmptyCorpus,
     /// Chunking parameters are invalid.
     #[error(transparent)]
@@ -182,4 +182,90 @@ pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, BuildError> {
         analyzer: crate::analyzer::Analyzer::WHOLE_WORDS,
         layout,
     })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::Section;
+    use crate::embed::Embedder;
+
+    fn doc(id: &str, text: &str) -> Document {
+        Document {
+            id: id.into(),
+            source: format!("{id}.md"),
+            url: None,
+            title: id.to_uppercase(),
+            metadata: Default::default(),
+            sections: vec![Section {
+                heading_path: vec![id.to_uppercase()],
+                anchor: None,
+                text: text.into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn documents_are_chunked_numbered_and_deduplicated() {
+        let model = crate::test_model();
+        let config = BuildConfig::default();
+        let docs = [
+            doc("a", "The lamp burns oil."),
+            doc("b", "The lamp burns oil."),
+            doc("c", "Fog horn."),
+        ];
+        let corpus = chunk_corpus(&docs, &config, model.tokenizer()).unwrap();
+        assert_eq!(corpus.duplicates_dropped, 1, "b's chunk repeats a's");
+        let ids: Vec<&str> = corpus.chunks.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["a#0", "c#0"]);
+        assert_eq!(corpus.chunks[1].doc, 2, "chunks point at their document's position");
+    }
+
+    #[test]
+    fn bad_inputs_fail_before_anything_is_built() {
+        let model = crate::test_model();
+        let config = BuildConfig::default();
+        let e = chunk_corpus(&[], &config, model.tokenizer()).unwrap_err();
+        assert!(matches!(e, BuildError::EmptyCorpus));
+        assert!(!e.to_string().contains("--"), "the core names no CLI flag: {e}");
+        let e = chunk_corpus(&[doc("a", "x"), doc("a", "y")], &config, model.tokenizer()).unwrap_err();
+        assert!(e.to_string().contains("two documents have the id \"a\""), "{e}");
+        let mut bad = config.clone();
+        bad.fields.title_weight = 99;
+        assert!(matches!(
+            validate(&[doc("a", "x")], &bad, model.tokenizer()),
+            Err(BuildError::Config(_))
+        ));
+        let corpus = chunk_corpus(&[doc("a", "x")], &config, model.tokenizer()).unwrap();
+        let e = assemble(&[doc("a", "x")], &corpus, &[], model.spec(), &config).unwrap_err();
+        assert!(matches!(e, BuildError::VectorCount { vectors: 0, chunks: 1 }));
+    }
+
+    #[test]
+    fn assembling_twice_gives_the_same_bytes() {
+        let model = crate::test_model();
+        let config = BuildConfig::default();
+        let docs = [doc("a", "The lamp burns oil."), doc("c", "Fog horn.")];
+        let corpus = chunk_corpus(&docs, &config, model.tokenizer()).unwrap();
+        let vectors: Vec<Vec<f32>> = corpus
+            .chunks
+            .iter()
+            .map(|c| model.embed(&c.text, crate::embed::TextKind::Passage).unwrap())
+            .collect();
+        let one = assemble(&docs, &corpus, &vectors, model.spec(), &config).unwrap();
+        let two = assemble(&docs, &corpus, &vectors, model.spec(), &config).unwrap();
+        assert_eq!(one.files, two.files);
+        assert_eq!(one.manifest.counts.documents, 2);
+    }
+
+    #[cfg(feature = "indexer")]
+    #[test]
+    fn a_format_1_bundle_upgrades_without_embedding_again() {
+        let v1 = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden-v1.sxt")).unwrap();
+        let built = upgrade(&v1, Layout::default()).unwrap();
+        assert_eq!((built.manifest.counts.documents, built.manifest.counts.chunks), (7, 12));
+        assert_eq!(built.manifest.analyzer, crate::analyzer::Analyzer::WHOLE_WORDS);
+        let e = upgrade(b"not a bundle", Layout::default()).unwrap_err();
+        assert!(matches!(e, BuildError::Index(_)), "{e}");
+    }
 }

@@ -47,6 +47,7 @@ pub mod codec;
 pub mod collection;
 pub mod config;
 pub mod container;
+pub mod defaults;
 pub mod digest;
 pub mod embed;
 pub mod error_code;
@@ -65,7 +66,38 @@ pub mod indexer;
 pub mod loader;
 pub mod options;
 pub mod prompt;
+pub mod research;
 pub mod search;
+pub mod tools;
 pub mod vecmath;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+
+/// The default model for the core's own tests (all-MiniLM-L6-v2 int8, the pinned files that
+/// `make model` fetches): loaded once from `$SEXTANT_MODEL_DIR`, else the cache.
+#[cfg(all(test, feature = "model", not(target_arch = "wasm32")))]
+pub(crate) fn test_model() -> std::sync::Arc<embed::TractEmbedder> {
+    static MODEL: std::sync::OnceLock<std::sync::Arc<embed::TractEmbedder>> = std::sync::OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let dir = std::env::var_os("SEXTANT_MODEL_DIR").map_or_else(
+                || {
+                    std::path::Path::new(&std::env::var_os("HOME").expect("HOME is set"))
+                        .join(".cache/sextant/models/minilm-l6-v2-int8")
+                },
+                std::path::PathBuf::from,
+            );
+            let read = |name: &str| {
+                std::fs::read(dir.join(name))
+                    .unwrap_or_else(|e| panic!("{}: {e}; run `make model` first", dir.join(name).display()))
+            };
+            let model = embed::TractEmbedder::from_bytes(
+                &read("model.onnx"),
+                &read("tokenizer.json"),
+                &embed::ModelOptions::default(),
+            )
+            .expect("the default model loads");
+            std::sync::Arc::new(model)
+        })
+        .clone()
+}

@@ -3,7 +3,7 @@
 //!
 //! One JSON shape serves everywhere: the field names below, in `snake_case`, are the keys of the
 //! CLI's `--json` output, of the options and results of the JS package, and of the Worker's HTTP
-//! API. Serde does every conversion; the wasm layer exports [`defaults()`] so the package, the
+//! API. Serde does every conversion; the wasm layer exports `crate::defaults::defaults()` so the package, the
 //! drop-in UI and the Worker take defaults and limits from here, never from literals of their
 //! own. The CLI's flags are the same names in kebab case (`per_document` → `--per-document`).
 //!
@@ -15,7 +15,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::bm25::Bm25Override;
 use crate::embed::Weights;
-use crate::error_code::{error_table, ErrorCodeInfo};
 pub use crate::fusion::{Fusion, PageScore};
 
 /// Longest query accepted, in bytes (UTF-8).
@@ -77,7 +76,8 @@ fn bad(name: &'static str, reason: impl Into<String>) -> BadOption {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// Dense and keyword, fused with RRF. The default.
+    /// Dense and keyword, fused (`fusion`: a convex combination of normalised scores by
+    /// default, or RRF). The default.
     #[default]
     Hybrid,
     /// Vectors only; scores are cosine similarities.
@@ -86,26 +86,11 @@ pub enum Mode {
     Keyword,
 }
 
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+named_enum!(Mode { Hybrid => "hybrid", Dense => "dense", Keyword => "keyword" });
 
 impl Mode {
     /// All modes, in the order `eval --all-modes` reports them.
     pub const ALL: [Mode; 3] = [Mode::Hybrid, Mode::Dense, Mode::Keyword];
-    /// Their names, in the same order.
-    pub const NAMES: [&'static str; 3] = ["hybrid", "dense", "keyword"];
-
-    /// The mode's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Hybrid => Self::NAMES[0],
-            Mode::Dense => Self::NAMES[1],
-            Mode::Keyword => Self::NAMES[2],
-        }
-    }
 
     /// Whether the mode embeds the query (and so needs the model).
     pub fn needs_model(self) -> bool {
@@ -116,10 +101,7 @@ impl Mode {
 impl std::str::FromStr for Mode {
     type Err = BadOption;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| bad("mode", format!("{s:?} is not a mode; use hybrid, dense or keyword")))
+        Self::from_name(s).ok_or_else(|| bad("mode", format!("{s:?} is not a mode; use {}", Self::NAMES.join(", "))))
     }
 }
 
@@ -465,6 +447,79 @@ impl AskOptions {
     }
 }
 
+/// What a search is for: its defaults (an answer retrieves fewer, closer chunks) and which
+/// options it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Purpose {
+    /// `search()`: [`SearchOptions`].
+    Search,
+    /// `context()`: [`ContextOptions`].
+    Context,
+    /// `ask()`: [`AskOptions`].
+    Ask,
+}
+
+named_enum!(Purpose { Search => "search", Context => "context", Ask => "ask" });
+
+/// Options of one purpose, over its defaults and checked whole: the search part, the framing
+/// part ([`Purpose::Search`]: the default framing), and for [`Purpose::Ask`] all of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PurposeOptions {
+    /// How to search.
+    pub search: SearchOptions,
+    /// How to frame.
+    pub frame: FrameOptions,
+    /// Every option of an answer, for [`Purpose::Ask`].
+    pub ask: Option<AskOptions>,
+}
+
+impl Purpose {
+    /// The purpose named `name` (`search`, `context` or `ask`).
+    pub fn parse(name: &str) -> Result<Self, BadOption> {
+        Self::from_name(name).ok_or_else(|| {
+            bad(
+                "purpose",
+                format!("{name:?} is not a purpose; use {}", Self::NAMES.join(", ")),
+            )
+        })
+    }
+
+    /// `given` (a JSON object, or nothing) over this purpose's defaults, unknown keys refused,
+    /// every value checked.
+    pub fn options(self, given: Option<serde_json::Value>) -> Result<PurposeOptions, BadOption> {
+        match self {
+            Purpose::Search => {
+                let search: SearchOptions = parse_over(&SearchOptions::default(), given, "search options")?;
+                search.validate()?;
+                Ok(PurposeOptions {
+                    search,
+                    frame: FrameOptions::default(),
+                    ask: None,
+                })
+            }
+            Purpose::Context => {
+                let o: ContextOptions = parse_over(&ContextOptions::default(), given, "context options")?;
+                o.validate()?;
+                Ok(PurposeOptions {
+                    search: o.search,
+                    frame: o.frame,
+                    ask: None,
+                })
+            }
+            Purpose::Ask => {
+                let o: AskOptions = parse_over(&AskOptions::default(), given, "ask options")?;
+                o.validate()?;
+                Ok(PurposeOptions {
+                    search: o.context.search.clone(),
+                    frame: o.context.frame,
+                    ask: Some(o),
+                })
+            }
+        }
+    }
+}
+
 /// Parses options given as a JSON object over `defaults` (keys not given keep the default), with
 /// unknown keys refused, then validates them. `null` or an absent object means all defaults.
 pub fn parse_over<T: Serialize + DeserializeOwned>(
@@ -554,52 +609,6 @@ pub struct Limits {
     pub max_rerank_depth: usize,
     /// [`MAX_REQUEST_BYTES`].
     pub max_request_bytes: usize,
-}
-
-/// Everything a JS caller needs to know without restating it: defaults, limits, the error codes
-/// and the prompt texts. The package exports it as `defaults()`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Defaults {
-    /// `load()`.
-    pub load: LoadOptions,
-    /// `search()`.
-    pub search: SearchOptions,
-    /// `frame()`.
-    pub frame: FrameOptions,
-    /// `context()`.
-    pub context: ContextOptions,
-    /// `ask()`.
-    pub ask: AskOptions,
-    /// The limits.
-    pub limits: Limits,
-    /// Every error code with its HTTP status.
-    pub error_codes: Vec<ErrorCodeInfo>,
-    /// The system prompt sent with framed context.
-    pub system_prompt: &'static str,
-    /// The answer given without calling the LLM when nothing relevant was retrieved.
-    pub refusal: &'static str,
-}
-
-/// The defaults, limits, error codes and prompts.
-pub fn defaults() -> Defaults {
-    Defaults {
-        load: LoadOptions::default(),
-        search: SearchOptions::default(),
-        frame: FrameOptions::default(),
-        context: ContextOptions::default(),
-        ask: AskOptions::default(),
-        limits: Limits {
-            max_query_bytes: MAX_QUERY_BYTES,
-            max_k: MAX_K,
-            max_depth: MAX_DEPTH,
-            max_token_budget: MAX_TOKEN_BUDGET,
-            max_rerank_depth: MAX_RERANK_DEPTH,
-            max_request_bytes: MAX_REQUEST_BYTES,
-        },
-        error_codes: error_table(),
-        system_prompt: crate::prompt::SYSTEM_PROMPT,
-        refusal: crate::prompt::REFUSAL,
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! JavaScript bindings. This file only converts: JS values in (through serde, so the option names
-//! are the core's), core calls, JS values out, core errors into JS `Error`s with a stable `code`,
-//! and byte offsets into JS string offsets (UTF-16 code units). No search logic lives here, and no
-//! I/O: the package fetches files and hands their bytes over.
+//! are the core's), core calls, JS values out, core errors into JS `Error`s with a stable `code`
+//! (each error's own `code()`), and byte offsets into JS string offsets (UTF-16 code units). No
+//! search logic, defaults or rules live here, and no I/O: the package fetches files and hands
+//! their bytes over.
 //!
 //! Rust names are snake_case; their JS names are camelCase (`verifyCitations`, `tokenIds`). Data —
 //! options, results, reports — keeps the one `snake_case` vocabulary of `crate::options`, the
@@ -15,13 +16,16 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::cite::verify_citations as verify;
+use crate::defaults::defaults as core_defaults;
 use crate::embed::TextKind;
 use crate::error_code::ErrorCode;
 use crate::frame::FrameChunk;
 #[cfg(feature = "model")]
 use crate::options::LoadOptions;
-use crate::options::{defaults as core_defaults, parse_over, AskOptions, ContextOptions, FrameOptions, SearchOptions};
+use crate::options::{parse_over, AskOptions, BadOption, ContextOptions, FrameOptions, Purpose, PurposeOptions};
 use crate::prompt::SYSTEM_PROMPT;
+use crate::research::ResearchOptions;
+use crate::search::bases::Requested;
 use crate::search::{Clock, ContextResponse, Step};
 
 /// A JS `Error` with a stable `code` property.
@@ -33,6 +37,10 @@ fn js_error(code: ErrorCode, message: impl std::fmt::Display) -> JsValue {
 
 fn bad_argument(message: impl std::fmt::Display) -> JsValue {
     js_error(ErrorCode::BadArgument, message)
+}
+
+fn bad_option(e: BadOption) -> JsValue {
+    bad_argument(e)
 }
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
@@ -141,32 +149,11 @@ struct PreparedAsk {
     options: AskOptions,
 }
 
-/// The options of `search`, `context` or `ask`, over that call's defaults and checked whole: the
-/// search part, the framing part, and all of them for `ask`.
-fn purpose_options(
-    value: JsValue,
-    purpose: &str,
-) -> Result<(SearchOptions, FrameOptions, Option<AskOptions>), JsValue> {
-    match purpose {
-        "search" => Ok((
-            options(&SearchOptions::default(), value, "search options")?,
-            FrameOptions::default(),
-            None,
-        )),
-        "context" => {
-            let o: ContextOptions = options(&ContextOptions::default(), value, "context options")?;
-            o.validate().map_err(bad_argument)?;
-            Ok((o.search, o.frame, None))
-        }
-        "ask" => {
-            let o: AskOptions = options(&AskOptions::default(), value, "ask options")?;
-            o.validate().map_err(bad_argument)?;
-            Ok((o.context.search.clone(), o.context.frame, Some(o)))
-        }
-        other => Err(bad_argument(format!(
-            "purpose must be search, context or ask, not {other:?}"
-        ))),
-    }
+/// The options of `search`, `context` or `ask` (`purpose`), over that call's defaults and checked
+/// whole (`crate::options::Purpose`).
+fn purpose_options(value: JsValue, purpose: &str) -> Result<PurposeOptions, JsValue> {
+    let purpose = Purpose::parse(purpose).map_err(bad_option)?;
+    purpose.options(to_json(value, "options")?).map_err(bad_option)
 }
 
 /// `fuseBases([{base, results}], k)`: several bases' results fused by rank, each naming its base
@@ -347,10 +334,10 @@ impl Engine {
     /// run (or `{need: [files]}`). With `contextOf`, how several bases answer as one.
     #[wasm_bindgen(js_name = searchFor)]
     pub fn search_for(&self, query: &str, options: JsValue, purpose: &str) -> Result<JsValue, JsValue> {
-        let (search, _, _) = purpose_options(options, purpose)?;
+        let options = purpose_options(options, purpose)?;
         let step = self
             .inner
-            .search(query, &search, &JsClock::new())
+            .search(query, &options.search, &JsClock::new())
             .map_err(|e| js_error(e.code(), e))?;
         step_to_js(step)
     }
@@ -367,7 +354,7 @@ impl Engine {
         purpose: &str,
         timings: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let (_, frame, ask) = purpose_options(options, purpose)?;
+        let PurposeOptions { frame, ask, .. } = purpose_options(options, purpose)?;
         let results: Vec<crate::search::SearchResult> = serde_wasm_bindgen::from_value(results)
             .map_err(|e| bad_argument(format!("results must be search results: {e}")))?;
         let timings: crate::search::StageTimings = if timings.is_undefined() {
@@ -405,9 +392,30 @@ impl Engine {
         }
     }
 
-    /// The bundle's manifest.
+    /// The index's manifest.
     pub fn manifest(&self) -> Result<JsValue, JsValue> {
         to_js(self.inner.manifest())
+    }
+
+    /// `fileNames()` → every file of the index the manifest lists, each once (what `prefetch`
+    /// fetches).
+    #[wasm_bindgen(js_name = fileNames)]
+    pub fn file_names(&self) -> Vec<String> {
+        self.inner
+            .manifest()
+            .file_names()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    /// `countTokens(text)` → the model's tokens of `text` (special tokens included), as framing
+    /// counts them.
+    #[wasm_bindgen(js_name = countTokens)]
+    pub fn count_tokens(&self, text: &str) -> Result<u32, JsValue> {
+        let embedder = self.embedder()?;
+        let n = embedder.count_tokens(text).map_err(|e| js_error(e.code(), e))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// The query embedding of `text` (for parity checks).
@@ -469,6 +477,76 @@ pub fn verify_citations(answer: &str, sent: JsValue) -> Result<JsValue, JsValue>
 #[wasm_bindgen]
 pub fn defaults() -> Result<JsValue, JsValue> {
     to_js(&core_defaults())
+}
+
+/// `checkBaseNames(names)`: throws `BAD_ARGUMENT` unless every name is a base's (letters, digits,
+/// `.`, `_`, `-`; `crate::search::bases`) and none is given twice.
+#[wasm_bindgen(js_name = checkBaseNames)]
+pub fn check_base_names(names: Vec<String>) -> Result<(), JsValue> {
+    crate::search::bases::check_base_names(&names).map_err(bad_option)
+}
+
+/// `selectBases(names, requested)` → the bases a request chose (`requested`: a list of names,
+/// `"a,b"`, or nothing for all), each once; unknown names are `BAD_ARGUMENT`.
+#[wasm_bindgen(js_name = selectBases)]
+pub fn select_bases(names: Vec<String>, requested: JsValue) -> Result<Vec<String>, JsValue> {
+    let requested: Option<Requested> = if requested.is_null() || requested.is_undefined() {
+        None
+    } else {
+        Some(
+            serde_wasm_bindgen::from_value(requested)
+                .map_err(|e| bad_argument(format!("bases must be a list of base names or \"a,b\": {e}")))?,
+        )
+    };
+    crate::search::bases::select_bases(&names, requested.as_ref()).map_err(bad_option)
+}
+
+/// `qualifyId(base, id, several)` → `base:id` when there are several bases, else `id`.
+#[wasm_bindgen(js_name = qualifyId)]
+pub fn qualify_id(base: &str, id: &str, several: bool) -> String {
+    crate::search::bases::qualify(base, id, several)
+}
+
+/// `splitQualifiedId(id, base, names)` → `[base, id]`: the base holding an id from results and
+/// its id there.
+#[wasm_bindgen(js_name = splitQualifiedId)]
+pub fn split_qualified_id(id: &str, base: Option<String>, names: Vec<String>) -> Result<Vec<String>, JsValue> {
+    let (base, local) = crate::search::bases::split_qualified(id, base.as_deref(), &names).map_err(bad_option)?;
+    Ok(vec![base, local])
+}
+
+/// Research options over the core's (`defaults().research`).
+fn research_options(value: JsValue) -> Result<ResearchOptions, JsValue> {
+    options(&ResearchOptions::default(), value, "research options")
+}
+
+/// `researchToolCall(call, position, options)` → `{search: {query, k}}` or `{error: {error_type,
+/// message, retryable}}`: what the tool call at `position` of a round becomes
+/// (`crate::research::tool_call`).
+#[wasm_bindgen(js_name = researchToolCall)]
+pub fn research_tool_call(call: JsValue, position: u32, research: JsValue) -> Result<JsValue, JsValue> {
+    let call: serde_json::Value = to_json(call, "tool call")?.unwrap_or_default();
+    let o = research_options(research)?;
+    to_js(&crate::research::tool_call(&call, position as usize, &o))
+}
+
+/// `researchQuery(answer, options)` → the search query in the model's rewrite (or `null`).
+#[wasm_bindgen(js_name = researchQuery)]
+pub fn research_query(answer: &str, research: JsValue) -> Result<Option<String>, JsValue> {
+    Ok(crate::research::rewritten_query(answer, &research_options(research)?))
+}
+
+/// `researchJudged(answer, options)` → the better query a judge asks for (or `null`: enough).
+#[wasm_bindgen(js_name = researchJudged)]
+pub fn research_judged(answer: &str, research: JsValue) -> Result<Option<String>, JsValue> {
+    Ok(crate::research::judged(answer, &research_options(research)?))
+}
+
+/// `researchRefusal(unknown, cited, sent)` → why a research answer is not shown as verified, or
+/// `null` (`crate::prompt::research_refusal`).
+#[wasm_bindgen(js_name = researchRefusal)]
+pub fn research_refusal(unknown: Vec<String>, cited: u32, sent: u32) -> Option<String> {
+    crate::prompt::research_refusal(&unknown, cited as usize, sent as usize)
 }
 
 /// `new Collection(model, tokenizer, config?)`: a collection built in the page or a Web Worker
@@ -581,16 +659,19 @@ impl Collection {
     /// loop, reporting progress and checking for pause or cancel between calls.
     #[wasm_bindgen(js_name = embedPending)]
     pub fn embed_pending(&mut self, max: u32) -> Result<u32, JsValue> {
+        let embedded = self
+            .inner
+            .embed_pending(self.embedder.as_ref(), max as usize)
+            .map_err(collection_error)?;
+        Ok(embedded as u32)
+    }
+
+    /// `countTokens(text)` → the model's tokens of `text`, as framing counts them.
+    #[wasm_bindgen(js_name = countTokens)]
+    pub fn count_tokens(&self, text: &str) -> Result<u32, JsValue> {
         use crate::embed::Embedder;
-        let texts: Vec<String> = self.inner.pending().into_iter().take(max as usize).collect();
-        for text in &texts {
-            let vector = self
-                .embedder
-                .embed(text, TextKind::Passage)
-                .map_err(|e| js_error(ErrorCode::EmbedFailed, e))?;
-            self.inner.set_vector(text, vector).map_err(collection_error)?;
-        }
-        Ok(texts.len() as u32)
+        let n = self.embedder.count_tokens(text).map_err(|e| js_error(e.code(), e))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// `build(partial)` → the packed index (`.sxt` bytes) of the collection, as `sextant build`
@@ -610,8 +691,13 @@ impl Collection {
     /// vectors zero) only keyword search is meaningful: the package's `Collection.search` asks
     /// for nothing else until every chunk is embedded.
     pub fn engine(&self, partial: bool) -> Result<Engine, JsValue> {
-        let packed = self.build(partial)?;
-        let mut inner = crate::search::Engine::from_bytes(&packed).map_err(|e| js_error(e.code(), e))?;
+        use crate::embed::Embedder;
+        let built = self
+            .inner
+            .build(self.embedder.spec(), partial)
+            .map_err(collection_error)?;
+        let mut inner =
+            crate::search::Engine::from_files(built.manifest, &built.files).map_err(|e| js_error(e.code(), e))?;
         inner
             .attach_model(self.embedder.clone())
             .map_err(|e| js_error(ErrorCode::Internal, e))?;

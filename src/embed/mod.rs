@@ -127,8 +127,8 @@ impl Default for ModelOptions {
 pub enum Weights {
     /// Dequantised to f32 once, at load, and multiplied in f32: the model's own arithmetic,
     /// about 31 MB more memory for all-MiniLM-L6-v2, and in WebAssembly about twice the query
-    /// time of [`Weights::Int8`]. The CLI builds and searches with it, so an index's vectors
-    /// are the reference's.
+    /// time of [`Weights::Int8`]. `sextant build` and collections embed passages with it, so an
+    /// index's vectors are the reference's; `--weights f32` queries with it.
     F32,
     /// Kept int8, packed once at load, and multiplied in integers, each row of activations
     /// rounded to 15 bits of its largest value (fewer only for weights with huge columns) (`embed::qmatmul`): the fastest queries
@@ -138,18 +138,16 @@ pub enum Weights {
     Int8,
 }
 
+named_enum!(Weights { F32 => "f32", Int8 => "int8" });
+
 impl std::str::FromStr for Weights {
     type Err = EmbedError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "f32" => Ok(Self::F32),
-            "int8" => Ok(Self::Int8),
-            other => Err(EmbedError::BadOption {
-                option: "weights",
-                reason: format!("{other:?} is not a weights mode; use f32 or int8"),
-            }),
-        }
+        Self::from_name(s).ok_or_else(|| EmbedError::BadOption {
+            option: "weights",
+            reason: format!("{s:?} is not a weights mode; use {}", Self::NAMES.join(" or ")),
+        })
     }
 }
 

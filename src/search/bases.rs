@@ -3,11 +3,132 @@
 //! the scores of two indexes do not compare (BM25 depends on each index's statistics, and a
 //! hybrid score is normalised within its own candidates). Each fused result names its base and
 //! keeps its rank and score there.
+//!
+//! The rules every front end shares are here too: what a base may be named
+//! ([`check_base_names`]), which bases a request chooses ([`select_bases`]), and how an id an LLM
+//! or an agent reads says its base once there are several (`base:chunk_id`: [`qualify`],
+//! [`split_qualified`]).
 
 use serde::{Deserialize, Serialize};
 
 use super::SearchResult;
 use crate::fusion::{reciprocal_rank_fusion, RRF_K};
+use crate::options::BadOption;
+
+/// Longest name of a knowledge base, in bytes.
+pub const MAX_BASE_NAME: usize = 64;
+
+/// Whether `name` is a base's name: 1–[`MAX_BASE_NAME`] ASCII letters, digits, `.`, `_` or `-`,
+/// starting with a letter or digit (it is a folder's and an id prefix's part, so no `:` or `/`).
+pub fn valid_base_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && name.len() <= MAX_BASE_NAME
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn bad(reason: String) -> BadOption {
+    BadOption { name: "bases", reason }
+}
+
+/// Checks the names of the bases a caller configures: each valid ([`valid_base_name`]), none
+/// twice, at least one.
+pub fn check_base_names(names: &[String]) -> Result<(), BadOption> {
+    if names.is_empty() {
+        return Err(bad("give at least one base: [{name, index}, …]".into()));
+    }
+    for (i, name) in names.iter().enumerate() {
+        if !valid_base_name(name) {
+            return Err(bad(format!(
+                "a base's name must be 1–{MAX_BASE_NAME} letters, digits, '.', '_' or '-' (starting with a letter or digit), not {name:?}"
+            )));
+        }
+        if names[..i].contains(name) {
+            return Err(bad(format!("two bases are named {name:?}; give each its own name")));
+        }
+    }
+    Ok(())
+}
+
+/// Which bases a request chose, as it wrote them: every base when absent, a list of names, or
+/// names separated by commas (a query parameter).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Requested {
+    /// Names, one an item.
+    List(Vec<String>),
+    /// `"a,b"`.
+    Text(String),
+}
+
+/// The bases a request chooses among `names` (in the order it names them, each once); all of
+/// them when it names none (`None`). Naming no base, or one that is not among `names`, is an
+/// error that lists them.
+pub fn select_bases(names: &[String], requested: Option<&Requested>) -> Result<Vec<String>, BadOption> {
+    let list: Vec<&str> = match requested {
+        None => return Ok(names.to_vec()),
+        Some(Requested::List(list)) => list.iter().map(String::as_str).collect(),
+        Some(Requested::Text(text)) => text.split(',').map(str::trim).filter(|b| !b.is_empty()).collect(),
+    };
+    let all = names.join(", ");
+    if list.is_empty() {
+        return Err(bad(format!(
+            "it names no base; leave it out for all, or name some of {all}"
+        )));
+    }
+    let mut chosen: Vec<String> = Vec::with_capacity(list.len());
+    for base in list {
+        if !names.iter().any(|n| n == base) {
+            return Err(bad(format!("there is no base {base:?}; the bases are {all}")));
+        }
+        if !chosen.iter().any(|c| c == base) {
+            chosen.push(base.to_string());
+        }
+    }
+    Ok(chosen)
+}
+
+/// The id an LLM or an agent reads: `base:id` when there are several bases, else `id`.
+pub fn qualify(base: &str, id: &str, several: bool) -> String {
+    if several {
+        format!("{base}:{id}")
+    } else {
+        id.to_string()
+    }
+}
+
+/// The base and the base's own id of an id from results: `base` when given (a qualified id may
+/// still carry it), the only base when there is one, else the base named before the first `:`.
+pub fn split_qualified(id: &str, base: Option<&str>, names: &[String]) -> Result<(String, String), BadOption> {
+    let several = names.len() > 1;
+    let (name, local) = match base {
+        Some(base) => {
+            let local = id
+                .strip_prefix(base)
+                .and_then(|rest| rest.strip_prefix(':'))
+                .filter(|_| several)
+                .unwrap_or(id);
+            (base, local)
+        }
+        None if !several && !names.is_empty() => (names[0].as_str(), id),
+        None => match id.split_once(':') {
+            Some((base, local)) if !base.is_empty() && names.iter().any(|n| n == base) => (base, local),
+            _ => {
+                return Err(bad(format!(
+                    "say which base holds {id:?}: an id like \"base:chunk_id\", or {{base}}; the bases are {}",
+                    names.join(", ")
+                )))
+            }
+        },
+    };
+    if !names.iter().any(|n| n == name) {
+        return Err(bad(format!(
+            "there is no base {name:?}; the bases are {}",
+            names.join(", ")
+        )));
+    }
+    Ok((name.to_string(), local.to_string()))
+}
 
 /// One base's results, best first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,6 +256,65 @@ mod tests {
         assert_eq!(fused.iter().map(|r| r.result.rank).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
         assert!((fused[0].result.score - 1.0 / 61.0).abs() < 1e-7);
         assert_eq!(fused[1].base_score, 10.0);
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn base_names_are_checked_once_for_every_front_end() {
+        for good in ["docs", "a", "v1.2_x-y", &"a".repeat(64)] {
+            assert!(valid_base_name(good), "{good}");
+        }
+        for bad in ["", "-docs", ".x", "a:b", "a/b", "dé", &"a".repeat(65)] {
+            assert!(!valid_base_name(bad), "{bad}");
+        }
+        assert!(check_base_names(&names(&["docs", "blog"])).is_ok());
+        let e = check_base_names(&names(&["docs", "docs"])).unwrap_err();
+        assert!(e.reason.contains("two bases are named \"docs\""), "{e}");
+        assert!(check_base_names(&[]).is_err());
+        assert!(check_base_names(&names(&["a:b"]))
+            .unwrap_err()
+            .reason
+            .contains("letters, digits"));
+    }
+
+    #[test]
+    fn a_request_chooses_bases_by_list_or_by_commas() {
+        let all = names(&["docs", "blog", "api"]);
+        assert_eq!(select_bases(&all, None).unwrap(), all);
+        let list = Requested::List(names(&["api", "docs", "api"]));
+        assert_eq!(select_bases(&all, Some(&list)).unwrap(), ["api", "docs"]);
+        let text = Requested::Text(" blog , docs,".into());
+        assert_eq!(select_bases(&all, Some(&text)).unwrap(), ["blog", "docs"]);
+        let e = select_bases(&all, Some(&Requested::Text(" , ".into()))).unwrap_err();
+        assert!(e.reason.contains("names no base"), "{e}");
+        let e = select_bases(&all, Some(&Requested::List(names(&["wiki"])))).unwrap_err();
+        assert_eq!(e.reason, "there is no base \"wiki\"; the bases are docs, blog, api");
+    }
+
+    #[test]
+    fn ids_name_their_base_once_there_are_several() {
+        assert_eq!(qualify("docs", "a.md#0", true), "docs:a.md#0");
+        assert_eq!(qualify("docs", "a.md#0", false), "a.md#0");
+        let two = names(&["docs", "blog"]);
+        let split = |id, base| split_qualified(id, base, &two).map_err(|e| e.reason);
+        assert_eq!(split("blog:x.md#1", None).unwrap(), ("blog".into(), "x.md#1".into()));
+        assert_eq!(
+            split("blog:x.md#1", Some("blog")).unwrap(),
+            ("blog".into(), "x.md#1".into())
+        );
+        assert_eq!(split("x.md#1", Some("docs")).unwrap(), ("docs".into(), "x.md#1".into()));
+        assert!(split("x.md#1", None).unwrap_err().contains("say which base"));
+        assert!(split("wiki:x", None).unwrap_err().contains("say which base"));
+        assert!(split("x", Some("wiki")).unwrap_err().contains("there is no base"));
+        // One base: ids are its own, a colon included.
+        let one = names(&["docs"]);
+        assert_eq!(
+            split_qualified("c:d#0", None, &one).unwrap(),
+            ("docs".into(), "c:d#0".into())
+        );
     }
 
     #[test]

@@ -64,6 +64,16 @@ impl Engine {
         Ok(Self::new(packed::unpack(bytes)?))
     }
 
+    /// An engine over an index held in memory (what a collection writes): its manifest and every
+    /// file, each checked as [`Engine::add_file`] checks it, with nothing packed and read again.
+    pub fn from_files(manifest: IndexManifest, files: &[(String, Vec<u8>)]) -> Result<Self, IndexError> {
+        let mut store = IndexStore::new(manifest);
+        for (name, bytes) in files {
+            store.add(name, bytes)?;
+        }
+        Ok(Self::new(store))
+    }
+
     /// An engine over a split index from its manifest (JSON); files come with [`Engine::add_file`].
     pub fn from_manifest(json: &[u8]) -> Result<Self, IndexError> {
         Ok(Self::new(IndexStore::new(IndexManifest::from_json(json)?)))

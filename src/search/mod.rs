@@ -405,3 +405,104 @@ fn needs_model_for(mode: Mode) -> &'static str {
         Mode::Keyword => "keyword search",
     }
 }
+
+#[cfg(all(test, feature = "indexer"))]
+mod tests {
+    use super::*;
+    use crate::index::tests::{full_store, tiny};
+    use crate::index::{IndexManifest, IndexStore};
+
+    /// An engine over `tiny()` with only its manifest: files come as queries ask.
+    fn split_engine() -> (Engine, crate::index::writer::BuiltIndex) {
+        let built = tiny();
+        let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+        (Engine::new(IndexStore::new(manifest)), built)
+    }
+
+    /// Searches until done, adding the files each step asks for; the steps taken.
+    fn search_split(query: &str, options: &SearchOptions, vector: Option<&[f32]>) -> (SearchResponse, usize) {
+        let (mut engine, built) = split_engine();
+        for round in 1..10 {
+            match engine.search_with_vector(query, vector, options, &NoClock).unwrap() {
+                Step::Done(response) => return (response, round),
+                Step::Need(files) => {
+                    assert!(!files.is_empty());
+                    for name in files {
+                        let (_, bytes) = built.files.iter().find(|(n, _)| *n == name).unwrap();
+                        engine.add_file(&name, bytes).unwrap();
+                    }
+                }
+            }
+        }
+        panic!("{query}: the engine kept asking for files");
+    }
+
+    fn ids(response: &SearchResponse) -> Vec<&str> {
+        response.results.iter().map(|r| r.chunk_id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_split_index_answers_as_the_packed_one_after_fetching_what_it_needs() {
+        let full = Engine::new(full_store(&tiny()));
+        let vector = [0.0, 0.6, 0.8];
+        for (query, mode) in [
+            ("lamp", Mode::Keyword),
+            ("lamp -oil", Mode::Keyword),
+            ("\"lamp lens\"", Mode::Keyword),
+            ("lmap", Mode::Keyword),
+            ("fog", Mode::Hybrid),
+            ("anything", Mode::Dense),
+        ] {
+            let options = SearchOptions {
+                mode,
+                ..SearchOptions::default()
+            };
+            let v = mode.needs_model().then_some(&vector[..]);
+            let (split, rounds) = search_split(query, &options, v);
+            let packed = full
+                .search_with_vector(query, v, &options, &NoClock)
+                .unwrap()
+                .done()
+                .unwrap();
+            assert_eq!(split, packed, "{query} ({mode})");
+            assert!(rounds > 1, "{query}: a split index fetches before it answers");
+        }
+        let (lamp, _) = search_split("lamp -oil", &SearchOptions::default(), Some(&vector));
+        assert_eq!(ids(&lamp)[0], "b#0", "lamp, and nearest the vector");
+        assert!(!ids(&lamp).contains(&"a#0"), "oil excludes a#0 from both retrievers");
+        let (typo, _) = search_split(
+            "lmap",
+            &SearchOptions {
+                mode: Mode::Keyword,
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(typo.fallback, ["lamp"]);
+        assert_eq!(typo.timings, StageTimings::default(), "no clock, no timings");
+    }
+
+    #[test]
+    fn bad_queries_and_vectors_are_typed_errors() {
+        let engine = Engine::new(full_store(&tiny()));
+        let code = |r: Result<Step<SearchResponse>, SearchError>| r.unwrap_err().code().as_str();
+        let hybrid = SearchOptions::default();
+        assert_eq!(
+            code(engine.search_with_vector("lamp", None, &hybrid, &NoClock)),
+            "NO_MODEL"
+        );
+        assert_eq!(code(engine.search("lamp", &hybrid, &NoClock)), "NO_MODEL");
+        assert_eq!(
+            code(engine.search_with_vector("lamp", Some(&[1.0, 0.0]), &hybrid, &NoClock)),
+            "BAD_ARGUMENT"
+        );
+        let keyword = SearchOptions {
+            mode: Mode::Keyword,
+            ..Default::default()
+        };
+        assert_eq!(code(engine.search("-lamp", &keyword, &NoClock)), "BAD_ARGUMENT");
+        assert_eq!(code(engine.search("   ", &keyword, &NoClock)), "BAD_ARGUMENT");
+        let bad_k = SearchOptions { k: 0, ..keyword };
+        assert_eq!(code(engine.search("lamp", &bad_k, &NoClock)), "BAD_ARGUMENT");
+    }
+}

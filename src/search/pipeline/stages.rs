@@ -420,3 +420,200 @@ fn prefix_range(term: &str, n: usize) -> Option<(String, String)> {
     let to: String = head.iter().chain(std::iter::once(&next)).collect();
     Some((from, to))
 }
+
+#[cfg(all(test, feature = "indexer"))]
+mod tests {
+    use super::*;
+    use crate::index::tests::{full_store, tiny};
+    use crate::index::IndexManifest;
+
+    /// A store of `tiny()` holding only its manifest (a split index before any fetch).
+    fn empty_store() -> (IndexStore, crate::index::writer::BuiltIndex) {
+        let built = tiny();
+        let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+        (IndexStore::new(manifest), built)
+    }
+
+    fn add(store: &mut IndexStore, built: &crate::index::writer::BuiltIndex, names: &[String]) {
+        for name in names {
+            let (_, bytes) = built.files.iter().find(|(n, _)| n == name).unwrap();
+            store.add(name, bytes).unwrap();
+        }
+    }
+
+    fn stages<'a>(
+        store: &'a IndexStore,
+        analyzer: &'a Analyzer,
+        plan: &'a QueryPlan,
+        options: &'a SearchOptions,
+    ) -> Stages<'a> {
+        Stages {
+            store,
+            analyzer,
+            plan,
+            options,
+        }
+    }
+
+    fn plan(query: &str, mode: Mode) -> QueryPlan {
+        QueryPlan::new(query, &Analyzer::english(), mode).unwrap()
+    }
+
+    #[test]
+    fn a_query_first_needs_the_norms_and_its_shards_then_the_codes() {
+        let (mut store, built) = empty_store();
+        let a = Analyzer::english();
+        let o = SearchOptions::default();
+        let p = plan("lamp -fog", Mode::Hybrid);
+        let s = stages(&store, &a, &p, &o);
+        let keyword_only = s.first_needs(false);
+        assert!(keyword_only.iter().any(|n| n.starts_with("norms.")), "{keyword_only:?}");
+        let with_vectors = s.first_needs(true);
+        assert!(with_vectors.iter().any(|n| n.starts_with("vmeta.")), "{with_vectors:?}");
+        assert!(with_vectors.len() > keyword_only.len());
+        add(&mut store, &built, &with_vectors);
+        assert!(stages(&store, &a, &p, &o).first_needs(true).is_empty());
+    }
+
+    #[test]
+    fn exclusions_ban_chunks_and_phrases_require_them() {
+        let store = full_store(&tiny());
+        let a = Analyzer::english();
+        let o = SearchOptions::default();
+        let p = plan("lamp -oil", Mode::Keyword);
+        let Step::Done(admissible) = stages(&store, &a, &p, &o).admissible() else {
+            panic!("a full store needs nothing");
+        };
+        assert_eq!(admissible.banned, HashSet::from([0]));
+        assert!(!admissible.allows(0) && admissible.allows(2));
+        let p = plan("\"lamp lens\"", Mode::Keyword);
+        let Step::Done(admissible) = stages(&store, &a, &p, &o).admissible() else {
+            panic!();
+        };
+        assert_eq!(admissible.required, Some(HashSet::from([2])));
+        assert_eq!(admissible.cut(vec![(0, 3.0), (2, 1.0)], 10), [(2, 1.0)]);
+        assert_eq!(admissible.width(10, 3), 3, "with phrases, every chunk is ranked");
+    }
+
+    #[test]
+    fn phrases_read_their_fragments_first_over_a_split_index() {
+        let (mut store, built) = empty_store();
+        let a = Analyzer::english();
+        let o = SearchOptions::default();
+        let p = plan("\"lamp lens\"", Mode::Keyword);
+        let first = stages(&store, &a, &p, &o).first_needs(false);
+        add(&mut store, &built, &first);
+        let Step::Need(fragments) = stages(&store, &a, &p, &o).admissible() else {
+            panic!("the phrase's candidates are in fragments not fetched yet");
+        };
+        assert!(fragments.iter().all(|n| n.starts_with("frag.")), "{fragments:?}");
+        add(&mut store, &built, &fragments);
+        assert!(matches!(stages(&store, &a, &p, &o).admissible(), Step::Done(_)));
+    }
+
+    #[test]
+    fn keyword_falls_back_to_near_terms_and_expands_only_when_asked() {
+        let store = full_store(&tiny());
+        let a = Analyzer::english();
+        let o = SearchOptions {
+            mode: Mode::Keyword,
+            query_expansion: false,
+            ..SearchOptions::default()
+        };
+        let p = plan("lmap", Mode::Keyword);
+        let s = stages(&store, &a, &p, &o);
+        let Step::Done(hits) = s.keyword(&Admissible::default()) else {
+            panic!();
+        };
+        assert_eq!(hits.fallback, ["lamp"]);
+        assert_eq!(hits.hits.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [0, 2]);
+        let p = plan("lamp", Mode::Keyword);
+        let plain = stages(&store, &a, &p, &o).keyword(&Admissible::default());
+        let expanded_options = SearchOptions {
+            query_expansion: true,
+            ..o.clone()
+        };
+        let expanded = stages(&store, &a, &p, &expanded_options).keyword(&Admissible::default());
+        match (plain, expanded) {
+            (Step::Done(plain), Step::Done(expanded)) => {
+                assert!(plain.fallback.is_empty());
+                assert_ne!(plain.hits, expanded.hits, "the expanded query weighs its terms");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Dense mode runs no keyword search.
+        let dense = SearchOptions { mode: Mode::Dense, ..o };
+        assert_eq!(
+            stages(&store, &a, &p, &dense).keyword(&Admissible::default()),
+            Step::Done(KeywordHits::default())
+        );
+    }
+
+    #[test]
+    fn dense_needs_its_blocks_then_rescores_and_results_need_their_fragments() {
+        let (mut store, built) = empty_store();
+        let a = Analyzer::english();
+        let o = SearchOptions {
+            mode: Mode::Dense,
+            k: 2,
+            ..SearchOptions::default()
+        };
+        let p = plan("anything", Mode::Dense);
+        let query = [0.0, 0.6, 0.8];
+        let first = stages(&store, &a, &p, &o).first_needs(true);
+        add(&mut store, &built, &first);
+        let s = stages(&store, &a, &p, &o);
+        let (method, candidates) = s.binary(&query, &Admissible::default()).unwrap();
+        assert_eq!(method, VectorMethod::Rescored);
+        let Step::Need(blocks) = s.dense(&query, &candidates) else {
+            panic!("blocks first");
+        };
+        add(&mut store, &built, &blocks);
+        let s = stages(&store, &a, &p, &o);
+        let Step::Done(dense) = s.dense(&query, &candidates) else {
+            panic!();
+        };
+        assert_eq!(dense.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [2, 1, 0]);
+        let fused = s.fuse(&dense, &[]);
+        let Step::Done(reranked) = s.rerank(None, fused).unwrap() else {
+            panic!("no reranker: nothing to fetch");
+        };
+        assert!(reranked.scores.is_empty());
+        let Step::Need(fragments) = s.results(reranked.clone(), &dense, &[]) else {
+            panic!("the results' text is in fragments");
+        };
+        add(&mut store, &built, &fragments);
+        let Step::Done(results) = stages(&store, &a, &p, &o).results(reranked, &dense, &[]) else {
+            panic!();
+        };
+        assert_eq!(
+            results.iter().map(|r| r.chunk_id.as_str()).collect::<Vec<_>>(),
+            ["b#0", "a#1"],
+            "k = 2"
+        );
+    }
+
+    #[test]
+    fn fused_chunks_known_not_to_hold_a_phrase_are_dropped() {
+        let store = full_store(&tiny());
+        let a = Analyzer::english();
+        let o = SearchOptions {
+            mode: Mode::Keyword,
+            ..SearchOptions::default()
+        };
+        let p = plan("\"lens lamp\"", Mode::Keyword);
+        let s = stages(&store, &a, &p, &o);
+        // Chunk 2 is "lamp lens": the words, not the phrase in this order.
+        assert!(s.fuse(&[], &[(2, 1.0), (0, 0.5)]).is_empty());
+        let p = plan("\"lamp lens\"", Mode::Keyword);
+        let s = stages(&store, &a, &p, &o);
+        assert_eq!(s.fuse(&[], &[(2, 1.0), (0, 0.5)]).len(), 1);
+    }
+
+    #[test]
+    fn prefix_ranges_cover_the_terms_that_start_alike() {
+        assert_eq!(prefix_range("lamp", 1), Some(("l".into(), "m".into())));
+        assert_eq!(prefix_range("lamp", 2), Some(("la".into(), "lb".into())));
+        assert_eq!(prefix_range("l", 2), None);
+    }
+}
