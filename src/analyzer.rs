@@ -1,4 +1,4 @@
-//! The keyword analyzer: one pipeline used both when a bundle is built and when it is queried.
+//! The keyword analyzer: one pipeline used both when an index is built and when it is queried.
 //!
 //! Text → Unicode word segmentation (UAX #29, `unicode-segmentation`) → identifiers split into
 //! their parts (a word joined by `.`, `_` or `:`, like `os.path.join` or `default_factory`, gives

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! `N` is the number of chunks, `df(t)` the chunks containing `t`, `|d|` the number of analyzer
-//! terms in `d` and `avgdl` their mean. The IDF is computed when the bundle is built and stored,
+//! terms in `d` and `avgdl` their mean. The IDF is computed when the index is built and stored,
 //! so a query does no transcendental math and native and wasm scores agree bit for bit.
 //!
 //! The index is a [`TermTable`] (sorted terms with their postings) and the chunk lengths. Format
@@ -40,18 +40,18 @@ impl Default for Bm25Params {
     }
 }
 
-/// BM25 parameters for one query; a parameter left out is the bundle's.
+/// BM25 parameters for one query; a parameter left out is the index's.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Bm25Override {
-    /// `k1` for this query (0.0–10.0), else the bundle's.
+    /// `k1` for this query (0.0–10.0), else the index's.
     pub k1: Option<f32>,
-    /// `b` for this query (0.0–1.0), else the bundle's.
+    /// `b` for this query (0.0–1.0), else the index's.
     pub b: Option<f32>,
 }
 
 impl Bm25Override {
-    /// The parameters to use: these over `base` (the bundle's).
+    /// The parameters to use: these over `base` (the index's).
     pub fn over(&self, base: Bm25Params) -> Bm25Params {
         Bm25Params {
             k1: self.k1.unwrap_or(base.k1),

@@ -58,7 +58,7 @@ pub struct ChunkParams {
     pub chunk_overlap: usize,
     /// Most bytes of text in a chunk, whatever its token count. Default 8192 (a 200-token chunk of
     /// prose is about 1 KB); at least 64. A safety limit on pathological input (base64 blocks,
-    /// minified code), so it is not recorded in the bundle's manifest.
+    /// minified code), so it is not recorded in the index's manifest.
     #[serde(skip_serializing)]
     pub max_chunk_bytes: usize,
 }
@@ -141,7 +141,7 @@ impl ChunkParams {
 pub struct Chunk {
     /// Stable id, `{document id}#{index}`: what an LLM cites.
     pub id: String,
-    /// Number of the document in the bundle.
+    /// Number of the document in the index.
     pub doc: u32,
     /// Position of the chunk within its document (before duplicates are dropped).
     pub index: u32,
@@ -399,7 +399,7 @@ pub fn collect_chunks(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> 
                     continue;
                 }
                 let url = match &section.anchor {
-                    Some(anchor) => format!("{base}#{anchor}"),
+                    Some(anchor) => format!("{base}#{}", crate::url::encode_fragment(anchor)),
                     None => base.to_string(),
                 };
                 corpus.chunks.push(Chunk {

@@ -1,4 +1,4 @@
-//! Little-endian, bounds-checked byte encoding shared by the binary sections of a bundle.
+//! Little-endian, bounds-checked byte encoding shared by the binary files of an index.
 //!
 //! [`ByteReader`] never panics: every read checks the remaining length and returns
 //! [`DecodeError`] instead.

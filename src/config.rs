@@ -1,4 +1,4 @@
-//! Build configuration (`sextant.toml`): every knob that shapes a bundle, with defaults.
+//! Build configuration (`sextant.toml`): every knob that shapes an index, with defaults.
 //!
 //! ```toml
 //! [model]      # how the embedding model is run (see embed::ModelOptions)
@@ -49,7 +49,7 @@ use crate::chunk::ChunkParams;
 use crate::embed::ModelOptions;
 use crate::index::{Fields, Layout};
 
-/// Everything that shapes a bundle.
+/// Everything that shapes an index.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BuildConfig {
@@ -106,6 +106,10 @@ pub struct InputConfig {
     /// Deepest element nesting an HTML page may have. Default 512 (where Chromium's parser stops
     /// nesting too).
     pub max_nesting_depth: usize,
+    /// Most values a document's front matter may expand to, YAML aliases followed (an alias
+    /// counts as everything its anchor holds, so a few hundred bytes cannot ask for gigabytes);
+    /// its text is bounded by `max_file_bytes` too. Default 10000.
+    pub max_front_matter_values: usize,
 }
 
 impl Default for InputConfig {
@@ -115,6 +119,7 @@ impl Default for InputConfig {
             exclude: Vec::new(),
             max_file_bytes: 64 * 1024 * 1024,
             max_nesting_depth: 512,
+            max_front_matter_values: 10_000,
         }
     }
 }

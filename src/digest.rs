@@ -1,5 +1,5 @@
 //! Content digests: lower-case hex SHA-256, used for model and tokenizer identity, chunk content
-//! hashes and the bundle's section table.
+//! hashes and a packed index's section table.
 
 use sha2::{Digest, Sha256};
 

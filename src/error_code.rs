@@ -18,15 +18,15 @@ pub enum ErrorCode {
     BadModel,
     /// Tokenising or running the model failed.
     EmbedFailed,
-    /// The bundle is damaged, truncated or not a bundle.
+    /// The index (or one of its files) is damaged, truncated or not an index.
     CorruptBundle,
-    /// The bundle's format version is outside what this sextant reads.
+    /// The index's format version is outside what this sextant reads.
     UnsupportedVersion,
-    /// The model given is not the one the bundle was built with.
+    /// The model given is not the one the index was built with.
     ModelMismatch,
     /// The WebAssembly module is not initialised yet (JS package).
     NotReady,
-    /// Fetching a bundle, model or tokenizer failed (JS package).
+    /// Fetching an index file, the model or the tokenizer failed (JS package).
     FetchFailed,
     /// The caller aborted the request.
     Aborted,

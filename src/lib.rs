@@ -2,7 +2,7 @@
 //! at the edge and offline.
 //!
 //! The pure core: no files, clocks, environment, threads or global randomness. See
-//! `docs/ARCHITECTURE.md` for how the modules fit together and `docs/FORMAT.md` for the bundle.
+//! `docs/ARCHITECTURE.md` for how the modules fit together and `docs/FORMAT.md` for the index format.
 #![warn(missing_docs)]
 
 /// Names for a fieldless enum, as options, flags and reports spell them:
@@ -69,6 +69,7 @@ pub mod prompt;
 pub mod research;
 pub mod search;
 pub mod tools;
+pub mod url;
 pub mod vecmath;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -147,7 +147,7 @@ pub struct SearchOptions {
     /// Keep only the best chunk of each document (a document's results may then number
     /// fewer than `k`). Default false.
     pub per_document: bool,
-    /// BM25 parameters for this query (`{k1, b}`, either may be left out); default the bundle's.
+    /// BM25 parameters for this query (`{k1, b}`, either may be left out); default the index's.
     pub bm25: Option<Bm25Override>,
     /// Dense search method. Default auto.
     pub vector_search: VectorSearch,

@@ -123,7 +123,7 @@ impl Clock for JsClock {
     }
 }
 
-/// A loaded bundle, and the model that queries it.
+/// A loaded index, and the model that queries it.
 #[wasm_bindgen]
 pub struct Engine {
     inner: crate::search::Engine,

@@ -212,3 +212,73 @@ fn a_damaged_manifest_is_a_typed_error() {
         );
     }
 }
+
+/// An index whose manifest claims 2³² − 1 chunks, documents and dimensions, in runs of as many
+/// chunks a file, each file a few bytes that claim as many entries: every file is refused before
+/// anything is allocated for those counts (the reader used to abort asking for 206 GB).
+#[test]
+fn counts_no_bytes_back_are_refused_without_allocating_them() {
+    let (manifest, files) = unpacked(&golden());
+    let mut m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let huge = u64::from(u32::MAX);
+    m["counts"]["chunks"] = huge.into();
+    m["counts"]["documents"] = huge.into();
+    m["model"]["dims"] = (huge / 8).into();
+    let varint_huge = [0xff, 0xff, 0xff, 0xff, 0x0f];
+    let mut crafted: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut put = |kind: &str, ext: &str, bytes: Vec<u8>| -> String {
+        let name = file_name(kind, ext, &bytes);
+        crafted.push((name.clone(), bytes));
+        name
+    };
+    let with = |magic: &[u8], tail: &[u8]| [magic, tail].concat();
+    m["files"]["norms"] = put("norms", "bin", with(b"SXnm", &varint_huge)).into();
+    m["files"]["vectors"]["meta"] = put("vmeta", "bin", with(b"SXvm", &(u32::MAX / 8).to_le_bytes())).into();
+    let codes = put("codes", "bin", with(b"SXvc", &u32::MAX.to_le_bytes()));
+    let blocks = put("vec", "bin", with(b"SXvb", &u32::MAX.to_le_bytes()));
+    let fragment = put("frag", "json", br#"{"first":0,"documents":[],"chunks":[]}"#.to_vec());
+    let shard = put("kw", "bin", with(b"SXkw", &varint_huge));
+    m["files"]["vectors"]["codes"] = serde_json::json!({"chunks_per_file": huge, "files": [codes]});
+    m["files"]["vectors"]["blocks"] = serde_json::json!({"chunks_per_file": huge, "files": [blocks]});
+    m["files"]["fragments"] = serde_json::json!({"chunks_per_file": huge, "files": [fragment]});
+    m["files"]["keyword"] = serde_json::json!([{"first": "a", "file": shard}]);
+    let json = serde_json::to_vec(&m).unwrap();
+    assert!(
+        json.len() + crafted.iter().map(|(_, b)| b.len()).sum::<usize>() < 2048,
+        "a small index"
+    );
+    let mut engine = Engine::from_manifest(&json).expect("the manifest alone is consistent");
+    for (name, bytes) in &crafted {
+        let e = engine.add_file(name, bytes).expect_err(name);
+        assert_eq!(e.code().as_str(), "CORRUPT_BUNDLE", "{name}: {e}");
+    }
+    let manifest: IndexManifest = serde_json::from_slice(&json).unwrap();
+    let packed = pack(&manifest, &crafted).unwrap();
+    assert_eq!(
+        Engine::from_bytes(&packed).unwrap_err().code().as_str(),
+        "CORRUPT_BUNDLE"
+    );
+    drop(files);
+}
+
+/// A manifest may name only files of the form the writer gives them, relative to it: never a
+/// path out of its folder or a URL of another host.
+#[test]
+fn file_names_outside_the_documented_form_are_refused() {
+    let (manifest, files) = unpacked(&golden());
+    let norms = files.iter().find(|(n, _)| n.starts_with("norms.")).unwrap().0.clone();
+    for bad in [
+        format!("../../../evil/{norms}"),
+        format!("http://evil.example/{norms}"),
+        format!("//evil.example/{norms}"),
+        format!("/{norms}"),
+        norms.replace("norms.", "NORMS."),
+        norms.replace(".bin", ".bin?x=1"),
+        format!("{norms}/x"),
+    ] {
+        let patched = manifest.replace(&norms, &bad);
+        let e = Engine::from_manifest(patched.as_bytes()).unwrap_err();
+        assert_eq!(e.code().as_str(), "CORRUPT_BUNDLE", "{bad}");
+        assert!(e.to_string().contains("is not of the form"), "{bad}: {e}");
+    }
+}

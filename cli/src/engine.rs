@@ -1,4 +1,4 @@
-//! Opening a bundle for queries: read the file, and attach the model when the query needs it.
+//! Opening an index for queries: read the file, and attach the model when the query needs it.
 
 use std::path::Path;
 use std::time::Instant;
@@ -26,7 +26,7 @@ impl Clock for InstantClock {
 }
 
 /// The bytes of an index file (a packed `.sxt` or a split index's manifest).
-pub fn read_bundle(path: &Path) -> Result<Vec<u8>> {
+pub fn read_index(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("reading index {}", path.display()))
 }
 
@@ -72,7 +72,7 @@ pub fn attach_reranker(engine: &mut Engine, config: Option<&Path>) -> Result<()>
 /// model (from `--model`, else the default folder), its weights held as `weights` says, unless
 /// `weights` is `None` (only keyword search is needed).
 pub fn open(path: &Path, model_arg: Option<&Path>, weights: Option<Weights>) -> Result<Engine> {
-    let bytes = read_bundle(path)?;
+    let bytes = read_index(path)?;
     let mut engine = if bytes.first() == Some(&b'{') {
         let mut engine = Engine::from_manifest(&bytes).with_context(|| format!("opening {}", path.display()))?;
         let dir = path.parent().unwrap_or(Path::new("."));

@@ -1,5 +1,5 @@
 //! The steps `sextant build` and `sextant build --site` share: loading documents with progress,
-//! chunking and embedding them on all cores, assembling the bundle, and writing files atomically.
+//! chunking and embedding them on all cores, assembling the index, and writing files atomically.
 
 use std::io::Write;
 use std::path::Path;

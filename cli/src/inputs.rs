@@ -70,6 +70,40 @@ pub fn walk(root: &Path, skip: impl Fn(&walkdir::DirEntry) -> bool) -> Result<Ve
     Ok(files)
 }
 
+/// Refuses an output that is one of the inputs or inside one (`sextant build notes.md -o
+/// notes.md` would replace the notes with index bytes), links resolved.
+pub fn check_output(output: &Path, inputs: &[PathBuf]) -> Result<()> {
+    let resolved = match std::fs::canonicalize(output) {
+        Ok(path) => path,
+        Err(_) => {
+            let parent = output
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let name = output.file_name().context("the output path has no file name")?;
+            match std::fs::canonicalize(parent) {
+                Ok(dir) => dir.join(name),
+                // A folder that does not exist holds no input; writing reports it.
+                Err(_) => return Ok(()),
+            }
+        }
+    };
+    for input in inputs {
+        let Ok(input_path) = std::fs::canonicalize(input) else {
+            continue;
+        };
+        if resolved == input_path || resolved.starts_with(&input_path) {
+            bail!(
+                "the output {} is {} the input {}; writing the index there would replace what it is built from: choose an output outside the inputs",
+                output.display(),
+                if resolved == input_path { "the same file as" } else { "inside" },
+                input.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Lists the files of `inputs`. Missing inputs are errors; files of unknown type are skipped
 /// and reported.
 pub fn collect(inputs: &[PathBuf], include: &[String], exclude: &[String]) -> Result<(Vec<InputFile>, Vec<Skipped>)> {

@@ -1,7 +1,7 @@
-//! `sextant`: build, search, frame, embed, evaluate and inspect index bundles.
+//! `sextant`: build, search, frame, embed, evaluate and inspect indexes.
 //!
 //! One file per command in `commands/`; what they share lives beside this file: `config`
-//! (reading `sextant.toml`), `engine` (opening a bundle with its model), `flags` (the search
+//! (reading `sextant.toml`), `engine` (opening an index with its model), `flags` (the search
 //! options as flags), `indexing` (loading, embedding, writing), `inputs` (walking input folders)
 //! and `model` (finding the model files).
 
@@ -13,6 +13,7 @@ mod flags;
 mod indexing;
 mod inputs;
 mod model;
+mod owned;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,7 +47,7 @@ enum Command {
     /// Show an index's manifest and files, verifying every digest.
     Inspect {
         /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
-        bundle: PathBuf,
+        index: PathBuf,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -63,7 +64,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => commands::eval::run(args),
         Command::Upgrade(args) => commands::upgrade::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
-        Command::Inspect { bundle, json } => commands::inspect::run(&bundle, json),
+        Command::Inspect { index, json } => commands::inspect::run(&index, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -469,25 +469,7 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(file, html).unwrap();
     }
-    // The CLI copies the package files as they are; stand-ins are enough here.
-    let package = tmp("fake-package");
-    for f in [
-        "core.js",
-        "browser.js",
-        "keyword.js",
-        "sextant_wasm.js",
-        "sextant_wasm_bg.wasm",
-        "sextant_keyword.js",
-        "sextant_keyword_bg.wasm",
-        "ui/search-worker.js",
-        "ui/sextant-ui.js",
-        "ui/sextant-ui.css",
-        "ui/sextant-sw.js",
-    ] {
-        let file = package.join(f);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, format!("// {f}")).unwrap();
-    }
+    let package = fake_package();
     let out = ok(&["build", "--site", s(&site), "--package", s(&package), "--json"]);
     let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(summary["pages_indexed"], 2);
@@ -575,6 +557,146 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
     ]))
     .unwrap();
     assert_eq!(hit["results"][0]["url"], "/guide/#fog");
+}
+
+/// The CLI copies the package files as they are; stand-ins are enough for site builds.
+fn fake_package() -> PathBuf {
+    let package = tmp("fake-package");
+    for f in [
+        "core.js",
+        "browser.js",
+        "keyword.js",
+        "sextant_wasm.js",
+        "sextant_wasm_bg.wasm",
+        "sextant_keyword.js",
+        "sextant_keyword_bg.wasm",
+        "ui/search-worker.js",
+        "ui/sextant-ui.js",
+        "ui/sextant-ui.css",
+        "ui/sextant-sw.js",
+    ] {
+        let file = package.join(f);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, format!("// {f}")).unwrap();
+    }
+    package
+}
+
+/// A one-page site in a fresh folder.
+fn small_site(name: &str) -> PathBuf {
+    let site = tmp(name);
+    let _ = std::fs::remove_dir_all(&site);
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(
+        site.join("index.html"),
+        "<main><h1 id=\"top\">Lighthouse</h1><p>The lamp turns at dusk.</p></main>",
+    )
+    .unwrap();
+    site
+}
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path.clone(), std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_site_build_changes_nothing_it_did_not_write() {
+    let package = fake_package();
+    let build = |site: &Path| sextant(&["build", "--site", s(site), "--package", s(&package)]);
+    // A page and an image of the user's in sextant/: refused, both kept, nothing written.
+    let site = small_site("site-users-folder");
+    std::fs::create_dir_all(site.join("sextant/img")).unwrap();
+    std::fs::write(site.join("sextant/index.html"), "<p>my page</p>").unwrap();
+    std::fs::write(site.join("sextant/img/logo.png"), "png bytes").unwrap();
+    let before = snapshot(&site);
+    let out = build(&site);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sextant/img/logo.png, sextant/index.html"), "{err}");
+    assert_eq!(snapshot(&site), before, "nothing changed");
+    // sextant/ a link to a folder outside the site: refused, the folder untouched.
+    let site = small_site("site-linked");
+    let outside = tmp("outside-folder");
+    let _ = std::fs::remove_dir_all(&outside);
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("precious.txt"), "keep me").unwrap();
+    std::os::unix::fs::symlink(&outside, site.join("sextant")).unwrap();
+    let err = String::from_utf8_lossy(&build(&site).stderr).into_owned();
+    assert!(err.contains("is a link"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("precious.txt")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    // A service worker of the user's at the root: refused, kept.
+    let site = small_site("site-own-sw");
+    std::fs::write(site.join("sextant-sw.js"), "// mine").unwrap();
+    let err = String::from_utf8_lossy(&build(&site).stderr).into_owned();
+    assert!(err.contains("sextant did not write it"), "{err}");
+    assert_eq!(std::fs::read_to_string(site.join("sextant-sw.js")).unwrap(), "// mine");
+    assert!(!site.join("sextant").exists(), "checked before anything was written");
+    // Sextant's own output: rebuilt in place, and what it recorded is what it removes.
+    let site = small_site("site-rebuilt");
+    assert!(build(&site).status.success());
+    let entry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join("sextant/sextant.json")).unwrap()).unwrap();
+    let files: Vec<&str> = entry["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(files.iter().any(|f| f.starts_with("index/manifest.")), "{files:?}");
+    for f in &files {
+        assert!(site.join("sextant").join(f).is_file(), "{f}");
+    }
+    std::fs::write(
+        site.join("index.html"),
+        "<main><h1 id=\"top\">Lighthouse</h1><p>The lamp turns at dawn.</p></main>",
+    )
+    .unwrap();
+    assert!(build(&site).status.success(), "a rebuild over its own output");
+    let old_index = site.join("sextant").join(entry["index"].as_str().unwrap());
+    assert!(!old_index.exists(), "the old index manifest is removed");
+}
+
+#[test]
+fn the_output_may_not_be_an_input() {
+    let dir = tmp("output-is-input");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    let notes = dir.join("notes.md");
+    std::fs::write(&notes, "# Notes\n\nKeep these.\n").unwrap();
+    std::fs::write(dir.join("docs/a.md"), "# A\n\nText.\n").unwrap();
+    let err = fails(&["build", s(&notes), "-o", s(&notes)]);
+    assert!(err.contains("is the same file as the input"), "{err}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "# Notes\n\nKeep these.\n");
+    let inside = dir.join("docs/index.sxt");
+    let err = fails(&["build", s(&dir.join("docs")), "-o", s(&inside)]);
+    assert!(err.contains("is inside the input"), "{err}");
+    assert!(!inside.exists());
+    // Through a link to the input, too.
+    let link = dir.join("link.md");
+    std::os::unix::fs::symlink(&notes, &link).unwrap();
+    fails(&["build", s(&notes), "-o", s(&link)]);
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "# Notes\n\nKeep these.\n");
+    let err = fails(&["upgrade", s(&notes), "-o", s(&notes)]);
+    assert!(err.contains("same file"), "{err}");
 }
 
 /// The `--help` text of a command.

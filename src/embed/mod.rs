@@ -56,8 +56,8 @@ pub enum TextKind {
     Passage,
 }
 
-/// Everything about the embedding model that a bundle must agree on with the query side.
-/// Recorded in the bundle's manifest.
+/// Everything about the embedding model that an index must agree on with the query side.
+/// Recorded in the index's manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
@@ -80,7 +80,7 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
-    /// The options that load this model the way the bundle was built with it.
+    /// The options that load this model the way the index was built with it.
     pub fn options(&self) -> ModelOptions {
         ModelOptions {
             max_tokens: self.max_tokens,
@@ -121,7 +121,7 @@ impl Default for ModelOptions {
 }
 
 /// How the model's int8 weights are held and multiplied once loaded: a load-time choice that
-/// does not change the bundle, and the vectors only within cosine 0.99999.
+/// does not change the index, and the vectors only within cosine 0.99999.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Weights {
@@ -217,7 +217,7 @@ pub trait Reranker: Send + Sync {
 
 /// Turns texts into fixed-size vectors. `Sync` so the CLI can embed from many threads at once.
 pub trait Embedder: Send + Sync {
-    /// The model's description as recorded in a bundle manifest.
+    /// The model's description as recorded in an index's manifest.
     fn spec(&self) -> &ModelSpec;
     /// Embeds one text. The result has `spec().dims` values.
     fn embed(&self, text: &str, kind: TextKind) -> Result<Vec<f32>, EmbedError>;

@@ -49,6 +49,22 @@ pub fn file_name(kind: &str, extension: &str, bytes: &[u8]) -> String {
     format!("{kind}.{}.{extension}", &hash[..NAME_HASH_LEN])
 }
 
+/// Whether `name` is of the form the writer gives files: `{kind}.{16 hex digits}.{extension}`,
+/// kind and extension lower-case ASCII letters. Only such names, relative to the manifest, are
+/// ever fetched: never a path (`../x`), an absolute URL or another host.
+pub fn valid_file_name(name: &str) -> bool {
+    let mut parts = name.split('.');
+    let (Some(kind), Some(hash), Some(extension), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let letters = |s: &str| !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_lowercase());
+    letters(kind)
+        && letters(extension)
+        && hash.len() == NAME_HASH_LEN
+        && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// Whether `bytes` are the content `name` promises (its hash part is their SHA-256's prefix).
 pub fn content_matches(name: &str, bytes: &[u8]) -> bool {
     let mut parts = name.rsplit('.');
@@ -56,6 +72,22 @@ pub fn content_matches(name: &str, bytes: &[u8]) -> bool {
         return false;
     };
     hash.len() == NAME_HASH_LEN && sha256_hex(bytes).starts_with(hash)
+}
+
+/// Fails unless exactly `len` bytes remain (what a file's counts say it holds): checked before a
+/// reader allocates anything by those counts, so no allocation exceeds the bytes behind it.
+fn backed(r: &ByteReader, len: usize, what: &'static str, offset: usize) -> Result<(), DecodeError> {
+    if r.remaining() == len {
+        Ok(())
+    } else if r.remaining() < len {
+        Err(DecodeError::Truncated {
+            offset,
+            needed: len,
+            available: r.remaining(),
+        })
+    } else {
+        Err(DecodeError::Invalid { what, offset })
+    }
 }
 
 fn magic(r: &mut ByteReader, expected: &[u8; 4], what: &'static str) -> Result<(), DecodeError> {
@@ -256,6 +288,13 @@ impl VectorMeta {
                 offset,
             });
         }
+        // Two f32 a dimension, nothing else: a count the bytes do not hold fails before anything
+        // is allocated for it.
+        let values_len = dims.checked_mul(8).ok_or(DecodeError::Invalid {
+            what: "vector dimensions",
+            offset,
+        })?;
+        backed(&r, values_len, "vector meta length", offset)?;
         let mut values = Vec::with_capacity(2 * dims);
         for _ in 0..2 * dims {
             let offset = r.offset();
@@ -346,6 +385,8 @@ impl CodeFile {
             });
         }
         let code_len = dims.div_ceil(8);
+        let entry = code_len.checked_add(4).and_then(|e| e.checked_mul(count));
+        backed(&r, entry.unwrap_or(usize::MAX), "code file length", offset)?;
         let mut chunks = Vec::with_capacity(count);
         let mut codes = Vec::with_capacity(count.saturating_mul(code_len));
         for _ in 0..count {
@@ -434,6 +475,8 @@ impl BlockFile {
                 offset,
             });
         }
+        let entry = dims.checked_add(8).and_then(|e| e.checked_mul(count));
+        backed(&r, entry.unwrap_or(usize::MAX), "vector block length", offset)?;
         let mut chunks = Vec::with_capacity(count);
         let mut scales = Vec::with_capacity(count);
         for _ in 0..count {

@@ -364,6 +364,18 @@ impl IndexManifest {
                 ),
             });
         }
+        if let Some(bad) = manifest
+            .file_names()
+            .into_iter()
+            .find(|n| !super::files::valid_file_name(n))
+        {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: format!(
+                    "it names the file {bad:?}, which is not of the form kind.<16 hex digits>.ext that sextant writes (no paths, no URLs)"
+                ),
+            });
+        }
         let chunks = manifest.counts.chunks;
         manifest.files.fragments.check(chunks, "fragment")?;
         manifest.files.vectors.codes.check(chunks, "code")?;

@@ -7,6 +7,8 @@
 //! element it opens (Sphinx wraps sections as `<section id=…><h2>`), else none. Permalink
 //! markers (`a.headerlink`, `a.hash-link`, `¶`) are not part of heading text.
 
+use std::collections::HashMap;
+
 use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
 
@@ -50,15 +52,17 @@ const BLOCKS: [&str; 28] = [
 ];
 
 /// The URL of a page of a built site from its path relative to the site root:
-/// `a/index.html` → `/a/`, `index.html` → `/`, `a/b.html` → `/a/b.html`.
+/// `a/index.html` → `/a/`, `index.html` → `/`, `a/b.html` → `/a/b.html`; each segment
+/// percent-encoded (`sp ace.html` → `/sp%20ace.html`), so the link opens the file.
 pub fn site_url(path: &str) -> String {
     if path == "index.html" {
         return "/".into();
     }
-    match path.strip_suffix("/index.html") {
+    let url = match path.strip_suffix("/index.html") {
         Some(dir) => format!("/{dir}/"),
         None => format!("/{path}"),
-    }
+    };
+    crate::url::encode_path(&url)
 }
 
 struct Walker {
@@ -322,23 +326,225 @@ const UNCOUNTED: [&str; 30] = [
     "head", "body",
 ];
 
+/// The HTML spec's "special" elements: an end tag of another element never closes past one of
+/// them (it is ignored instead).
+const SPECIAL: &[&str] = &[
+    "address",
+    "applet",
+    "area",
+    "article",
+    "aside",
+    "base",
+    "basefont",
+    "bgsound",
+    "blockquote",
+    "body",
+    "br",
+    "button",
+    "caption",
+    "center",
+    "col",
+    "colgroup",
+    "dd",
+    "details",
+    "dir",
+    "div",
+    "dl",
+    "dt",
+    "embed",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "frame",
+    "frameset",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "header",
+    "hgroup",
+    "hr",
+    "html",
+    "iframe",
+    "img",
+    "input",
+    "keygen",
+    "li",
+    "link",
+    "listing",
+    "main",
+    "marquee",
+    "menu",
+    "meta",
+    "nav",
+    "noembed",
+    "noframes",
+    "noscript",
+    "object",
+    "ol",
+    "p",
+    "param",
+    "plaintext",
+    "pre",
+    "script",
+    "search",
+    "section",
+    "select",
+    "source",
+    "style",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "template",
+    "textarea",
+    "tfoot",
+    "th",
+    "thead",
+    "title",
+    "tr",
+    "track",
+    "ul",
+    "wbr",
+    "xmp",
+    "mi",
+    "mo",
+    "mn",
+    "ms",
+    "mtext",
+    "annotation-xml",
+    "foreignobject",
+    "desc",
+];
+
+/// Elements that bound "in scope": a special element's end tag never closes past one of them.
+const SCOPE_BOUNDARY: &[&str] = &[
+    "applet",
+    "caption",
+    "html",
+    "table",
+    "td",
+    "th",
+    "marquee",
+    "object",
+    "template",
+    "mi",
+    "mo",
+    "mn",
+    "ms",
+    "mtext",
+    "annotation-xml",
+    "foreignobject",
+    "desc",
+];
+
+/// The open elements of a page as the HTML parser keeps them, modelled closely enough to bound
+/// its depth from above, in amortised constant time a tag: an end tag closes the nearest open
+/// element of its name (and everything opened after it) only where the parser would — never past
+/// a special element for an ordinary end tag, never past a scope boundary for a special one — and
+/// is ignored otherwise, so an end tag of nothing open (`</x>`) closes nothing.
+#[derive(Default)]
+struct OpenElements {
+    /// Names, bottom first.
+    stack: Vec<String>,
+    /// Positions in `stack` of each name, increasing.
+    at: HashMap<String, Vec<usize>>,
+    /// Positions of special elements, increasing.
+    special: Vec<usize>,
+    /// Positions of scope boundaries, increasing.
+    boundary: Vec<usize>,
+    /// Open `svg` and `math` elements (where `<x/>` closes itself).
+    foreign: usize,
+}
+
+impl OpenElements {
+    fn open(&mut self, name: String) {
+        let position = self.stack.len();
+        if SPECIAL.contains(&name.as_str()) {
+            self.special.push(position);
+        }
+        if SCOPE_BOUNDARY.contains(&name.as_str()) {
+            self.boundary.push(position);
+        }
+        if matches!(name.as_str(), "svg" | "math") {
+            self.foreign += 1;
+        }
+        self.at.entry(name.clone()).or_default().push(position);
+        self.stack.push(name);
+    }
+
+    fn pop(&mut self) {
+        let Some(name) = self.stack.pop() else { return };
+        let position = self.stack.len();
+        if let Some(list) = self.at.get_mut(&name) {
+            list.pop();
+        }
+        if self.special.last() == Some(&position) {
+            self.special.pop();
+        }
+        if self.boundary.last() == Some(&position) {
+            self.boundary.pop();
+        }
+        if matches!(name.as_str(), "svg" | "math") {
+            self.foreign = self.foreign.saturating_sub(1);
+        }
+    }
+
+    fn close(&mut self, name: &str) {
+        let Some(&target) = self.at.get(name).and_then(|list| list.last()) else {
+            return; // nothing of that name is open: ignored
+        };
+        let blockers = if SPECIAL.contains(&name) {
+            &self.boundary
+        } else {
+            &self.special
+        };
+        if blockers.last().is_some_and(|&b| b > target) {
+            return; // the parser ignores it too
+        }
+        while self.stack.len() > target {
+            self.pop();
+        }
+    }
+}
+
 /// A linear scan of the tags of `text`, before parsing: the nesting depth of elements that must
 /// be closed, if it goes over `limit`. (The HTML parser's tree building costs time in proportion
 /// to the depth for every tag, so a page nested 40,000 deep would take seconds to parse before
-/// the walker could refuse it.)
+/// the walker could refuse it.) The depth is that of the parser's open elements
+/// ([`OpenElements`]), not a count of start and end tags, so end tags of elements never opened
+/// cannot hide a deep page.
 fn tag_depth_over(text: &str, limit: usize) -> Option<usize> {
     let bytes = text.as_bytes();
-    let mut depth = 0usize;
-    // Inside <svg> or <math>, `<x/>` closes itself; in HTML the slash is ignored.
-    let mut foreign = 0usize;
+    let mut open = OpenElements::default();
     let mut at = 0;
     while let Some(found) = bytes.get(at..).and_then(|rest| rest.iter().position(|&b| b == b'<')) {
         at += found + 1;
         if bytes.get(at..at + 3) == Some(b"!--") {
-            // A comment: nothing in it is markup.
-            match text.get(at + 3..).and_then(|rest| rest.find("-->")) {
+            // A comment: nothing in it is markup. `<!-->` and `<!--->` end at once; `--!>` ends
+            // one too, as the HTML tokenizer has it; one never closed runs to the end.
+            let body = at + 3;
+            if bytes.get(body) == Some(&b'>') {
+                at = body + 1;
+                continue;
+            }
+            if bytes.get(body..body + 2) == Some(b"->") {
+                at = body + 2;
+                continue;
+            }
+            let rest = text.get(body..).unwrap_or("");
+            let end = [rest.find("-->").map(|e| e + 3), rest.find("--!>").map(|e| e + 4)]
+                .into_iter()
+                .flatten()
+                .min();
+            match end {
                 Some(end) => {
-                    at += 3 + end + 3;
+                    at = body + end;
                     continue;
                 }
                 None => break,
@@ -346,11 +552,13 @@ fn tag_depth_over(text: &str, limit: usize) -> Option<usize> {
         }
         let closing = bytes.get(at) == Some(&b'/');
         let name_start = at + usize::from(closing);
-        let name_len = bytes
-            .get(name_start..)
-            .map_or(0, |rest| rest.iter().take_while(|b| b.is_ascii_alphanumeric()).count());
+        let name_len = bytes.get(name_start..).map_or(0, |rest| {
+            rest.iter()
+                .take_while(|b| !(b.is_ascii_whitespace() || matches!(b, b'/' | b'>')))
+                .count()
+        });
         if name_len == 0 || !bytes.get(name_start).is_some_and(u8::is_ascii_alphabetic) {
-            continue; // text, a comment or a declaration
+            continue; // text, a declaration or a processing instruction
         }
         let name = text
             .get(name_start..name_start + name_len)
@@ -366,25 +574,22 @@ fn tag_depth_over(text: &str, limit: usize) -> Option<usize> {
         let self_closing = end > 0 && bytes.get(end - 1) == Some(&b'/');
         at = end + 1;
         let is_foreign_root = matches!(name.as_str(), "svg" | "math");
-        if UNCOUNTED.contains(&name.as_str()) || (self_closing && (foreign > 0 || is_foreign_root)) {
+        if UNCOUNTED.contains(&name.as_str()) || (self_closing && (open.foreign > 0 || is_foreign_root)) {
             continue;
         }
         if closing {
-            depth = depth.saturating_sub(1);
-            if is_foreign_root {
-                foreign = foreign.saturating_sub(1);
-            }
+            open.close(&name);
             continue;
         }
-        if is_foreign_root {
-            foreign += 1;
-        }
-        depth += 1;
-        if depth > limit {
-            return Some(depth);
+        open.open(name.clone());
+        if open.stack.len() > limit {
+            return Some(open.stack.len());
         }
         // Raw text: what a script or style holds is not markup.
-        if matches!(name.as_str(), "script" | "style" | "textarea" | "title") {
+        if matches!(
+            name.as_str(),
+            "script" | "style" | "textarea" | "title" | "xmp" | "iframe" | "noembed" | "noframes"
+        ) {
             let close = format!("</{name}");
             match text.get(at..).and_then(|rest| {
                 rest.char_indices().find(|(i, _)| {
@@ -453,6 +658,9 @@ mod tests {
         assert_eq!(site_url("index.html"), "/");
         assert_eq!(site_url("cli/index.html"), "/cli/");
         assert_eq!(site_url("a/b.html"), "/a/b.html");
+        assert_eq!(site_url("sp ace#1.html"), "/sp%20ace%231.html");
+        assert_eq!(site_url("pct%41%2F.html"), "/pct%2541%252F.html");
+        assert_eq!(site_url("dir\r\n/index.html"), "/dir%0D%0A/");
     }
 
     #[test]
@@ -574,5 +782,41 @@ mod tests {
         assert!(tag_depth_over(&"<span/>".repeat(600), 512).is_some());
         let closed = "<div><span>x</span></div>".repeat(10_000);
         assert_eq!(tag_depth_over(&closed, 2), None);
+    }
+
+    #[test]
+    fn end_tags_of_nothing_open_cannot_hide_depth() {
+        // `</x>` closes nothing in a browser: these nest 600 deep, as the parser would nest them.
+        assert_eq!(tag_depth_over(&"<div></x>".repeat(600), 512), Some(513));
+        // An ordinary end tag never closes past a special element.
+        assert_eq!(tag_depth_over(&"<span><div></span>".repeat(300), 512), Some(513));
+        // `<!-->` is a whole (empty) comment: what follows is markup.
+        assert_eq!(tag_depth_over(&format!("<!-->{}", "<div>".repeat(600)), 512), Some(513));
+        assert_eq!(
+            tag_depth_over(&format!("<!--->{}", "<div>".repeat(600)), 512),
+            Some(513)
+        );
+        assert_eq!(
+            tag_depth_over(&format!("<!-- x --!>{}", "<div>".repeat(600)), 512),
+            Some(513)
+        );
+        // Sloppy but shallow pages still pass: an end tag closes what was opened after its element.
+        let sloppy = "<div><span><b>text</div>".repeat(5_000);
+        assert_eq!(tag_depth_over(&sloppy, 512), None);
+        assert_eq!(tag_depth_over(&"<div><section></div>".repeat(5_000), 512), None);
+    }
+
+    #[test]
+    fn the_depth_scan_and_the_parse_are_linear_on_hostile_pages() {
+        // Each of these took a minute or more when the scan counted end tags: 200,000 repeats.
+        for unit in ["<div></x>", "<span><div></span>", "<a><div></a>"] {
+            let page = unit.repeat(200_000);
+            let started = std::time::Instant::now();
+            let e = load_html("deep.html", &page, &InputConfig::default()).unwrap_err();
+            assert!(matches!(e, LoadError::TooDeep { .. }), "{unit}: {e}");
+            assert!(started.elapsed().as_secs() < 5, "{unit}: {:?}", started.elapsed());
+        }
+        let comment_first = format!("<!-->{}", "<div></x>".repeat(200_000));
+        assert!(load_html("c.html", &comment_first, &InputConfig::default()).is_err());
     }
 }

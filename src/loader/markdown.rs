@@ -7,6 +7,7 @@ use pulldown_cmark::{Event, HeadingLevel, MetadataBlockKind, Options, Parser, Ta
 
 use super::{file_stem, push_block, LoadError};
 use crate::chunk::{Document, Section};
+use crate::config::InputConfig;
 
 /// GitHub-style heading slug: lower case, letters, digits, `-` and `_` kept, spaces to `-`.
 pub fn slugify(text: &str) -> String {
@@ -115,10 +116,93 @@ fn flatten_toml(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, St
     }
 }
 
-fn parse_front_matter(path: &str, kind: MetadataBlockKind, text: &str) -> Result<BTreeMap<String, String>, LoadError> {
+/// Counts what a YAML text's first document expands to, aliases followed (each alias counts as
+/// all of what its anchor holds), in one pass over the parser's events: values and scalar bytes,
+/// saturating, so "billion laughs" is measured in linear time without being built.
+#[derive(Default)]
+struct YamlSize {
+    /// Open collections: their anchor and size so far.
+    open: Vec<(usize, (u64, u64))>,
+    /// Each anchor's expanded size.
+    anchors: HashMap<usize, (u64, u64)>,
+    /// The first document's size.
+    total: (u64, u64),
+    done: bool,
+}
+
+impl YamlSize {
+    fn add(&mut self, size: (u64, u64)) {
+        let target = match self.open.last_mut() {
+            Some((_, open)) => open,
+            None => &mut self.total,
+        };
+        target.0 = target.0.saturating_add(size.0);
+        target.1 = target.1.saturating_add(size.1);
+    }
+}
+
+impl yaml_rust2::parser::MarkedEventReceiver for YamlSize {
+    fn on_event(&mut self, event: yaml_rust2::Event, _: yaml_rust2::scanner::Marker) {
+        use yaml_rust2::Event;
+        if self.done {
+            return;
+        }
+        match event {
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => self.open.push((anchor, (1, 0))),
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some((anchor, size)) = self.open.pop() {
+                    if anchor > 0 {
+                        self.anchors.insert(anchor, size);
+                    }
+                    self.add(size);
+                }
+            }
+            Event::Scalar(value, _, anchor, _) => {
+                let size = (1, value.len() as u64);
+                if anchor > 0 {
+                    self.anchors.insert(anchor, size);
+                }
+                self.add(size);
+            }
+            Event::Alias(anchor) => {
+                let size = self.anchors.get(&anchor).copied().unwrap_or((1, 0));
+                self.add(size);
+            }
+            Event::DocumentEnd => self.done = true,
+            _ => {}
+        }
+    }
+}
+
+fn parse_front_matter(
+    path: &str,
+    kind: MetadataBlockKind,
+    text: &str,
+    input: &InputConfig,
+) -> Result<BTreeMap<String, String>, LoadError> {
     let mut out = BTreeMap::new();
+    let bad = |format: &'static str, reason: String| LoadError::BadFrontMatter {
+        path: path.to_string(),
+        format,
+        reason,
+    };
     match kind {
         MetadataBlockKind::YamlStyle => {
+            // Aliases are measured before anything is built: the loader copies an alias's whole
+            // anchor, so a few hundred bytes could otherwise ask for gigabytes.
+            let mut size = YamlSize::default();
+            yaml_rust2::parser::Parser::new_from_str(text)
+                .load(&mut size, false)
+                .map_err(|e| bad("YAML", e.to_string()))?;
+            let limit = input.max_front_matter_values as u64;
+            if size.total.0 > limit || size.total.1 > input.max_file_bytes {
+                return Err(LoadError::FrontMatterTooLarge {
+                    path: path.to_string(),
+                    values: size.total.0,
+                    bytes: size.total.1,
+                    limit: input.max_front_matter_values,
+                });
+            }
             let docs = yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| LoadError::BadFrontMatter {
                 path: path.to_string(),
                 format: "YAML",
@@ -145,7 +229,7 @@ fn level_number(level: HeadingLevel) -> usize {
 }
 
 /// Loads a Markdown or MDX document.
-pub fn load_markdown(path: &str, text: &str) -> Result<Document, LoadError> {
+pub fn load_markdown(path: &str, text: &str, input: &InputConfig) -> Result<Document, LoadError> {
     let source = if path.to_ascii_lowercase().ends_with(".mdx") {
         strip_mdx_statements(text)
     } else {
@@ -173,7 +257,7 @@ pub fn load_markdown(path: &str, text: &str) -> Result<Document, LoadError> {
             Event::Start(Tag::MetadataBlock(kind)) => front = Some((kind, String::new())),
             Event::End(TagEnd::MetadataBlock(_)) => {
                 if let Some((kind, text)) = front.take() {
-                    metadata = parse_front_matter(path, kind, &text)?;
+                    metadata = parse_front_matter(path, kind, &text, input)?;
                 }
             }
             Event::Start(Tag::Heading { level, id, .. }) => {
@@ -277,7 +361,7 @@ mod tests {
     #[test]
     fn headings_become_sections_with_breadcrumbs() {
         let md = "---\ntitle: The Guide\ntags: [a, b]\nnested:\n  k: v\n---\nIntro text.\n\n# Install\n\nRun it.\n\n## From source {#src}\n\nBuild `it`.\n\n```sh\nmake\n```\n\n# Use\n\n- one\n- two\n\n## Install\n\nAgain.\n";
-        let doc = load_markdown("docs/guide.md", md).unwrap();
+        let doc = load_markdown("docs/guide.md", md, &InputConfig::default()).unwrap();
         assert_eq!(doc.title, "The Guide");
         assert_eq!(doc.metadata.get("tags").map(String::as_str), Some("a, b"));
         assert_eq!(doc.metadata.get("nested.k").map(String::as_str), Some("v"));
@@ -299,17 +383,17 @@ mod tests {
     #[test]
     fn toml_front_matter_and_h1_title() {
         let md = "+++\ndraft = true\nweight = 3\n+++\n# Real Title\n\nBody\n";
-        let doc = load_markdown("a.md", md).unwrap();
+        let doc = load_markdown("a.md", md, &InputConfig::default()).unwrap();
         assert_eq!(doc.title, "Real Title");
         assert_eq!(doc.metadata.get("draft").map(String::as_str), Some("true"));
         assert_eq!(doc.metadata.get("weight").map(String::as_str), Some("3"));
-        let none = load_markdown("dir/plain.md", "just text").unwrap();
+        let none = load_markdown("dir/plain.md", "just text", &InputConfig::default()).unwrap();
         assert_eq!(none.title, "plain");
     }
 
     #[test]
     fn bad_front_matter_is_an_error() {
-        let err = load_markdown("a.md", "---\ntitle: [unclosed\n---\nx\n").unwrap_err();
+        let err = load_markdown("a.md", "---\ntitle: [unclosed\n---\nx\n", &InputConfig::default()).unwrap_err();
         assert!(
             matches!(err, LoadError::BadFrontMatter { format: "YAML", .. }),
             "{err:?}"
@@ -319,7 +403,7 @@ mod tests {
     #[test]
     fn mdx_statements_and_components_are_not_text() {
         let mdx = "import Tabs from '@theme/Tabs'\nexport const x = 1\n\n# Title\n\n<Tabs>\n\nInside tab.\n\n</Tabs>\n\n```js\nimport kept from 'code'\n```\n";
-        let doc = load_markdown("p.mdx", mdx).unwrap();
+        let doc = load_markdown("p.mdx", mdx, &InputConfig::default()).unwrap();
         let all: String = doc
             .sections
             .iter()
@@ -330,5 +414,41 @@ mod tests {
         assert!(!all.contains("<Tabs>"), "{all}");
         assert!(all.contains("Inside tab."));
         assert!(all.contains("import kept from 'code'"));
+    }
+
+    #[test]
+    fn yaml_aliases_cannot_expand_past_the_limit() {
+        // "Billion laughs": nine levels of nine aliases each, 9^9 values from about 400 bytes.
+        let mut yaml = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let p = level - 1;
+            let refs = vec![format!("*l{p}"); 9].join(", ");
+            yaml.push_str(&format!("l{level}: &l{level} [{refs}]\n"));
+        }
+        let md = format!("---\n{yaml}---\n# T\n\ntext\n");
+        assert!(md.len() < 600);
+        let started = std::time::Instant::now();
+        let e = load_markdown("bomb.md", &md, &InputConfig::default()).unwrap_err();
+        assert!(matches!(e, LoadError::FrontMatterTooLarge { limit: 10_000, .. }), "{e}");
+        assert!(e.to_string().contains("max_front_matter_values"), "{e}");
+        assert!(started.elapsed().as_secs() < 5, "measured without being built");
+        // Aliases within the limit still work.
+        let ok = "---\nbase: &b {owner: ops}\ncopy: *b\n---\ntext\n";
+        let doc = load_markdown("ok.md", ok, &InputConfig::default()).unwrap();
+        assert_eq!(doc.metadata.get("copy.owner").map(String::as_str), Some("ops"));
+        // A long scalar repeated counts its bytes against max_file_bytes.
+        let big = format!(
+            "---\ns: &s {}\nl: [{}]\n---\nx\n",
+            "y".repeat(1000),
+            vec!["*s"; 100].join(", ")
+        );
+        let small = InputConfig {
+            max_file_bytes: 50_000,
+            ..InputConfig::default()
+        };
+        assert!(matches!(
+            load_markdown("big.md", &big, &small),
+            Err(LoadError::FrontMatterTooLarge { .. })
+        ));
     }
 }

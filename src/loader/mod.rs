@@ -88,6 +88,18 @@ pub enum LoadError {
         /// The limit.
         limit: usize,
     },
+    /// Front matter expands (YAML aliases followed) to more than `input.max_front_matter_values`.
+    #[error("{path}: the front matter expands to {values} values ({bytes} bytes of text), over the limit of {limit} values (input.max_front_matter_values; YAML aliases count as all they repeat); simplify the front matter, raise the limit in sextant.toml [input], or leave the file out")]
+    FrontMatterTooLarge {
+        /// The file.
+        path: String,
+        /// Values it expands to (saturating).
+        values: u64,
+        /// Bytes of scalar text it expands to (saturating).
+        bytes: u64,
+        /// The limit.
+        limit: usize,
+    },
     /// Front matter could not be parsed.
     #[error("{path}: front matter is not valid {format}: {reason}")]
     BadFrontMatter {
@@ -119,7 +131,7 @@ pub fn load_file(path: &str, bytes: &[u8], input: &InputConfig) -> Result<Vec<Do
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     Ok(match kind {
-        FileKind::Markdown => vec![load_markdown(path, text)?],
+        FileKind::Markdown => vec![load_markdown(path, text, input)?],
         FileKind::Html => vec![load_html(path, text, input)?],
         FileKind::Text => vec![load_text(path, text)],
         FileKind::Jsonl => load_jsonl(path, text)?,

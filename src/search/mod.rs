@@ -128,7 +128,7 @@ impl<T> Step<T> {
 /// Why a model could not be attached to an engine.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// The model is not the bundle's, or the bundle is unreadable.
+    /// The model is not the index's, or the index is unreadable.
     #[error(transparent)]
     Bundle(#[from] IndexError),
     /// The model files cannot be loaded.

@@ -1,4 +1,4 @@
-//! `sextant build`: documents → bundle (and, with `--site`, a built static site → its search
+//! `sextant build`: documents → a packed index (and, with `--site`, a built static site → its search
 //! files: see `site`).
 
 use std::io::Write;
@@ -12,7 +12,7 @@ use sextant::index::writer::BuiltIndex;
 
 use crate::config::read_config;
 use crate::indexing::{build_index, load_documents, write_atomically, BuildStats};
-use crate::inputs::{collect, Skipped};
+use crate::inputs::{check_output, collect, Skipped};
 
 #[derive(clap::Args, Debug)]
 pub struct BuildArgs {
@@ -133,6 +133,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     }
     let (include, exclude) = (&config.input.include, &config.input.exclude);
     let output = args.output.clone().context("--output is required")?;
+    check_output(&output, &args.inputs)?;
     let (files, mut skipped) = collect(&args.inputs, include, exclude)?;
     for s in &skipped {
         eprintln!("warning: skipped {}: {}", s.path, s.reason);

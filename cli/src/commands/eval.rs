@@ -24,7 +24,7 @@ use crate::flags::{fusion_parser, mode_parser, page_score_parser};
 #[derive(clap::Args, Debug)]
 pub struct EvalArgs {
     /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
-    bundle: PathBuf,
+    index: PathBuf,
     /// BEIR queries JSONL ({"_id", "text"} a line).
     #[arg(long)]
     queries: PathBuf,
@@ -136,7 +136,7 @@ pub fn run(args: EvalArgs) -> Result<()> {
         vec![args.mode]
     };
     let needs_model = modes.iter().any(|m| m.needs_model());
-    let mut engine = open(&args.bundle, args.model.as_deref(), needs_model.then_some(args.weights))?;
+    let mut engine = open(&args.index, args.model.as_deref(), needs_model.then_some(args.weights))?;
     attach_reranker(&mut engine, args.config.as_deref())?;
     let queries_text =
         std::fs::read_to_string(&args.queries).with_context(|| format!("reading {}", args.queries.display()))?;

@@ -13,7 +13,7 @@ use crate::flags::SearchFlags;
 #[derive(clap::Args, Debug)]
 pub struct FrameArgs {
     /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
-    bundle: PathBuf,
+    index: PathBuf,
     /// The query.
     query: String,
     /// Model tokens the framed context may take.
@@ -29,7 +29,7 @@ pub struct FrameArgs {
 
 pub fn run(args: FrameArgs) -> Result<()> {
     // Framing counts tokens with the model's tokenizer, so the model is always loaded.
-    let mut engine = open(&args.bundle, args.flags.model.as_deref(), Some(args.flags.weights))?;
+    let mut engine = open(&args.index, args.flags.model.as_deref(), Some(args.flags.weights))?;
     attach_reranker(&mut engine, args.flags.config.as_deref())?;
     let options = ContextOptions {
         search: args.flags.options(),

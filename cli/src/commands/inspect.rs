@@ -9,7 +9,7 @@ use sextant::container::{Container, SectionEntry};
 use sextant::index::packed::unpack;
 use sextant::index::{IndexManifest, INDEX_MAJOR, OLDEST_READABLE_MAJOR};
 
-use crate::engine::read_bundle;
+use crate::engine::read_index;
 
 #[derive(Serialize)]
 struct InspectJson<'a> {
@@ -23,7 +23,7 @@ struct InspectJson<'a> {
 }
 
 pub fn run(path: &Path, json: bool) -> Result<()> {
-    let bytes = read_bundle(path)?;
+    let bytes = read_index(path)?;
     if bytes.first() == Some(&b'{') {
         return split(path, bytes.len(), json);
     }

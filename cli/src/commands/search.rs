@@ -14,7 +14,7 @@ use crate::flags::SearchFlags;
 #[derive(clap::Args, Debug)]
 pub struct SearchArgs {
     /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
-    bundle: PathBuf,
+    index: PathBuf,
     /// The query (or use --queries).
     #[arg(required_unless_present = "queries", conflicts_with = "queries")]
     query: Option<String>,
@@ -69,7 +69,7 @@ fn print_results(response: &SearchResponse) -> Result<()> {
 
 pub fn run(args: SearchArgs) -> Result<()> {
     let weights = args.flags.mode.needs_model().then_some(args.flags.weights);
-    let mut engine = open(&args.bundle, args.flags.model.as_deref(), weights)?;
+    let mut engine = open(&args.index, args.flags.model.as_deref(), weights)?;
     attach_reranker(&mut engine, args.flags.config.as_deref())?;
     let options = args.flags.options();
     let clock = InstantClock::start();

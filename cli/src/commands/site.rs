@@ -1,10 +1,11 @@
 //! `sextant build --site <dir>`: index a built static site and add search to it.
 //!
-//! Writes into `<dir>/sextant/` content-hashed, immutable files (bundle, model, tokenizer, the
+//! Writes into `<dir>/sextant/` content-hashed, immutable files (the split index, model, tokenizer, the
 //! package with its wasm and the search worker) beside three small fixed-name files — the entry
 //! manifest `sextant.json` (fetched fresh on every page load), and the drop-in `sextant-ui.js`
 //! and `sextant-ui.css` — plus the offline service worker `<dir>/sextant-sw.js` (at the root, so
-//! it may serve every page).
+//! it may serve every page). It changes nothing else, and removes only what an earlier build
+//! recorded writing (`crate::owned`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -19,6 +20,7 @@ use sextant::loader::load_site_page;
 
 use crate::indexing::{build_index, oversized, write_atomically, BuildStats};
 use crate::inputs::{glob_set, walk};
+use crate::owned::Owned;
 
 /// What `sextant build --site` was asked to do.
 #[derive(Debug)]
@@ -41,6 +43,8 @@ pub struct SiteBuild {
 pub const OUTPUT_DIR: &str = "sextant";
 /// The index's folder inside the output folder.
 pub const INDEX_DIR: &str = "index";
+/// The entry manifest inside the output folder (fetched fresh on every page load).
+const ENTRY_MANIFEST: &str = "sextant.json";
 /// Package files copied into the hashed package folder.
 const PACKAGE_FILES: [&str; 8] = [
     "core.js",
@@ -97,6 +101,11 @@ struct EntryManifest {
     bytes: BTreeMap<&'static str, u64>,
     pages: usize,
     chunks: usize,
+    /// Every file this build wrote under `sextant/` (this manifest aside), sorted: what a later
+    /// build may remove, and what the service worker keeps.
+    files: Vec<String>,
+    /// SHA-256 of the service worker written at the site's root.
+    service_worker_sha256: String,
 }
 
 #[derive(Serialize)]
@@ -153,6 +162,11 @@ pub fn run(build: SiteBuild) -> Result<()> {
     }
     let package = package_dir(package_arg.as_deref())?;
     let model_dir = crate::model::model_dir(model_arg.as_deref())?;
+    // Whether the build may write where it writes, checked before anything (embedding included).
+    let out = site.join(OUTPUT_DIR);
+    let sw_path = site.join("sextant-sw.js");
+    let sw = std::fs::read(package.join("ui/sextant-sw.js"))?;
+    let owned = Owned::check(site, &out, ENTRY_MANIFEST, &sw_path, &sw)?;
     let pages = pages(site, &config.input.include, &config.input.exclude)?;
     if pages.is_empty() {
         bail!("no HTML pages in {}; pass the folder of a built site", site.display());
@@ -196,7 +210,6 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let (built, stats) = build_index(&documents, &config, Some(&model_dir), cache.as_deref())?;
     let manifest = &built.manifest;
 
-    let out = site.join(OUTPUT_DIR);
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut written: Vec<String> = Vec::new();
     // `hashed`: the name holds the content hash, so a file already there is already right.
@@ -266,14 +279,21 @@ pub fn run(build: SiteBuild) -> Result<()> {
         ]),
         pages: documents.len(),
         chunks: manifest.counts.chunks,
+        files: {
+            let mut files = written.clone();
+            files.sort();
+            files.dedup();
+            files
+        },
+        service_worker_sha256: sha256_hex(&sw),
     };
     let mut entry_json = serde_json::to_vec_pretty(&entry)?;
     entry_json.push(b'\n');
+    write_atomically(&sw_path, &sw)?;
     // Written last: a page never sees a manifest naming files that are not there yet.
-    put("sextant.json".to_string(), &entry_json, false)?;
-    let sw = std::fs::read(package.join("ui/sextant-sw.js"))?;
-    write_atomically(&site.join("sextant-sw.js"), &sw)?;
-    remove_stale(&out, &written)?;
+    write_atomically(&out.join(ENTRY_MANIFEST), &entry_json)?;
+    written.push(ENTRY_MANIFEST.to_string());
+    owned.remove_stale(&written.iter().cloned().collect())?;
 
     let total: u64 = written
         .iter()
@@ -328,27 +348,5 @@ pub fn run(build: SiteBuild) -> Result<()> {
         stdout,
         "  <script type=\"module\" src=\"/{OUTPUT_DIR}/sextant-ui.js\"></script>"
     )?;
-    Ok(())
-}
-
-/// Deletes files of earlier builds that the new manifest no longer names.
-fn remove_stale(out: &Path, keep: &[String]) -> Result<()> {
-    for entry in walkdir::WalkDir::new(out).contents_first(true) {
-        let entry = entry?;
-        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path());
-        let rel = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
-        if rel.is_empty() {
-            continue;
-        }
-        if entry.file_type().is_file() && !keep.contains(&rel) {
-            std::fs::remove_file(entry.path())?;
-        } else if entry.file_type().is_dir() && std::fs::read_dir(entry.path())?.next().is_none() {
-            std::fs::remove_dir(entry.path())?;
-        }
-    }
     Ok(())
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use sextant::index::files::NAME_HASH_LEN;
 use sextant::index::packed::{unpack, Packed};
 
-use crate::engine::read_bundle;
+use crate::engine::read_index;
 use crate::indexing::write_atomically;
 
 #[derive(clap::Args, Debug)]
@@ -20,7 +20,7 @@ pub struct UnpackArgs {
 }
 
 pub fn run(args: UnpackArgs) -> Result<()> {
-    let bytes = read_bundle(&args.index)?;
+    let bytes = read_index(&args.index)?;
     // Checks every file first: nothing is written from a damaged index.
     let store = unpack(&bytes).with_context(|| format!("reading {}", args.index.display()))?;
     std::fs::create_dir_all(&args.output).with_context(|| format!("creating {}", args.output.display()))?;

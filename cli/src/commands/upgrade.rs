@@ -7,8 +7,9 @@ use sextant::index::packed::pack;
 use sextant::indexer::upgrade;
 
 use crate::config::read_config;
-use crate::engine::read_bundle;
+use crate::engine::read_index;
 use crate::indexing::write_atomically;
+use crate::inputs::check_output;
 
 #[derive(clap::Args, Debug)]
 pub struct UpgradeArgs {
@@ -23,8 +24,9 @@ pub struct UpgradeArgs {
 }
 
 pub fn run(args: UpgradeArgs) -> Result<()> {
+    check_output(&args.output, std::slice::from_ref(&args.bundle))?;
     let config = read_config(args.config.as_deref())?;
-    let old = read_bundle(&args.bundle)?;
+    let old = read_index(&args.bundle)?;
     let built = upgrade(&old, config.layout).with_context(|| format!("converting {}", args.bundle.display()))?;
     let bytes = pack(&built.manifest, &built.files)?;
     write_atomically(&args.output, &bytes)?;
