@@ -5,7 +5,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 SEXTANT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export SEXTANT_ROOT
 # The CLI as built by `scripts/cli.sh` (the dev profile: dependencies optimised, shared with tests).
-export SEXTANT_BIN="$CARGO_TARGET_DIR/debug/sextant"
+# SEXTANT_PREBUILT_BIN names a CLI built elsewhere instead: `scripts/cli.sh` then builds nothing
+# (another clone's tests running beside a build in this one).
+export SEXTANT_BIN="${SEXTANT_PREBUILT_BIN:-$CARGO_TARGET_DIR/debug/sextant}"
 # This clone's package (what `make wasm` writes): the target dir may be shared by several clones,
 # so the CLI's compiled-in default could point at another one.
 export SEXTANT_PACKAGE_DIR="${SEXTANT_PACKAGE_DIR:-$SEXTANT_ROOT/pkg}"
