@@ -4,7 +4,7 @@ SHELL := /bin/bash
 # Seconds each fuzz target runs under `make fuzz`.
 FUZZ_SECONDS ?= 60
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection bench-fields fuzz clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection bench-fields fuzz unicode-tables clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -70,6 +70,11 @@ bench-fields: setup cli
 
 fuzz: setup
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# Regenerates src/frame/unicode.rs from the Unicode data (pinned crates; committed, so builds
+# need none of it).
+unicode-tables:
+	scripts/unicode-tables.sh
 
 clean:
 	rm -rf www/dist pkg www/worker/dist tests/artifacts
