@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (cargo-fuzz, libFuzzer, a nightly toolchain) of the index readers, the
-# document loaders, the chunker, the framing and the query parser: each target runs for
+# document loaders, the chunker, the framing, the query parser, front matter, searches with any
+# query, and split-index manifests with the files offered under their names: each target runs for
 # SECONDS (default 60), growing fuzz/corpus/<target>/; a crash or timeout lands in
 # fuzz/artifacts/<target>/. Commit both: tests/fuzz_corpus.rs replays them in `make test`.
 # Prints each target's executions and what it found (for RELIABILITY.md).
@@ -11,7 +12,7 @@ cd "$SEXTANT_ROOT"
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index_files loaders chunker framing query)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index_files loaders chunker framing query front_matter search manifest)
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 # Sanitizer builds apart from the ordinary ones.

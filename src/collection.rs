@@ -160,6 +160,7 @@ impl Collection {
         tokenizer: &ModelTokenizer,
     ) -> Result<FileSummary, CollectionError> {
         components(path)?;
+        self.check_expanded(path, html.len())?;
         let document = crate::loader::load_html(path, html, &self.config.input)?;
         self.add_documents(path, vec![document], tokenizer)
     }
@@ -173,6 +174,12 @@ impl Collection {
         tokenizer: &ModelTokenizer,
     ) -> Result<FileSummary, CollectionError> {
         let key = components(path)?;
+        let text: usize = documents
+            .iter()
+            .flat_map(|d| d.sections.iter())
+            .map(|s| s.text.len() + s.heading_path.iter().map(String::len).sum::<usize>())
+            .sum();
+        self.check_expanded(path, text)?;
         if documents.is_empty() {
             return Err(CollectionError::BadPath(format!(
                 "{path} holds no documents (an empty JSONL file?); add a file with text in it"
@@ -185,6 +192,21 @@ impl Collection {
             .map(|d| split(d, &self.config, tokenizer))
             .collect::<Result<Vec<_>, _>>()?;
         self.insert(path, key, FileEntry { documents, splits })
+    }
+
+    /// What a file expands to (a DOCX's HTML, a PDF's text) is held to `input.max_file_bytes`,
+    /// as the file itself is.
+    fn check_expanded(&self, path: &str, bytes: usize) -> Result<(), CollectionError> {
+        let limit = self.config.input.max_file_bytes;
+        if bytes as u64 > limit {
+            return Err(LoadError::ExpandsTooLarge {
+                path: path.to_string(),
+                bytes: bytes as u64,
+                limit,
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// Keeps a file's documents and chunk texts once their ids are checked against every other
@@ -665,6 +687,38 @@ mod tests {
         assert!(e.to_string().contains("same"), "{e}");
         assert_eq!(c.files().len(), 1, "nothing changed");
         assert!(c.set_vector("text", vec![0.5; 3]).is_err());
+    }
+
+    #[test]
+    fn what_a_document_expands_to_is_held_to_the_file_limit() {
+        let model = crate::test_model();
+        let config = BuildConfig {
+            input: crate::config::InputConfig {
+                max_file_bytes: 1000,
+                ..Default::default()
+            },
+            ..BuildConfig::default()
+        };
+        let mut c = Collection::new(config, model.spec());
+        let html = format!("<p>{}</p>", "lamp ".repeat(400));
+        let e = c.add_html("big.docx", &html, model.tokenizer()).unwrap_err();
+        assert!(e.to_string().contains("expands to"), "{e}");
+        assert_eq!(e.code().as_str(), "BAD_ARGUMENT");
+        let pages = vec![Document {
+            id: "big.pdf".into(),
+            source: "big.pdf".into(),
+            url: None,
+            title: "Big".into(),
+            metadata: Default::default(),
+            sections: vec![Section {
+                heading_path: vec![],
+                anchor: None,
+                text: "fog ".repeat(400),
+            }],
+        }];
+        assert!(c.add_documents("big.pdf", pages, model.tokenizer()).is_err());
+        assert!(c.files().is_empty(), "nothing added");
+        c.add_html("small.docx", "<p>lamp</p>", model.tokenizer()).unwrap();
     }
 
     #[test]

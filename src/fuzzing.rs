@@ -12,7 +12,16 @@ use crate::index::files::{keyword_from_bytes, BlockFile, CodeFile, Fragment, Nor
 use crate::search::query::Query;
 
 /// The targets, by name (the fuzz crate's binaries and the corpus folders are named so).
-pub const TARGETS: [&str; 5] = ["index_files", "loaders", "chunker", "framing", "query"];
+pub const TARGETS: [&str; 8] = [
+    "index_files",
+    "loaders",
+    "chunker",
+    "framing",
+    "query",
+    "front_matter",
+    "search",
+    "manifest",
+];
 
 /// Runs the target `name` on `data`; false for a name that is not a target.
 pub fn run(name: &str, data: &[u8]) -> bool {
@@ -22,6 +31,9 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "chunker" => chunker(data),
         "framing" => framing(data),
         "query" => query(data),
+        "front_matter" => front_matter(data),
+        "search" => search(data),
+        "manifest" => manifest(data),
         _ => return false,
     }
     true
@@ -121,4 +133,70 @@ pub fn query(data: &[u8]) {
     for t in terms.iter().take(8) {
         let _ = crate::search::pipeline::fallback_terms(t, &candidates);
     }
+}
+
+/// Front matter: the bytes as a Markdown file's YAML and TOML front matter (aliases, anchors,
+/// deep nesting), through the loader and its expansion limit.
+pub fn front_matter(data: &[u8]) {
+    #[cfg(feature = "loaders")]
+    {
+        let text = String::from_utf8_lossy(data);
+        let input = crate::config::InputConfig::default();
+        for fence in ["---", "+++"] {
+            let md = format!("{fence}\n{text}\n{fence}\n# Title\n\nBody text.\n");
+            let _ = crate::loader::load_markdown("fuzz.md", &md, &input);
+        }
+    }
+    #[cfg(not(feature = "loaders"))]
+    let _ = data;
+}
+
+/// The golden index (format 2, packed), for the targets that query or re-assemble it.
+const GOLDEN: &[u8] = include_bytes!("../tests/fixtures/golden-v2-fields.sxt");
+
+/// A keyword search of the golden index with the bytes as the query (phrases, exclusions,
+/// fallback terms, RM3), and a search with every option the first bytes pick.
+pub fn search(data: &[u8]) {
+    use crate::options::{Mode, SearchOptions};
+    static ENGINE: std::sync::OnceLock<Option<crate::search::Engine>> = std::sync::OnceLock::new();
+    let Some(engine) = ENGINE.get_or_init(|| crate::search::Engine::from_bytes(GOLDEN).ok()) else {
+        return;
+    };
+    let (a, b, rest) = split_params(data);
+    let query = String::from_utf8_lossy(rest);
+    let options = SearchOptions {
+        mode: Mode::Keyword,
+        k: a + 1,
+        depth: Some(b + 1),
+        per_document: a % 2 == 1,
+        query_expansion: b % 2 == 0,
+        ..Default::default()
+    };
+    let _ = engine.search(&query, &options, &crate::search::NoClock);
+    let _ = engine.lookup(&query);
+}
+
+/// The bytes as a split index's manifest: when it reads, the golden index's files are offered to
+/// its store under every name it lists (roles and counts the files do not match), then searched.
+pub fn manifest(data: &[u8]) {
+    static FILES: std::sync::OnceLock<Vec<(String, Vec<u8>)>> = std::sync::OnceLock::new();
+    let files = FILES.get_or_init(|| {
+        crate::index::packed::Packed::parse(GOLDEN)
+            .map(|p| p.files.iter().map(|(n, b)| (n.to_string(), b.to_vec())).collect())
+            .unwrap_or_default()
+    });
+    let Ok(mut engine) = crate::search::Engine::from_manifest(data) else {
+        return;
+    };
+    let names: Vec<String> = engine.manifest().file_names().into_iter().map(String::from).collect();
+    for (i, name) in names.iter().enumerate() {
+        if let Some((_, bytes)) = files.get(i % files.len().max(1)) {
+            let _ = engine.add_file(name, bytes);
+        }
+    }
+    let options = crate::options::SearchOptions {
+        mode: crate::options::Mode::Keyword,
+        ..Default::default()
+    };
+    let _ = engine.search("lamp \"fog horn\" -oil", &options, &crate::search::NoClock);
 }

@@ -78,6 +78,17 @@ pub enum LoadError {
         /// The limit.
         limit: u64,
     },
+    /// What a document expands to (a DOCX's HTML, a PDF's text) is larger than
+    /// `input.max_file_bytes`.
+    #[error("{path}: the document expands to {bytes} bytes of text, over the limit of {limit} (input.max_file_bytes); split it, raise the limit, or leave it out")]
+    ExpandsTooLarge {
+        /// The file.
+        path: String,
+        /// Bytes it expands to.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// Elements are nested deeper than `input.max_nesting_depth`.
     #[error("{path}: elements are nested {depth} levels deep, over the limit of {limit} (input.max_nesting_depth); raise the limit in sextant.toml [input] or leave the file out")]
     TooDeep {
