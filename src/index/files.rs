@@ -165,6 +165,23 @@ impl Norms {
     }
 }
 
+impl Norms {
+    /// Whether the chunks name every document from 0 to `documents − 1`, in order (each
+    /// chunk's document the same as the one before it or the next): what an index of format 2.2
+    /// or later holds, every document with a chunk.
+    pub fn names_every_document(&self, documents: usize) -> bool {
+        let mut next = 0usize;
+        for &d in &self.documents {
+            match (d as usize).cmp(&next) {
+                std::cmp::Ordering::Equal => next += 1,
+                std::cmp::Ordering::Less if d as usize + 1 == next => {}
+                _ => return false,
+            }
+        }
+        next == documents
+    }
+}
+
 /// A keyword shard: `SXkw` then a [`TermTable`].
 pub fn keyword_to_bytes(table: &TermTable) -> Vec<u8> {
     let mut out = KEYWORD_MAGIC.to_vec();

@@ -197,7 +197,15 @@ impl IndexStore {
         for role in roles {
             match role {
                 Role::Norms => {
-                    self.norms = Some(Norms::from_bytes(bytes, chunks, documents).map_err(|e| bad(e.to_string()))?);
+                    let norms = Norms::from_bytes(bytes, chunks, documents).map_err(|e| bad(e.to_string()))?;
+                    if m.format.minor >= super::manifest::EVERY_DOCUMENT_HAS_CHUNKS
+                        && !norms.names_every_document(documents)
+                    {
+                        return Err(bad(format!(
+                            "its chunks do not name every one of the {documents} documents the manifest counts"
+                        )));
+                    }
+                    self.norms = Some(norms);
                 }
                 Role::Meta => {
                     self.meta = Some(VectorMeta::from_bytes(bytes, dims).map_err(|e| bad(e.to_string()))?);

@@ -509,3 +509,57 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn only_documents_with_chunks_are_counted_and_numbered() {
+    // Document b has no chunk (its text repeated a's): it is not in the index.
+    let documents = [document("a"), document("b"), document("c")];
+    let chunks = [chunk("a#0", 0, "lamp oil"), chunk("c#0", 2, "fog horn")];
+    let vectors = vec![vec![1.0, 0.0, 0.0], vec![0.0, 1.0, 0.0]];
+    let built = write_index(IndexInput {
+        documents: &documents,
+        chunks: &chunks,
+        duplicates_dropped: 1,
+        vectors: &vectors,
+        model: &model(3),
+        chunking: crate::chunk::ChunkParams::default(),
+        bm25: Bm25Params::default(),
+        fields: Fields::default(),
+        analyzer: crate::analyzer::Analyzer::NAME,
+        layout: Layout::default(),
+    })
+    .unwrap();
+    assert_eq!(built.manifest.counts.documents, 2);
+    let store = full_store(&built);
+    assert_eq!(store.norms().unwrap().documents, [0, 1]);
+    let fragment = store.fragment(1).unwrap();
+    assert_eq!(fragment.chunk(1).unwrap().doc, 1);
+    assert_eq!(fragment.document(1).unwrap().id, "c");
+}
+
+#[test]
+fn a_document_count_the_chunks_do_not_bear_out_is_refused() {
+    let built = tiny();
+    let norms = built.files.iter().find(|(n, _)| n.starts_with("norms.")).unwrap();
+    for (documents, minor, accepted) in [(2, 2, true), (3, 2, false), (3, 1, true)] {
+        let mut manifest = built.manifest.clone();
+        manifest.counts.documents = documents;
+        manifest.format.minor = minor;
+        let manifest = IndexManifest::from_json(&serde_json::to_vec(&manifest).unwrap()).unwrap();
+        let result = IndexStore::new(manifest).add(&norms.0, &norms.1);
+        assert_eq!(
+            result.is_ok(),
+            accepted,
+            "{documents} documents, minor {minor}: {result:?}"
+        );
+    }
+    let norms = |documents: Vec<u32>| Norms {
+        lengths: vec![1; documents.len()],
+        documents,
+        avgdl: 1.0,
+    };
+    assert!(norms(vec![0, 0, 1, 2, 2]).names_every_document(3));
+    assert!(!norms(vec![0, 2]).names_every_document(3), "a gap");
+    assert!(!norms(vec![0, 1]).names_every_document(3), "one short");
+    assert!(norms(vec![]).names_every_document(0));
+}

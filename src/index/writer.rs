@@ -47,8 +47,40 @@ pub struct IndexInput<'a> {
     pub layout: Layout,
 }
 
+/// The documents that have chunks, numbered anew in their order, and the chunks pointing at the
+/// new numbers: an index holds no document it cannot return (one whose every chunk repeated
+/// another's, or one without text), so its documents are exactly those its chunks name.
+fn documents_with_chunks(input: &IndexInput) -> Result<(Vec<DocumentInfo>, Vec<Chunk>), IndexError> {
+    let mut number: Vec<Option<u32>> = vec![None; input.documents.len()];
+    let mut documents = Vec::new();
+    let mut chunks = Vec::with_capacity(input.chunks.len());
+    for c in input.chunks {
+        let slot = number.get_mut(c.doc as usize).ok_or_else(|| IndexError::BadSection {
+            section: "chunks",
+            reason: format!("chunk {} names document {}", c.id, c.doc),
+        })?;
+        let doc = match *slot {
+            Some(n) => n,
+            None => {
+                let n = documents.len() as u32;
+                documents.push(input.documents[c.doc as usize].clone());
+                *slot = Some(n);
+                n
+            }
+        };
+        chunks.push(Chunk { doc, ..c.clone() });
+    }
+    Ok((documents, chunks))
+}
+
 /// Builds every file and the manifest.
 pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
+    let (documents, chunks) = documents_with_chunks(&input)?;
+    let input = IndexInput {
+        documents: &documents,
+        chunks: &chunks,
+        ..input
+    };
     let bad = |reason: String| IndexError::BadSection {
         section: "vectors",
         reason,
