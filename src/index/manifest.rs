@@ -10,7 +10,7 @@ use crate::bm25::Bm25Params;
 use crate::chunk::ChunkParams;
 use crate::embed::ModelSpec;
 
-use super::IndexError;
+use super::error::IndexError;
 
 /// The format major of split and packed indexes.
 pub const INDEX_MAJOR: u16 = 2;

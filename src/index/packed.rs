@@ -7,7 +7,9 @@
 use crate::codec::{put_string, put_varint, ByteReader};
 use crate::container::{self, Container, SectionEntry, SectionId};
 
-use super::{IndexError, IndexManifest, IndexStore, INDEX_MAJOR, INDEX_MINOR, OLDEST_READABLE_MAJOR};
+use super::error::IndexError;
+use super::manifest::{IndexManifest, INDEX_MAJOR, INDEX_MINOR, OLDEST_READABLE_MAJOR};
+use super::store::IndexStore;
 
 /// Packs a manifest and its files into one `.sxt`.
 pub fn pack(manifest: &IndexManifest, files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, IndexError> {

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bm25::TermTable;
 
+use super::error::IndexError;
 use super::files::{self, content_matches, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
-use super::{IndexError, IndexManifest};
+use super::manifest::IndexManifest;
 
 /// What a file is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

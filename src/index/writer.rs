@@ -6,10 +6,12 @@ use crate::bm25::{Bm25Params, TermTable};
 use crate::chunk::{Chunk, ChunkParams};
 use crate::embed::ModelSpec;
 
+use super::error::IndexError;
+use super::files::DocumentInfo;
 use super::files::{cluster_order, file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
-use super::{
-    crate_versions, Counts, DocumentInfo, Fields, FileRun, FormatVersion, IndexError, IndexFiles, IndexManifest,
-    Layout, ShardRef, VectorFiles, INDEX_MAJOR, INDEX_MINOR,
+use super::manifest::{
+    crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
+    INDEX_MAJOR, INDEX_MINOR,
 };
 
 /// A written index: its manifest and its files (name, bytes), each once.

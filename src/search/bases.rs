@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::SearchResult;
+use super::types::SearchResult;
 use crate::fusion::{reciprocal_rank_fusion, RRF_K};
 use crate::options::BadOption;
 

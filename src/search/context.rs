@@ -5,7 +5,8 @@ use crate::frame::{frame, FrameChunk, Framed};
 use crate::options::{AskOptions, ContextOptions, FrameOptions};
 use crate::prompt::{chat_messages, REFUSAL, SYSTEM_PROMPT};
 
-use super::{Clock, ContextResponse, Engine, SearchError, SearchResult, StageTimings, Step};
+use super::engine::Engine;
+use super::types::{Clock, ContextResponse, SearchError, SearchResult, StageTimings, Step};
 
 impl Engine {
     /// Frames results as LLM context (needs the model's tokenizer to count tokens).

@@ -15,8 +15,8 @@ use crate::index::{check_model, packed, IndexError, IndexManifest, IndexStore};
 use crate::options::Mode;
 
 #[cfg(feature = "model")]
-use super::EngineError;
-use super::{needs_model_for, SearchError};
+use super::types::EngineError;
+use super::types::{needs_model_for, SearchError};
 
 /// A query's text and its embedding.
 type LastQuery = (String, Vec<f32>);

@@ -8,7 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Engine, Step};
+use super::engine::Engine;
+use super::types::Step;
 use crate::chunk::Chunk;
 use crate::index::DocumentInfo;
 

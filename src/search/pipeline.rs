@@ -11,8 +11,6 @@
 
 pub mod stages;
 
-use serde::{Deserialize, Serialize};
-
 use crate::bm25::{score_weighted, Bm25Params};
 use crate::fusion::{
     convex_combination, documents_scored, reciprocal_rank_fusion, FusedHit, Fusion, PageScore, ScoredList, RRF_K,
@@ -21,20 +19,11 @@ use crate::index::files::VectorMeta;
 use crate::index::IndexStore;
 use crate::options::Mode;
 
-use super::{RetrieverHit, SearchResult};
+pub use super::types::VectorMethod;
+use super::types::{RetrieverHit, SearchResult};
 
 /// One retriever's candidates, best first: (chunk number, that retriever's score).
 pub type Ranked = Vec<(u32, f32)>;
-
-/// How the dense retriever ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VectorMethod {
-    /// Binary codes of every chunk picked the candidates; their int8 vectors ranked them.
-    Rescored,
-    /// The int8 vector of every chunk was scored.
-    Exact,
-}
 
 /// The BM25 candidates for a query's analyzer terms: the top `depth` (the store holds the norms
 /// and the shards of these terms).

@@ -5,7 +5,7 @@ use crate::analyzer::Analyzer;
 use crate::options::Mode;
 
 use super::query::Query;
-use super::SearchError;
+use super::types::SearchError;
 
 /// What a query asks for, analyzed: the words to search for, the words whose chunks are left
 /// out, and the phrases results must hold. Repeated exclusions and phrases are kept once (a

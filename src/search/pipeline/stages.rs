@@ -15,7 +15,7 @@ use crate::embed::Reranker;
 use crate::index::IndexStore;
 use crate::options::{Mode, SearchOptions, VectorSearch};
 use crate::search::plan::QueryPlan;
-use crate::search::{SearchError, SearchResult, Step};
+use crate::search::types::{SearchError, SearchResult, Step};
 
 use super::{
     assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, keyword_candidates, rescore,
