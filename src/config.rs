@@ -38,6 +38,8 @@
 //! exclude = []            # globs of paths to skip
 //! max_file_bytes = 67108864   # larger files are skipped, with the reason
 //! max_nesting_depth = 512     # HTML nested deeper is skipped, with the reason
+//! max_front_matter_values = 10000    # front matter flattening to more is refused
+//! max_front_matter_bytes = 1048576   # likewise, in bytes (key paths included)
 //! ```
 //!
 //! Unknown keys are errors, so a typo never silently falls back to a default.
@@ -106,10 +108,13 @@ pub struct InputConfig {
     /// Deepest element nesting an HTML page may have. Default 512 (where Chromium's parser stops
     /// nesting too).
     pub max_nesting_depth: usize,
-    /// Most values a document's front matter may expand to, YAML aliases followed (an alias
-    /// counts as everything its anchor holds, so a few hundred bytes cannot ask for gigabytes);
-    /// its text is bounded by `max_file_bytes` too. Default 10000.
+    /// Most values a document's front matter may flatten to, YAML aliases followed (an alias
+    /// counts as everything its anchor holds, so a few hundred bytes cannot ask for gigabytes).
+    /// Default 10000.
     pub max_front_matter_values: usize,
+    /// Most bytes a document's front matter may flatten to: every value with its whole key path
+    /// (`a.b.c`), aliases followed. Default 1 MiB.
+    pub max_front_matter_bytes: usize,
 }
 
 impl Default for InputConfig {
@@ -120,6 +125,7 @@ impl Default for InputConfig {
             max_file_bytes: 64 * 1024 * 1024,
             max_nesting_depth: 512,
             max_front_matter_values: 10_000,
+            max_front_matter_bytes: 1024 * 1024,
         }
     }
 }

@@ -282,3 +282,23 @@ fn file_names_outside_the_documented_form_are_refused() {
         assert!(e.to_string().contains("is not of the form"), "{bad}: {e}");
     }
 }
+
+/// A run of 2³² chunks a file once made `lookup` step by zero: counts and runs past what a u32
+/// chunk number can name are refused with the manifest.
+#[test]
+fn counts_past_chunk_numbers_are_refused() {
+    let (manifest, _) = unpacked(&golden());
+    let m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let huge = u64::from(u32::MAX) + 1;
+    for path in [
+        "/files/fragments/chunks_per_file",
+        "/files/vectors/codes/chunks_per_file",
+        "/files/vectors/blocks/chunks_per_file",
+        "/counts/documents",
+    ] {
+        let mut m = m.clone();
+        *m.pointer_mut(path).unwrap() = huge.into();
+        let e = Engine::from_manifest(&serde_json::to_vec(&m).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("the most chunk numbers can name"), "{path}: {e}");
+    }
+}

@@ -62,7 +62,12 @@ pub fn load_documents(files: &[InputFile], input: &InputConfig) -> Result<(Vec<D
         let bytes = std::fs::read(&file.path).with_context(|| format!("reading {}", file.path.display()))?;
         match load_file(&file.rel, &bytes, input) {
             Ok(docs) => documents.extend(docs),
-            Err(e @ (LoadError::TooLarge { .. } | LoadError::TooDeep { .. })) => skipped.push(skip(e.to_string())),
+            Err(
+                e @ (LoadError::TooLarge { .. }
+                | LoadError::TooDeep { .. }
+                | LoadError::FrontMatterTooLarge { .. }
+                | LoadError::ExpandsTooLarge { .. }),
+            ) => skipped.push(skip(e.to_string())),
             Err(e) => return Err(e).with_context(|| format!("loading {}", file.path.display())),
         }
     }

@@ -37,6 +37,7 @@ pub fn glob_set(patterns: &[String], what: &str) -> Result<Option<GlobSet>> {
     Ok(Some(builder.build()?))
 }
 
+/// A relative path's normal parts joined with `/` (what ids, records and globs are matched on).
 pub fn rel_string(path: &Path) -> String {
     path.components()
         .filter_map(|c| match c {

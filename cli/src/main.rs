@@ -2,8 +2,9 @@
 //!
 //! One file per command in `commands/`; what they share lives beside this file: `config`
 //! (reading `sextant.toml`), `engine` (opening an index with its model), `flags` (the search
-//! options as flags), `indexing` (loading, embedding, writing), `inputs` (walking input folders)
-//! and `model` (finding the model files).
+//! options as flags), `indexing` (loading, embedding, writing), `inputs` (walking input folders),
+//! `cache` (the embedding cache), `owned` (what `build --site` may change) and `model` (finding
+//! the model files).
 
 mod cache;
 mod commands;

@@ -690,13 +690,43 @@ fn the_output_may_not_be_an_input() {
     let err = fails(&["build", s(&dir.join("docs")), "-o", s(&inside)]);
     assert!(err.contains("is inside the input"), "{err}");
     assert!(!inside.exists());
-    // Through a link to the input, too.
+    // Through a link to the input, too (refused: the link is not replaced by the index either).
     let link = dir.join("link.md");
     std::os::unix::fs::symlink(&notes, &link).unwrap();
     fails(&["build", s(&notes), "-o", s(&link)]);
-    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "# Notes\n\nKeep these.\n");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     let err = fails(&["upgrade", s(&notes), "-o", s(&notes)]);
     assert!(err.contains("same file"), "{err}");
+}
+
+#[test]
+fn a_file_over_an_input_limit_is_skipped_not_the_build() {
+    let dir = tmp("over-limits");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ok.md"), "# Fine\n\nThe lamp turns at dusk.\n").unwrap();
+    let mut maps = String::from("m0: &m0 {a: x, b: x, c: x, d: x, e: x, f: x, g: x, h: x, i: x}\n");
+    for level in 1..9 {
+        let refs: Vec<String> = "abcdefghi".chars().map(|k| format!("{k}: *m{}", level - 1)).collect();
+        maps.push_str(&format!("m{level}: &m{level} {{{}}}\n", refs.join(", ")));
+    }
+    std::fs::write(dir.join("bomb.md"), format!("---\n{maps}---\n# Bomb\n\ntext\n")).unwrap();
+    std::fs::write(dir.join("deep.html"), "<div></x>".repeat(20_000)).unwrap();
+    let out = tmp("over-limits.sxt");
+    let summary: serde_json::Value = serde_json::from_str(&ok(&["build", s(&dir), "-o", s(&out), "--json"])).unwrap();
+    assert_eq!(summary["documents"], 1);
+    let reasons: Vec<String> = summary["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("max_front_matter_values")),
+        "{reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r.contains("max_nesting_depth")), "{reasons:?}");
 }
 
 /// The `--help` text of a command.

@@ -75,7 +75,8 @@ pub fn content_matches(name: &str, bytes: &[u8]) -> bool {
 }
 
 /// Fails unless exactly `len` bytes remain (what a file's counts say it holds): checked before a
-/// reader allocates anything by those counts, so no allocation exceeds the bytes behind it.
+/// reader allocates anything by those counts, so what it allocates is proportional to the bytes
+/// behind it (a small constant factor: an entry decoded takes a few times its encoded bytes).
 fn backed(r: &ByteReader, len: usize, what: &'static str, offset: usize) -> Result<(), DecodeError> {
     if r.remaining() == len {
         Ok(())

@@ -379,6 +379,19 @@ impl IndexManifest {
                 ),
             });
         }
+        // Chunk and document numbers are u32 in every file: a count or run past them is no index.
+        let runs = [
+            manifest.files.fragments.chunks_per_file,
+            manifest.files.vectors.codes.chunks_per_file,
+            manifest.files.vectors.blocks.chunks_per_file,
+        ];
+        let limit = u32::MAX as usize;
+        if manifest.counts.chunks > limit || manifest.counts.documents > limit || runs.iter().any(|&r| r > limit) {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: format!("a count or a run of chunks is over {limit}, the most chunk numbers can name"),
+            });
+        }
         let chunks = manifest.counts.chunks;
         manifest.files.fragments.check(chunks, "fragment")?;
         manifest.files.vectors.codes.check(chunks, "code")?;

@@ -45,185 +45,6 @@ fn strip_mdx_statements(text: &str) -> String {
     out
 }
 
-fn flatten_yaml(prefix: &str, value: &yaml_rust2::Yaml, out: &mut BTreeMap<String, String>) {
-    use yaml_rust2::Yaml;
-    let scalar = |v: &Yaml| -> Option<String> {
-        match v {
-            Yaml::Real(s) | Yaml::String(s) => Some(s.clone()),
-            Yaml::Integer(i) => Some(i.to_string()),
-            Yaml::Boolean(b) => Some(b.to_string()),
-            _ => None,
-        }
-    };
-    match value {
-        Yaml::Hash(map) => {
-            for (k, v) in map {
-                let Some(key) = scalar(k) else { continue };
-                let key = if prefix.is_empty() {
-                    key
-                } else {
-                    format!("{prefix}.{key}")
-                };
-                flatten_yaml(&key, v, out);
-            }
-        }
-        Yaml::Array(items) => {
-            let joined: Vec<String> = items.iter().filter_map(scalar).collect();
-            if !joined.is_empty() {
-                out.insert(prefix.to_string(), joined.join(", "));
-            }
-        }
-        other => {
-            if let Some(s) = scalar(other) {
-                out.insert(prefix.to_string(), s);
-            }
-        }
-    }
-}
-
-fn flatten_toml(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>) {
-    use toml::Value;
-    match value {
-        Value::Table(map) => {
-            for (k, v) in map {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten_toml(&key, v, out);
-            }
-        }
-        Value::Array(items) => {
-            let joined: Vec<String> = items
-                .iter()
-                .filter_map(|v| match v {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Table(_) | Value::Array(_) => None,
-                    other => Some(other.to_string()),
-                })
-                .collect();
-            if !joined.is_empty() {
-                out.insert(prefix.to_string(), joined.join(", "));
-            }
-        }
-        Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
-        other => {
-            out.insert(prefix.to_string(), other.to_string());
-        }
-    }
-}
-
-/// Counts what a YAML text's first document expands to, aliases followed (each alias counts as
-/// all of what its anchor holds), in one pass over the parser's events: values and scalar bytes,
-/// saturating, so "billion laughs" is measured in linear time without being built.
-#[derive(Default)]
-struct YamlSize {
-    /// Open collections: their anchor and size so far.
-    open: Vec<(usize, (u64, u64))>,
-    /// Each anchor's expanded size.
-    anchors: HashMap<usize, (u64, u64)>,
-    /// The first document's size.
-    total: (u64, u64),
-    done: bool,
-}
-
-impl YamlSize {
-    fn add(&mut self, size: (u64, u64)) {
-        let target = match self.open.last_mut() {
-            Some((_, open)) => open,
-            None => &mut self.total,
-        };
-        target.0 = target.0.saturating_add(size.0);
-        target.1 = target.1.saturating_add(size.1);
-    }
-}
-
-impl yaml_rust2::parser::MarkedEventReceiver for YamlSize {
-    fn on_event(&mut self, event: yaml_rust2::Event, _: yaml_rust2::scanner::Marker) {
-        use yaml_rust2::Event;
-        if self.done {
-            return;
-        }
-        match event {
-            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => self.open.push((anchor, (1, 0))),
-            Event::SequenceEnd | Event::MappingEnd => {
-                if let Some((anchor, size)) = self.open.pop() {
-                    if anchor > 0 {
-                        self.anchors.insert(anchor, size);
-                    }
-                    self.add(size);
-                }
-            }
-            Event::Scalar(value, _, anchor, _) => {
-                let size = (1, value.len() as u64);
-                if anchor > 0 {
-                    self.anchors.insert(anchor, size);
-                }
-                self.add(size);
-            }
-            Event::Alias(anchor) => {
-                let size = self.anchors.get(&anchor).copied().unwrap_or((1, 0));
-                self.add(size);
-            }
-            Event::DocumentEnd => self.done = true,
-            _ => {}
-        }
-    }
-}
-
-fn parse_front_matter(
-    path: &str,
-    kind: MetadataBlockKind,
-    text: &str,
-    input: &InputConfig,
-) -> Result<BTreeMap<String, String>, LoadError> {
-    let mut out = BTreeMap::new();
-    let bad = |format: &'static str, reason: String| LoadError::BadFrontMatter {
-        path: path.to_string(),
-        format,
-        reason,
-    };
-    match kind {
-        MetadataBlockKind::YamlStyle => {
-            // Aliases are measured before anything is built: the loader copies an alias's whole
-            // anchor, so a few hundred bytes could otherwise ask for gigabytes.
-            let mut size = YamlSize::default();
-            yaml_rust2::parser::Parser::new_from_str(text)
-                .load(&mut size, false)
-                .map_err(|e| bad("YAML", e.to_string()))?;
-            let limit = input.max_front_matter_values as u64;
-            if size.total.0 > limit || size.total.1 > input.max_file_bytes {
-                return Err(LoadError::FrontMatterTooLarge {
-                    path: path.to_string(),
-                    values: size.total.0,
-                    bytes: size.total.1,
-                    limit: input.max_front_matter_values,
-                });
-            }
-            let docs = yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| LoadError::BadFrontMatter {
-                path: path.to_string(),
-                format: "YAML",
-                reason: e.to_string(),
-            })?;
-            if let Some(doc) = docs.first() {
-                flatten_yaml("", doc, &mut out);
-            }
-        }
-        MetadataBlockKind::PlusesStyle => {
-            let table: toml::Table = text.parse().map_err(|e: toml::de::Error| LoadError::BadFrontMatter {
-                path: path.to_string(),
-                format: "TOML",
-                reason: e.message().to_string(),
-            })?;
-            flatten_toml("", &toml::Value::Table(table), &mut out);
-        }
-    }
-    Ok(out)
-}
-
 fn level_number(level: HeadingLevel) -> usize {
     level as usize
 }
@@ -257,7 +78,7 @@ pub fn load_markdown(path: &str, text: &str, input: &InputConfig) -> Result<Docu
             Event::Start(Tag::MetadataBlock(kind)) => front = Some((kind, String::new())),
             Event::End(TagEnd::MetadataBlock(_)) => {
                 if let Some((kind, text)) = front.take() {
-                    metadata = parse_front_matter(path, kind, &text, input)?;
+                    metadata = super::front_matter::parse(path, kind, &text, input)?;
                 }
             }
             Event::Start(Tag::Heading { level, id, .. }) => {
@@ -419,36 +240,78 @@ mod tests {
     #[test]
     fn yaml_aliases_cannot_expand_past_the_limit() {
         // "Billion laughs": nine levels of nine aliases each, 9^9 values from about 400 bytes.
-        let mut yaml = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x]\n");
+        // Lists of lists flatten to nothing, so that one costs nothing at all...
+        let mut lists = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x]\n");
+        // ...and mappings of mappings flatten to every path, so that one is stopped at the limit.
+        let mut maps = String::from("m0: &m0 {a: x, b: x, c: x, d: x, e: x, f: x, g: x, h: x, i: x}\n");
         for level in 1..9 {
             let p = level - 1;
             let refs = vec![format!("*l{p}"); 9].join(", ");
-            yaml.push_str(&format!("l{level}: &l{level} [{refs}]\n"));
+            lists.push_str(&format!("l{level}: &l{level} [{refs}]\n"));
+            let refs: Vec<String> = "abcdefghi".chars().map(|k| format!("{k}: *m{p}")).collect();
+            maps.push_str(&format!("m{level}: &m{level} {{{}}}\n", refs.join(", ")));
         }
-        let md = format!("---\n{yaml}---\n# T\n\ntext\n");
-        assert!(md.len() < 600);
-        let started = std::time::Instant::now();
-        let e = load_markdown("bomb.md", &md, &InputConfig::default()).unwrap_err();
-        assert!(matches!(e, LoadError::FrontMatterTooLarge { limit: 10_000, .. }), "{e}");
-        assert!(e.to_string().contains("max_front_matter_values"), "{e}");
-        assert!(started.elapsed().as_secs() < 5, "measured without being built");
+        let yaml = maps.clone();
+        let md = |yaml: &str| format!("---\n{yaml}---\n# T\n\ntext\n");
+        assert!(md(&maps).len() < 1_000 && md(&lists).len() < 600, "a few hundred bytes");
+        let doc = load_markdown("lists.md", &md(&lists), &InputConfig::default()).unwrap();
+        assert_eq!(doc.metadata.len(), 1, "{:?}", doc.metadata);
+        let e = load_markdown("bomb.md", &md(&maps), &InputConfig::default()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LoadError::FrontMatterTooLarge {
+                    limit: 10_000,
+                    values: 10_001,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("max_front_matter_values"),
+            "stopped at the limit: {e}"
+        );
         // Aliases within the limit still work.
         let ok = "---\nbase: &b {owner: ops}\ncopy: *b\n---\ntext\n";
         let doc = load_markdown("ok.md", ok, &InputConfig::default()).unwrap();
         assert_eq!(doc.metadata.get("copy.owner").map(String::as_str), Some("ops"));
-        // A long scalar repeated counts its bytes against max_file_bytes.
+        // A long scalar repeated counts its bytes.
         let big = format!(
             "---\ns: &s {}\nl: [{}]\n---\nx\n",
-            "y".repeat(1000),
-            vec!["*s"; 100].join(", ")
+            "y".repeat(7_000),
+            vec!["*s"; 200].join(", ")
         );
-        let small = InputConfig {
-            max_file_bytes: 50_000,
-            ..InputConfig::default()
-        };
         assert!(matches!(
-            load_markdown("big.md", &big, &small),
+            load_markdown("big.md", &big, &InputConfig::default()),
             Err(LoadError::FrontMatterTooLarge { .. })
         ));
+        // A second YAML document inside the block (a `---` with a tab after it does not end the
+        // front matter) is not read, so it cannot expand either.
+        let second = format!("---\ntitle: T\n---\t\n{yaml}---\n# T\n\ntext\n");
+        let doc = load_markdown("second.md", &second, &InputConfig::default()).unwrap();
+        assert_eq!(doc.metadata.get("title").map(String::as_str), Some("T"));
+        // Every value carries its key path: a long key over many values is counted whole.
+        let key = "k".repeat(10_000);
+        let values: String = (0..200).map(|i| format!("v{i} = 1\n")).collect();
+        let toml = format!("+++\n[{key}]\n{values}+++\nx\n");
+        assert!(matches!(
+            load_markdown("keys.md", &toml, &InputConfig::default()),
+            Err(LoadError::FrontMatterTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn yaml_scalars_read_as_the_core_schema_reads_them() {
+        let md = "---\nflag: true\nhex: 0x10\nq: \"0x10\"\nnone: ~\nlist: [a, 1, {x: y}, [z]]\nnested: {a: {b: c}}\n1: one\n---\nx\n";
+        let m = load_markdown("s.md", md, &InputConfig::default()).unwrap().metadata;
+        let get = |k: &str| m.get(k).map(String::as_str);
+        assert_eq!(get("flag"), Some("true"));
+        assert_eq!(get("hex"), Some("16"));
+        assert_eq!(get("q"), Some("0x10"));
+        assert_eq!(get("none"), None);
+        assert_eq!(get("list"), Some("a, 1"));
+        assert_eq!(get("nested.a.b"), Some("c"));
+        assert_eq!(get("1"), Some("one"));
     }
 }

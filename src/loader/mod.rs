@@ -3,7 +3,9 @@
 //! The CLI walks directories and reads files; these functions only see a file's path (relative
 //! to its input root, with `/` separators) and its bytes, so they are pure and tested natively.
 
+mod front_matter;
 mod html;
+mod html_parse;
 mod jsonl;
 mod markdown;
 
@@ -99,8 +101,9 @@ pub enum LoadError {
         /// The limit.
         limit: usize,
     },
-    /// Front matter expands (YAML aliases followed) to more than `input.max_front_matter_values`.
-    #[error("{path}: the front matter expands to {values} values ({bytes} bytes of text), over the limit of {limit} values (input.max_front_matter_values; YAML aliases count as all they repeat); simplify the front matter, raise the limit in sextant.toml [input], or leave the file out")]
+    /// Front matter flattens (YAML aliases followed, every value with its key path) to more than
+    /// `input.max_front_matter_values` values or `input.max_front_matter_bytes` bytes.
+    #[error("{path}: the front matter flattens to more than {limit} values or input.max_front_matter_bytes bytes ({values} values, {bytes} bytes when it was stopped; YAML aliases count as all they repeat, every value with its key path); simplify the front matter, raise input.max_front_matter_values or input.max_front_matter_bytes in sextant.toml [input], or leave the file out")]
     FrontMatterTooLarge {
         /// The file.
         path: String,

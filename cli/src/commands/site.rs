@@ -20,7 +20,7 @@ use sextant::loader::load_site_page;
 
 use crate::indexing::{build_index, oversized, write_atomically, BuildStats};
 use crate::inputs::{glob_set, walk};
-use crate::owned::Owned;
+use crate::owned::{Owned, Planned, Record, ENTRY_MANIFEST};
 
 /// What `sextant build --site` was asked to do.
 #[derive(Debug)]
@@ -43,8 +43,9 @@ pub struct SiteBuild {
 pub const OUTPUT_DIR: &str = "sextant";
 /// The index's folder inside the output folder.
 pub const INDEX_DIR: &str = "index";
-/// The entry manifest inside the output folder (fetched fresh on every page load).
-const ENTRY_MANIFEST: &str = "sextant.json";
+/// The drop-in UI's files, rewritten in place on every build (their names are fixed: pages load
+/// them by name).
+const UI_FILES: [&str; 2] = ["sextant-ui.js", "sextant-ui.css"];
 /// Package files copied into the hashed package folder.
 const PACKAGE_FILES: [&str; 8] = [
     "core.js",
@@ -101,11 +102,11 @@ struct EntryManifest {
     bytes: BTreeMap<&'static str, u64>,
     pages: usize,
     chunks: usize,
-    /// Every file this build wrote under `sextant/` (this manifest aside), sorted: what a later
-    /// build may remove, and what the service worker keeps.
-    files: Vec<String>,
-    /// SHA-256 of the service worker written at the site's root.
-    service_worker_sha256: String,
+    /// What this build wrote (`files`: every file under `sextant/`, this manifest aside, sorted;
+    /// what a later build may remove, and what the service worker keeps), as `crate::owned`
+    /// records it.
+    #[serde(flatten)]
+    record: Record,
 }
 
 #[derive(Serialize)]
@@ -166,7 +167,16 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let out = site.join(OUTPUT_DIR);
     let sw_path = site.join("sextant-sw.js");
     let sw = std::fs::read(package.join("ui/sextant-sw.js"))?;
-    let owned = Owned::check(site, &out, ENTRY_MANIFEST, &sw_path, &sw)?;
+    let mut ui = Vec::new();
+    for f in UI_FILES {
+        let path = package.join("ui").join(f);
+        ui.push((
+            f,
+            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+        ));
+    }
+    let fixed: Vec<(&str, &[u8])> = ui.iter().map(|(f, b)| (*f, b.as_slice())).collect();
+    let owned = Owned::check(site, &out, &sw_path, &sw, &fixed)?;
     let pages = pages(site, &config.input.include, &config.input.exclude)?;
     if pages.is_empty() {
         bail!("no HTML pages in {}; pass the folder of a built site", site.display());
@@ -210,35 +220,34 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let (built, stats) = build_index(&documents, &config, Some(&model_dir), cache.as_deref())?;
     let manifest = &built.manifest;
 
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let mut written: Vec<String> = Vec::new();
-    // `hashed`: the name holds the content hash, so a file already there is already right.
-    let mut put = |name: String, bytes: &[u8], hashed: bool| -> Result<String> {
-        let path = out.join(&name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        if !(hashed && path.is_file()) {
-            write_atomically(&path, bytes)?;
-        }
-        written.push(name.clone());
-        Ok(name)
+    // Every file the build writes, planned first, so that a pending record names them all before
+    // the first is written.
+    let mut plan: Vec<Planned> = Vec::new();
+    let mut add = |name: String, bytes: Vec<u8>, hashed: bool| -> String {
+        plan.push(Planned {
+            name: name.clone(),
+            bytes,
+            hashed,
+        });
+        name
     };
     let model = std::fs::read(model_dir.join("model.onnx"))?;
     let tokenizer = std::fs::read(model_dir.join("tokenizer.json"))?;
+    let (model_len, tokenizer_len) = (model.len() as u64, tokenizer.len() as u64);
     let mut index_bytes = 0u64;
     for (name, bytes) in &built.files {
-        put(format!("{INDEX_DIR}/{name}"), bytes, true)?;
+        add(format!("{INDEX_DIR}/{name}"), bytes.clone(), true);
         index_bytes += bytes.len() as u64;
     }
     let manifest_json = serde_json::to_vec(manifest)?;
-    let index_name = put(
+    let manifest_len = manifest_json.len() as u64;
+    let index_name = add(
         format!("{INDEX_DIR}/manifest.{}.json", short_hash(&manifest_json)),
-        &manifest_json,
+        manifest_json,
         true,
-    )?;
-    let model_name = put(format!("model.{}.onnx", short_hash(&model)), &model, true)?;
-    let tokenizer_name = put(format!("tokenizer.{}.json", short_hash(&tokenizer)), &tokenizer, true)?;
+    );
+    let model_name = add(format!("model.{}.onnx", short_hash(&model)), model, true);
+    let tokenizer_name = add(format!("tokenizer.{}.json", short_hash(&tokenizer)), tokenizer, true);
     let mut package_bytes = Vec::new();
     let mut files = Vec::new();
     for f in PACKAGE_FILES {
@@ -249,18 +258,19 @@ pub fn run(build: SiteBuild) -> Result<()> {
     }
     let package_name = format!("pkg.{}/", short_hash(&package_bytes));
     let (mut wasm_bytes, mut keyword_wasm_bytes) = (0u64, 0u64);
-    for (f, bytes) in &files {
-        match *f {
+    for (f, bytes) in files {
+        match f {
             "sextant_wasm_bg.wasm" => wasm_bytes = bytes.len() as u64,
             "sextant_keyword_bg.wasm" => keyword_wasm_bytes = bytes.len() as u64,
             _ => {}
         }
-        put(format!("{package_name}{f}"), bytes, true)?;
+        add(format!("{package_name}{f}"), bytes, true);
     }
-    for f in ["sextant-ui.js", "sextant-ui.css"] {
-        let bytes = std::fs::read(package.join("ui").join(f))?;
-        put(f.to_string(), &bytes, false)?;
+    for (f, bytes) in ui {
+        add(f.to_string(), bytes, false);
     }
+    let record = owned.write(&plan)?;
+    let written = record.files.clone();
     let entry = EntryManifest {
         version: 2,
         generator: manifest.generator.clone(),
@@ -270,30 +280,28 @@ pub fn run(build: SiteBuild) -> Result<()> {
         worker: format!("{package_name}ui/search-worker.js"),
         package: package_name,
         bytes: BTreeMap::from([
-            ("index", index_bytes + manifest_json.len() as u64),
-            ("index_manifest", manifest_json.len() as u64),
-            ("model", model.len() as u64),
-            ("tokenizer", tokenizer.len() as u64),
+            ("index", index_bytes + manifest_len),
+            ("index_manifest", manifest_len),
+            ("model", model_len),
+            ("tokenizer", tokenizer_len),
             ("wasm", wasm_bytes),
             ("keyword_wasm", keyword_wasm_bytes),
         ]),
         pages: documents.len(),
         chunks: manifest.counts.chunks,
-        files: {
-            let mut files = written.clone();
-            files.sort();
-            files.dedup();
-            files
+        record: Record {
+            service_worker_sha256: Some(sha256_hex(&sw)),
+            ..record.clone()
         },
-        service_worker_sha256: sha256_hex(&sw),
     };
     let mut entry_json = serde_json::to_vec_pretty(&entry)?;
     entry_json.push(b'\n');
     write_atomically(&sw_path, &sw)?;
     // Written last: a page never sees a manifest naming files that are not there yet.
     write_atomically(&out.join(ENTRY_MANIFEST), &entry_json)?;
+    owned.finish(&record)?;
+    let mut written = written;
     written.push(ENTRY_MANIFEST.to_string());
-    owned.remove_stale(&written.iter().cloned().collect())?;
 
     let total: u64 = written
         .iter()

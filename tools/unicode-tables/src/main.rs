@@ -66,21 +66,31 @@ fn main() {
             true,
         ),
     );
+    // Brackets and quotation marks read as the tag's angle brackets: the angle-shaped ones (their
+    // name says ANGLE or CHEVRON: `〈`, `《`, `❮`, `«`, `⟨`), not round, square or curly brackets
+    // or plain quotation marks, so prose such as “retrieved context” or （retrieved context）
+    // stays as it is.
+    let angle = |c: char| {
+        unicode_names2::name(c).is_some_and(|n| {
+            let n = n.to_string();
+            n.contains("ANGLE") || n.contains("CHEVRON")
+        })
+    };
     table(
         &mut out,
         "OPENING",
-        "Non-ASCII General_Category Ps and Pi: opening brackets and quotes, read as `<` in a tag.",
+        "Non-ASCII angle-shaped opening brackets and quotation marks (General_Category Ps or Pi, a\n/// name with ANGLE or CHEVRON): read as `<` in a tag.",
         &ranges(
-            |c| is(c, &[GeneralCategory::OpenPunctuation, GeneralCategory::InitialPunctuation]),
+            |c| is(c, &[GeneralCategory::OpenPunctuation, GeneralCategory::InitialPunctuation]) && angle(c),
             false,
         ),
     );
     table(
         &mut out,
         "CLOSING",
-        "Non-ASCII General_Category Pe and Pf: closing brackets and quotes, read as `>` in a tag.",
+        "Non-ASCII angle-shaped closing brackets and quotation marks (General_Category Pe or Pf, a\n/// name with ANGLE or CHEVRON): read as `>` in a tag.",
         &ranges(
-            |c| is(c, &[GeneralCategory::ClosePunctuation, GeneralCategory::FinalPunctuation]),
+            |c| is(c, &[GeneralCategory::ClosePunctuation, GeneralCategory::FinalPunctuation]) && angle(c),
             false,
         ),
     );
@@ -108,7 +118,35 @@ fn main() {
         writeln!(out, "    (0x{u:X}, {folded:?}),").unwrap();
         count += 1;
     }
+    writeln!(out, "];\n").unwrap();
+    // Named character references a tag could be spelt with: those whose one character reads as
+    // something in a tag (a letter of it, a bracket, a slash, a separator) or as nothing.
+    let look_alike = |c: char| {
+        let lower: String = c.to_lowercase().collect();
+        let folded: String = unicode_security::skeleton(&lower)
+            .flat_map(char::to_lowercase)
+            .filter(|&d| !dropped(d))
+            .collect();
+        folded.is_empty() || folded.chars().all(|d| TAG_ALPHABET.contains(d))
+    };
+    let mut entities: Vec<(&str, u32)> = web_atoms::NAMED_ENTITIES
+        .entries()
+        .filter(|(_, &(c, second))| second == 0 && char::from_u32(c).is_some_and(|c| angle(c) || look_alike(c)))
+        .map(|(name, &(c, _))| (*name, c))
+        .collect();
+    entities.sort();
+    writeln!(
+        out,
+        "/// HTML5 named character references (the name after `&`, with its `;` when the reference needs\n\
+         /// one) whose character reads as part of a tag or as nothing: sorted by name.\n\
+         pub(super) const ENTITIES: &[(&str, u32)] = &["
+    )
+    .unwrap();
+    for (name, c) in &entities {
+        writeln!(out, "    ({name:?}, 0x{c:X}),").unwrap();
+    }
     writeln!(out, "];").unwrap();
+    eprintln!("{} named references", entities.len());
     let path = std::env::args().nth(1).unwrap_or_else(|| "../../src/frame/unicode.rs".into());
     std::fs::write(&path, out).unwrap();
     eprintln!("wrote {path}: {count} look-alikes");
