@@ -158,7 +158,7 @@ test('unknown or missing citations are refused; a stream cut mid-answer is LLM_I
 test('a long session compresses its earliest rounds in batches; a failed batch loses nothing; the summary is never evidence', async () => {
   const { Conversation } = await import(pathToFileURL(path.join(consumerProject(), 'research.mjs')).href);
   const rounds = Array.from({ length: 10 }, (_, i) => ({ question: `Question ${i}: what about topic ${i}?`, answer: `Answer ${i}. ${'Lighthouses and tides. '.repeat(90)}` }));
-  const conversation = new Conversation({ rounds: structuredClone(rounds) });
+  const conversation = new Conversation({ rounds: structuredClone(rounds) }, { count_tokens: (text) => collection.countTokens(text) });
   const before = conversation.contextTokens();
   assert.ok(before > 4000, `${before}`);
   let fail = true;

@@ -143,7 +143,7 @@ const ops = {
     asking.set(ask, controller);
     const on_event = (entry) => postMessage({ event: 'trace', ask, entry });
     try {
-      const memory = new Conversation(conversation);
+      const memory = new Conversation(conversation, { count_tokens: (text) => collection.countTokens(text) });
       const compression = await memory.compress({ llm, timeout_ms, signal: controller.signal, on_event });
       const result = await research(question, {
         collection,
