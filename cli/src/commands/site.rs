@@ -46,7 +46,11 @@ pub const INDEX_DIR: &str = "index";
 /// The entry manifest inside the output folder (fetched fresh on every page load).
 const ENTRY_MANIFEST: &str = "sextant.json";
 /// Package files copied into the hashed package folder.
-const PACKAGE_FILES: [&str; 8] = [
+const PACKAGE_FILES: [&str; 12] = [
+    "errors.js",
+    "fetching.js",
+    "chat.js",
+    "index-files.js",
     "core.js",
     "browser.js",
     "keyword.js",
