@@ -535,6 +535,10 @@ export default {
     let response;
     let streaming = false;
     try {
+      // Every route reads the core's defaults or rules: the WebAssembly is instantiated by the
+      // isolate's first request, whichever route it is for (instantiation is cheap; the bases
+      // and the model load only for the routes that search).
+      await ready();
       const allowed = METHODS[url.pathname];
       if (request.method !== allowed && !(url.pathname === '/mcp' && request.method === 'GET')) {
         throw new HttpError('METHOD_NOT_ALLOWED', `${url.pathname} takes ${allowed}, not ${request.method}`, { allow: `${allowed}, OPTIONS` });
