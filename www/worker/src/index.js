@@ -23,7 +23,7 @@
 // Query parameters and body fields are the core's option names (`defaults().search`,
 // `defaults().context`); the core validates them and its error codes map to HTTP statuses through
 // `defaults().error_codes`. This file adds routing, auth, CORS, streaming and asset serving.
-import { Bases, memoryBytes, defaults, ready } from 'sextant-search';
+import { Bases, memoryBytes, defaults, ready, checkBaseNames, selectBases } from 'sextant-search';
 import { mcp } from './mcp.js';
 
 const METHODS = { '/search': 'GET', '/context': 'GET', '/ask': 'POST', '/mcp': 'POST', '/healthz': 'GET' };
@@ -78,20 +78,22 @@ async function errorResponse(e) {
   return json(body, await statusOf(body.error.code), e?.headers ?? {});
 }
 
-/** The bases SEXTANT_BASES names (`name=folder, …`; `docs=sextant` by default). */
+/** The bases SEXTANT_BASES names (`name=folder, …`; `docs=sextant` by default): each name a
+ * base's (the core's rule, `checkBaseNames`), each folder inside the assets. */
 function basesOf(env) {
   const spec = (env.SEXTANT_BASES ?? '').trim() || 'docs=sextant';
-  return spec.split(',').map((pair) => pair.trim()).filter(Boolean).map((pair) => {
+  const bad = (detail) => new HttpError('BAD_CONFIG', `SEXTANT_BASES is ${JSON.stringify(spec)}: ${detail}; write name=folder pairs separated by commas, each folder inside the assets (e.g. "docs=sextant, blog=blog/sextant")`);
+  const bases = spec.split(',').map((pair) => pair.trim()).filter(Boolean).map((pair) => {
     const [name, folder, more] = pair.split('=').map((p) => p.trim());
-    const nameOk = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name ?? '');
-    if (!nameOk || !folder || more !== undefined || folder.split('/').some((part) => part === '..' || part === '')) {
-      throw new HttpError('BAD_CONFIG', `SEXTANT_BASES holds ${JSON.stringify(pair)}; write name=folder pairs separated by commas, names of letters, digits, '.', '_' or '-', each folder inside the assets (e.g. "docs=sextant, blog=blog/sextant")`);
-    }
+    if (!name || !folder || more !== undefined || folder.split('/').some((part) => part === '..' || part === '')) throw bad(`${JSON.stringify(pair)} is not name=folder`);
     return { name, folder };
-  }).map((base, i, all) => {
-    if (all.findIndex((b) => b.name === base.name) !== i) throw new HttpError('BAD_CONFIG', `SEXTANT_BASES names the base ${base.name} twice; give each base its own name`);
-    return base;
   });
+  try {
+    checkBaseNames(bases.map((b) => b.name));
+  } catch (e) {
+    throw bad(e.message);
+  }
+  return bases;
 }
 
 /** The entry manifest a site build wrote into `folder`: hashed names of the bundle, model and tokenizer. */
@@ -178,17 +180,12 @@ function getEngine(env) {
   return engine;
 }
 
-/** The bases a request chose (`bases`: names, or "a,b"), those not in the assets left out and reported. */
+/** The bases a request chose (`bases`: names, or "a,b"; the core's `selectBases`), those not in
+ * the assets left out and reported. */
 export function chooseBases(loaded, requested) {
   const { bases, names, unavailable } = loaded;
-  let chosen = names;
-  if (requested != null && requested !== '') {
-    const list = Array.isArray(requested) ? requested : String(requested).split(',').map((b) => b.trim()).filter(Boolean);
-    if (list.length === 0) throw new HttpError('BAD_ARGUMENT', `bases names no base; leave it out for all, or name some of ${names.join(', ')}`);
-    const unknown = list.find((b) => typeof b !== 'string' || !names.includes(b));
-    if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `there is no base ${JSON.stringify(unknown)}; the bases are ${names.join(', ')}`);
-    chosen = [...new Set(list)];
-  }
+  // An empty query parameter (`bases=`) chooses every base, as leaving it out does.
+  const chosen = selectBases(names, requested === '' ? null : requested);
   const missing = unavailable.filter((u) => chosen.includes(u.base));
   const live = chosen.filter((b) => !missing.some((m) => m.base === b));
   if (live.length === 0) throw new HttpError(missing[0].code, missing.map((m) => `${m.base}: ${m.message}`).join('; '));
