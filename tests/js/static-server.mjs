@@ -43,7 +43,18 @@ export async function startStaticServer(folder, { port = 0, headers = {}, gzip =
   const log = [];
   const compressed = new Map(); // `${file}\0${mtimeMs}\0${size}` → gzipped bytes
   const server = http.createServer(async (req, res) => {
-    const url = new URL(req.url, 'http://localhost');
+    const bad = (reason, logged = req.url) => {
+      log.push({ path: logged, status: 400 });
+      res.writeHead(400, { 'content-type': 'text/plain' }).end(`bad request: ${reason}`);
+    };
+    // Whatever the request target holds, the answer is a status, never a crash of the server.
+    let url;
+    try {
+      url = new URL(req.url, 'http://localhost');
+    } catch {
+      bad('the request target is not a URL');
+      return;
+    }
     // `delays`: [pattern, ms] pairs that hold back matching paths, as a slow link would.
     const delay = delays.find(([pattern]) => pattern.test(url.pathname))?.[1];
     if (delay) await new Promise((r) => setTimeout(r, delay));
@@ -51,8 +62,7 @@ export async function startStaticServer(folder, { port = 0, headers = {}, gzip =
     try {
       pathname = decodeURIComponent(url.pathname);
     } catch {
-      log.push({ path: url.pathname, status: 400 });
-      res.writeHead(400, { 'content-type': 'text/plain' }).end('bad request: the path is not valid percent-encoding');
+      bad('the path is not valid percent-encoding', url.pathname);
       return;
     }
     let file = path.join(dir, pathname);

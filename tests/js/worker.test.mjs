@@ -243,7 +243,10 @@ test('without a token: chunk ids with CR/LF, body caps, static files as a web ho
     const [first] = chunkIdsIn(req.body);
     return { events: sseAnswer(`${'tick '.repeat(200)}[${first}]`), delayMs: 40 };
   });
-  const odd = await startWorkerd({ assetsDir: oddSite(), name: 'odd', env: { LLM_BASE_URL: slow.baseUrl, LLM_MODEL: 'slow' } });
+  const oddDir = oddSite();
+  mkdirSync(path.join(oddDir, 'research/vendor'), { recursive: true });
+  writeFileSync(path.join(oddDir, 'research/vendor/lib.js'), 'export const x = 1;');
+  const odd = await startWorkerd({ assetsDir: oddDir, name: 'odd', env: { LLM_BASE_URL: slow.baseUrl, LLM_MODEL: 'slow' } });
   try {
     // Chunk ids go into a header percent-encoded, so a CR or LF in a file name cannot break it.
     const context = await fetch(`${odd.base}/context?q=keeper+trims+the+wick&k=2`);
@@ -278,6 +281,18 @@ test('without a token: chunk ids with CR/LF, body caps, static files as a web ho
     assert.match((await fetch(`${odd.base}/site.css`)).headers.get('content-type'), /^text\/css/);
     const listing = await fetch(`${odd.base}/sextant/`);
     assert.equal(listing.status, 404);
+    // A folder is never listed (workerd's disk service would answer one with JSON), whatever
+    // its name; the files in it, JSON ones too, are served.
+    for (const folder of ['/sextant', '/sextant/index', '/research/vendor', '/research']) {
+      const r = await fetch(`${odd.base}${folder}`, { redirect: 'manual' });
+      const text = await r.text();
+      assert.equal(r.status, 404, `${folder}: ${r.status} ${text.slice(0, 80)}`);
+      assert.ok(!text.includes('"type"'), `${folder} listed its files`);
+    }
+    assert.equal((await fetch(`${odd.base}/research/vendor/lib.js`)).status, 200);
+    const entry = await fetch(`${odd.base}/sextant/sextant.json`);
+    assert.equal(entry.status, 200);
+    assert.ok((await entry.json()).index);
     // A client that hangs up before the first token stops the LLM call too.
     const hanging = await startLlmServer(() => ({ hang: true }));
     const quiet = await startWorkerd({ assetsDir: oddSite(), name: 'quiet', env: { LLM_BASE_URL: hanging.baseUrl, LLM_MODEL: 'hang' } });

@@ -497,7 +497,18 @@ async function staticAsset(request, env) {
       return new Response(null, { status: 308, headers: { location: `${pathname}/${url.search}` } });
     }
   }
-  return typed200(await fetchAsset(pathname), last.split('.').pop().toLowerCase());
+  const response = await fetchAsset(pathname);
+  // A folder is never served: workerd's disk service (`make worker`) answers one with a JSON list
+  // of its files, which a web host never shows. Only a folder answers its path with a slash added.
+  if (response.ok && (response.headers.get('content-type') ?? '').startsWith('application/json')) {
+    const folder = await env.ASSETS.fetch(new Request(`${url.origin}${pathname}/`, { redirect: 'manual' }));
+    await folder.body?.cancel();
+    if (folder.ok) {
+      await response.body?.cancel();
+      return typed200(new Response(null, { status: 404 }), '');
+    }
+  }
+  return typed200(response, last.split('.').pop().toLowerCase());
 }
 
 function typed200(response, extension) {
