@@ -61,7 +61,7 @@ function loadFull(data) {
       on_progress: (p) => reply({ id: 0, type: 'progress', ...p }),
     });
     full = engine;
-    reply({ id: 0, type: 'upgraded', mode: 'hybrid' });
+    reply({ id: 0, type: 'upgraded', mode: defaults().search.mode });
     // For offline use (`data-offline`): the rest of the index, once the page is usable.
     if (data.offline) {
       engine
@@ -102,7 +102,7 @@ async function handle(data) {
       // Results found by the query's nearest words (a typo) mark those words.
       const marked = response.fallback?.length ? response.fallback.join(' ') : data.query;
       for (const result of response.results) result.highlights = highlights(result.text, marked);
-      reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? 'hybrid' : 'keyword', ...response });
+      reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? defaults().search.mode : 'keyword', ...response });
     } finally {
       startFull();
     }
