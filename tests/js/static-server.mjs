@@ -1,5 +1,6 @@
 // A static file server on loopback for browser tests: correct MIME types (application/wasm),
-// optional delays per path (`{ delays: [[/model/, 3000]] }`),
+// optional delays per path (`{ delays: [[/model/, 3000]] }`), headers per path
+// (`{ pathHeaders: [[/^\/private\//, {'cache-control': 'no-store'}]] }`), single byte ranges (206),
 // Content-Length, and a log of the requests it served: a file's entry has its `path`, `bytes`
 // (the body sent on the wire) and `raw` (its uncompressed size). With `{ gzip: true }` it
 // compresses compressible responses for clients that accept gzip, as a real host would, for
@@ -38,7 +39,7 @@ function acceptsGzip(req) {
   });
 }
 
-export async function startStaticServer(folder, { port = 0, headers = {}, gzip = false, delays = [] } = {}) {
+export async function startStaticServer(folder, { port = 0, headers = {}, pathHeaders = [], gzip = false, delays = [] } = {}) {
   const dir = path.resolve(folder);
   const log = [];
   const compressed = new Map(); // `${file}\0${mtimeMs}\0${size}` → gzipped bytes
@@ -95,13 +96,35 @@ export async function startStaticServer(folder, { port = 0, headers = {}, gzip =
         body = await readFile(file);
       }
       const gzipped = 'content-encoding' in encoding;
-      log.push({ path: url.pathname, at: performance.now(), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}) });
-      res.writeHead(200, {
+      // `pathHeaders`: [pattern, headers] pairs added to matching paths' answers.
+      const extra = Object.assign({}, ...pathHeaders.filter(([pattern]) => pattern.test(url.pathname)).map(([, h]) => h));
+      // One byte range (`Range: bytes=a-b`, `a-`, `-n`) of an uncompressed body, as hosts serve media.
+      const range = !gzipped && /^bytes=(\d*)-(\d*)$/.exec(String(req.headers.range ?? ''));
+      let status = 200;
+      let partial = {};
+      if (range && (range[1] || range[2])) {
+        const size = body.length;
+        const start = range[1] ? Number(range[1]) : Math.max(0, size - Number(range[2]));
+        const end = range[1] && range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
+        if (start >= size || start > end) {
+          log.push({ path: url.pathname, status: 416 });
+          res.writeHead(416, { 'content-range': `bytes */${size}` }).end();
+          return;
+        }
+        body = body.subarray(start, end + 1);
+        status = 206;
+        partial = { 'content-range': `bytes ${start}-${end}/${size}` };
+      }
+      log.push({ path: url.pathname, at: performance.now(), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}), ...(status === 206 ? { status } : {}) });
+      res.writeHead(status, {
         'content-type': type,
         'content-length': body.length,
+        ...(gzipped ? {} : { 'accept-ranges': 'bytes' }),
+        ...partial,
         ...encoding,
         ...(compressible ? { vary: 'accept-encoding' } : {}),
         ...headers,
+        ...extra,
       });
       res.end(body);
     } catch {
