@@ -308,3 +308,51 @@ test('in the page, a long session compresses its earliest rounds and keeps every
     await llm.close();
   }
 });
+
+test('the trace panel and the streamed answer grow by appending: 2,500 tool calls in a round and 2,000 tokens cost work in proportion', async () => {
+  // As many calls as fit in a round's answer (max_answer_bytes): each is one trace event.
+  const CALLS = 2500;
+  const TOKENS = 2000;
+  const spring = (body) => shown(body).find((id) => id.includes('spring')) ?? shown(body)[0];
+  const llm = await startLlmServer((request) => {
+    const { body } = request;
+    if (body.stream) return { events: sseAnswer('', { pieces: [...Array(TOKENS - 1).fill('tide '), `[${spring(body)}]`] }), delayMs: 0 };
+    if (llm.requests.filter((r) => r.body?.tools).length > 1) return completion({ content: 'enough' });
+    const calls = Array.from({ length: CALLS }, (_, i) => ({ id: `c${i}`, type: 'function', function: { name: 'search', arguments: '{"query":"tide"}' } }));
+    return completion({ tool_calls: calls });
+  });
+  const page = await watchedPage(workspace.context);
+  try {
+    await tideCollection(page, 'busy round', { base_url: llm.baseUrl });
+    // Counts the work the page does: elements put into the trace, characters put into answers.
+    await page.evaluate(() => {
+      window.__work = { traceItems: 0, answerChars: 0 };
+      const inAnswer = (node) => Boolean(node?.closest?.('.answer') ?? node?.parentElement?.closest('.answer'));
+      new MutationObserver((records) => {
+        for (const r of records) {
+          if (r.type === 'characterData') {
+            if (inAnswer(r.target)) window.__work.answerChars += r.target.data.length;
+            continue;
+          }
+          for (const node of r.addedNodes) {
+            if (r.target.closest?.('#trace') && node.nodeType === 1) window.__work.traceItems += 1;
+            if (node.nodeType === 3 && inAnswer(r.target)) window.__work.answerChars += node.data.length;
+            if (node.nodeType === 1 && !r.target.closest?.('#trace')) for (const a of node.querySelectorAll?.('.answer') ?? []) window.__work.answerChars += a.textContent.length;
+          }
+        }
+      }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    });
+    await askAndSettle(page, 'When do spring tides happen?', 1);
+    const work = await page.evaluate(() => window.__work);
+    const items = await page.locator('#trace li').count();
+    const answer = await page.locator('#conversation li .answer').first().textContent();
+    assert.ok(items >= CALLS, `${items} trace items`);
+    assert.ok(work.traceItems <= items + 10, `${work.traceItems} trace items made for ${items} events`);
+    assert.ok(answer.length > 5 * (TOKENS - 1), `${answer.length} characters of answer`);
+    assert.ok(work.answerChars <= 3 * answer.length, `${work.answerChars} characters written for an answer of ${answer.length}`);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await llm.close();
+  }
+});

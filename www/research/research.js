@@ -432,14 +432,11 @@ async function showConversation() {
   $('conversation').replaceChildren(...rounds.map(roundNode));
 }
 
-function showTrace(entries) {
-  $('trace').replaceChildren(
-    ...entries.map((e) => {
-      const what = e.kind === 'model' ? `model · ${e.step}` : e.kind === 'tool' ? `tool · ${e.name}${e.args ? ` ${JSON.stringify(e.args)}` : ''}` : `path · ${e.path}: ${e.reason}`;
-      const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
-      return el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
-    }),
-  );
+/** One trace entry as a line of the trace panel. */
+function traceItem(e) {
+  const what = e.kind === 'model' ? `model · ${e.step}` : e.kind === 'tool' ? `tool · ${e.name}${e.args ? ` ${JSON.stringify(e.args)}` : ''}` : `path · ${e.path}: ${e.reason}`;
+  const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
+  return el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
 }
 
 $('ask-form').addEventListener('submit', async (e) => {
@@ -463,14 +460,17 @@ $('ask-form').addEventListener('submit', async (e) => {
   const entries = [];
   const ask = ++askSeq;
   let partial = '';
+  // The trace and the answer grow by one item or one piece per event: a round of thousands of
+  // tool calls, or a long answer, costs work in proportion to its size.
+  $('trace').replaceChildren();
   asks.set(ask, {
     token: (delta) => {
       partial += delta;
-      answer.textContent = partial;
+      answer.append(delta);
     },
     trace: (entry) => {
       entries.push(entry);
-      showTrace(entries);
+      $('trace').append(traceItem(entry));
       if (entry.kind === 'tool' && entry.args?.query) note.textContent = `Searching: ${entry.args.query}`;
     },
   });
