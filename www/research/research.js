@@ -20,29 +20,40 @@ async function offlineReady() {
     // Without it the workspace works, only not offline.
   }
 }
-await offlineReady();
-const worker = new Worker(new URL('./research-worker.js', import.meta.url), { type: 'module' });
+let worker = null; // the Web Worker holding the open collection
 const waiting = new Map();
 let nextId = 1;
 let current = null; // the open collection's state
 
-function request(op, args) {
+/** Starts the Web Worker that holds the open collection. */
+function startWorker() {
+  worker = new Worker(new URL('./research-worker.js', import.meta.url), { type: 'module' });
+  // A worker that cannot start (a missing file, no module workers) fails every request, visibly.
+  worker.onerror = (e) => {
+    e.preventDefault?.();
+    say(`The workspace could not start its worker (${e.message || 'a script failed to load'}); reload the page.`, true);
+    for (const w of waiting.values()) w.reject(Object.assign(new Error('the workspace worker stopped'), { code: 'INTERNAL' }));
+    waiting.clear();
+  };
+  worker.onmessage = onWorkerMessage;
+  return worker;
+}
+
+// Nothing here awaits before every listener of the page is attached (below): a file chosen or
+// dropped in the first moments of a visit is queued, never lost. The worker starts once the
+// service worker is ready.
+let workerStarted = offlineReady().then(startWorker);
+
+async function request(op, args) {
+  const target = await workerStarted;
   const id = nextId++;
   return new Promise((resolve, reject) => {
     waiting.set(id, { resolve, reject });
-    worker.postMessage({ id, op, args });
+    target.postMessage({ id, op, args });
   });
 }
 
-// A worker that cannot start (a missing file, no module workers) fails every request, visibly.
-worker.onerror = (e) => {
-  e.preventDefault?.();
-  say(`The workspace could not start its worker (${e.message || 'a script failed to load'}); reload the page.`, true);
-  for (const w of waiting.values()) w.reject(Object.assign(new Error('the workspace worker stopped'), { code: 'INTERNAL' }));
-  waiting.clear();
-};
-
-worker.onmessage = ({ data }) => {
+function onWorkerMessage({ data }) {
   if (data.event === 'progress') {
     if (current) Object.assign(current, { files: data.files, pending: data.pending });
     showProgress(data.pending, data.done, data.total);
@@ -63,7 +74,7 @@ worker.onmessage = ({ data }) => {
   waiting.delete(data.id);
   if (data.ok) w?.resolve(data.value);
   else w?.reject(Object.assign(new Error(data.error.message), { code: data.error.code }));
-};
+}
 
 function say(text, error = false) {
   $('status').textContent = text;
@@ -141,6 +152,8 @@ async function open(name) {
   showState();
   await showConversation();
   say(current.skipped.length ? `Opened ${name}; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}` : `Opened ${name}.`, current.skipped.length > 0);
+  // Files chosen or dropped while it opened go in now.
+  if (early.length) addFiles(early.splice(0));
   await refreshCollections(name);
   runSearch();
 }
@@ -177,10 +190,17 @@ async function docxHtml(file) {
   return `<!doctype html><title>${title.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</title><body>${value}</body>`;
 }
 
-// Files dropped wait their turn; one that is cancelled before it is read is skipped.
+// Files dropped wait their turn; one that is cancelled before it is read is skipped. Files that
+// arrive before a collection is open wait in `early` until it is.
 const cancelled = new Set();
+const early = [];
 async function addFiles(files) {
-  if (!current) return say('Create or open a collection first.', true);
+  if (!files.length) return;
+  if (!current) {
+    early.push(...files);
+    say(`${early.length === 1 ? '1 file' : `${early.length} files`} will be added once the collection is open…`);
+    return;
+  }
   for (const file of files) fileStatus.set(file.name, 'waiting…');
   showFiles(current.files);
   for (const file of files) {
@@ -500,6 +520,8 @@ $('ask-form').addEventListener('submit', async (e) => {
 });
 
 fillSettings();
+// Files chosen before this script ran (a quick reader on a slow link) are added too.
+addFiles([...$('pick').files]).finally(() => ($('pick').value = ''));
 
 // pdf.js loads only when a PDF is added: fetch it once now, so it is cached for offline use.
 for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs', 'vendor/mammoth.browser.min.js']) fetch(new URL(f, import.meta.url)).catch(() => {});
