@@ -1,6 +1,6 @@
 // Types of `sextant-search/research`: cited research answers over a collection (see research.js).
 import type { Collection, CollectionSearchResponse } from './collection.js';
-import type { Defaults, ResearchDefaults, SearchResult } from './index.js';
+import type { CitationSpan, Defaults, ResearchDefaults, SearchResult } from './index.js';
 
 /** research()'s options: the core's research options (`defaults().research`), each optional, and the host's. */
 export interface ResearchOptions extends Partial<ResearchDefaults> {
@@ -29,6 +29,8 @@ export interface ResearchAnswer {
   refusal: string | null;
   citations: { chunk_id: string; title: string | null; source: string | null; heading_path: string[] }[];
   unknown_citations: string[];
+  /** Where each citation is in the answer (string offsets), as the core located it. */
+  spans: CitationSpan[];
   path: 'tools' | 'pipeline';
   path_reason: string;
   evidence: SearchResult[];

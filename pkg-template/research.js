@@ -55,7 +55,8 @@ async function modelCall(step, request, { llm, settings, stream = false, signal,
 /**
  * research(question, { collection, llm, history, tools, signal, on_token, on_event, fetch,
  * random, ...research options }) → { answer, refused, refusal, citations, unknown_citations,
- * path, path_reason, evidence, trace, usage }. The research options are the core's
+ * spans, path, path_reason, evidence, trace, usage } (`spans`: where each citation is in the
+ * answer, as the core located it). The research options are the core's
  * (`defaults().research`: k, max_k, max_tool_calls, token_budget, timeout_ms, max_tries, …).
  * `history` is earlier turns as chat messages (never evidence). `tools: false` goes straight to
  * the pipeline. on_event({kind, ...}) gets every trace entry as it happens.
@@ -182,6 +183,7 @@ export async function research(question, options = {}) {
     refusal,
     citations: report.citations.map((c) => ({ ...c, title: cited(c.chunk_id)?.title ?? null, source: cited(c.chunk_id)?.source ?? null, heading_path: cited(c.chunk_id)?.heading_path ?? [] })),
     unknown_citations: report.unknown,
+    spans: report.spans,
     path,
     path_reason,
     evidence: [...evidence.values()],

@@ -179,7 +179,7 @@ async function tideCollection(page, name, { base_url, timeout, tools = true }) {
   await page.locator('#llm-form [name=base_url]').fill(base_url);
   await page.locator('#llm-form [name=model]').fill('m');
   if (timeout) await page.locator('#llm-form [name=timeout]').fill(timeout);
-  if (!tools) await page.locator('#llm-form [name=tools]').uncheck();
+  await page.locator('#llm-form [name=tools]').setChecked(tools); // settings persist from an earlier test
   await page.locator('#llm-form button').click();
 }
 
@@ -323,7 +323,7 @@ test('the trace panel and the streamed answer grow by appending: 2,500 tool call
   });
   const page = await watchedPage(workspace.context);
   try {
-    await tideCollection(page, 'busy round', { base_url: llm.baseUrl });
+    await tideCollection(page, 'busy round', { base_url: llm.baseUrl, timeout: '120' });
     // Counts the work the page does: elements put into the trace, characters put into answers.
     await page.evaluate(() => {
       window.__work = { traceItems: 0, answerChars: 0 };
@@ -346,7 +346,7 @@ test('the trace panel and the streamed answer grow by appending: 2,500 tool call
     const work = await page.evaluate(() => window.__work);
     const items = await page.locator('#trace li').count();
     const answer = await page.locator('#conversation li .answer').first().textContent();
-    assert.ok(items >= CALLS, `${items} trace items`);
+    assert.ok(items >= CALLS, `${items} trace items: ${(await page.$$eval("#trace li", (l) => l.map((x) => x.textContent))).join("\n")}`);
     assert.ok(work.traceItems <= items + 10, `${work.traceItems} trace items made for ${items} events`);
     assert.ok(answer.length > 5 * (TOKENS - 1), `${answer.length} characters of answer`);
     assert.ok(work.answerChars <= 3 * answer.length, `${work.answerChars} characters written for an answer of ${answer.length}`);

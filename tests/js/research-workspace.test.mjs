@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { watchedPage } from './browser.mjs';
 import { openWorkspaceSite, TIDE_NOTES } from './documents.mjs';
+import { startLlmServer, sseAnswer } from './llm-server.mjs';
 
 let workspace;
 before(async () => {
@@ -19,7 +20,7 @@ async function waitState(page, fn, arg, options = { timeout: 120000 }) {
     return await page.waitForFunction(fn, arg, options);
   } catch (e) {
     const text = async (sel) => (await page.locator(sel).textContent().catch(() => '')).slice(0, 400);
-    throw new Error(`${e.message}\nstatus: ${await text('#status')}\nfiles: ${await text('#files')}\nresults: ${await text('#results')}`);
+    throw new Error(`${e.message}\nstatus: ${await text('#status')}\nfiles: ${await text('#files')}\nresults: ${await text('#results')}\nconversation: ${await text('#conversation')}`);
   }
 }
 
@@ -60,5 +61,77 @@ test('files chosen and dropped before the collection has opened are added once i
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();
+  }
+});
+
+/** Opens the workspace on a new collection `name`; resolves once it is open. */
+async function openCollection(page, name) {
+  await page.goto(`${workspace.server.url}/research/`);
+  await waitState(page, () => document.querySelector('#status').textContent.startsWith('Opened'));
+  await page.locator('#new-name').fill(name);
+  await page.locator('#new-collection button').click();
+  await waitState(page, (n) => document.querySelector('#status').textContent.includes(`Opened`) && document.querySelector('#status').textContent.includes(n), name);
+}
+
+const completion = (message) => ({ body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: null, ...message } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }) });
+
+test('a name with a right-to-left override is shown with the override visible and isolated, wherever it appears', async () => {
+  const RLO = '\u202E';
+  const name = `${RLO}gnp.md`; // reads as "dm.png" if the override acts
+  const llm = await startLlmServer((request) => {
+    if (!request.body.stream) return completion({ content: 'beacon' });
+    const id = [...request.body.messages[0].content.matchAll(/chunk_id="([^"]+)"/g)].map((m) => m[1])[0];
+    return { events: sseAnswer(`The beacon is lit [${id}].`) };
+  });
+  const page = await watchedPage(workspace.context);
+  try {
+    await openCollection(page, 'bidi');
+    await page.locator('#pick').setInputFiles([{ name, mimeType: 'text/markdown', buffer: Buffer.from(`# ${RLO}Beacon notes\n\nThe beacon is lit at dusk by the keeper.\n`) }]);
+    await waitState(page, () => document.querySelectorAll('#files li').length === 1 && document.querySelector('#progress-text').textContent === 'every chunk embedded');
+    await page.locator('#query').fill('beacon lit at dusk');
+    await waitState(page, () => document.querySelector('#results').children.length > 0);
+    await page.evaluate(() => (document.querySelector('#llm-settings').open = true));
+    await page.locator('#llm-form [name=base_url]').fill(llm.baseUrl);
+    await page.locator('#llm-form [name=model]').fill('m');
+    await page.locator('#llm-form [name=tools]').uncheck();
+    await page.locator('#llm-form button').click();
+    await page.locator('#question').fill('When is the beacon lit?');
+    await page.locator('#ask').click();
+    await waitState(page, () => document.querySelector("#conversation li .cite"), null, { timeout: 30000 });
+    await page.locator('#conversation li .cite').first().click();
+    await waitState(page, () => !document.querySelector('#source').hidden && document.querySelector('#source-where').textContent);
+    // Every place the name (or the title it carries) is shown: the file list, the results, the
+    // citation's title, the source panel. (A passage's own text is shown as it is, in a block of
+    // its own: marks there may be the document's right-to-left writing.)
+    const shown = await page.evaluate(() => {
+      const raw = /[\u061C\u200E\u200F\u202A-\u202E]/;
+      const places = {
+        file: document.querySelector('#files li .path'),
+        'result title': document.querySelector('#results li strong'),
+        'result source': document.querySelector('#results li .where'),
+        'source title': document.querySelector('#source-title'),
+        'source where': document.querySelector('#source-where'),
+      };
+      const out = {};
+      for (const [key, node] of Object.entries(places)) {
+        out[key] = {
+          raw: raw.test(node.textContent),
+          visible: node.textContent.includes('U+202E'),
+          isolated: [...node.querySelectorAll('bdi')].some((b) => b.textContent.includes('U+202E')) || node.tagName === 'BDI',
+        };
+      }
+      const cite = document.querySelector('#conversation li .cite').title;
+      out.cite = { raw: raw.test(cite), visible: cite.includes('U+202E'), isolated: cite.includes('\u2068') && cite.includes('\u2069') };
+      return out;
+    });
+    for (const [place, s] of Object.entries(shown)) {
+      assert.equal(s.raw, false, `${place}: the override is in the page as it is`);
+      assert.equal(s.visible, true, `${place}: the override is not shown`);
+      assert.equal(s.isolated, true, `${place}: the name is not isolated`);
+    }
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await llm.close();
   }
 });

@@ -2,7 +2,11 @@
 // open one), files added by drag and drop or the picker, PDFs read here page by page (pdf.js, in
 // its own worker) so each page is a section a citation can point at, embedding progress with
 // pause and resume, search while embedding (keyword until every chunk has its vector), export.
-// Every text from a document is put in the page as text, never as HTML.
+// Every text from a document is put in the page as text, never as HTML, and every name it did
+// not choose (files, titles, headings, collections) with its bidirectional controls shown and
+// isolated (names.js).
+import { visible, nameText, nameNode } from './names.js';
+
 const $ = (id) => document.getElementById(id);
 
 // Offline: the site's service worker (written by `sextant build --site` at the site root) keeps
@@ -76,8 +80,9 @@ function onWorkerMessage({ data }) {
   else w?.reject(Object.assign(new Error(data.error.message), { code: data.error.code }));
 }
 
+/** Shows a message: strings (any name in them with its bidirectional controls shown) and nodes. */
 function say(text, error = false) {
-  $('status').textContent = text;
+  $('status').replaceChildren(...[text].flat().map((part) => (typeof part === 'string' ? visible(part) : part)));
   $('status').className = error ? 'error' : '';
 }
 
@@ -94,7 +99,7 @@ function showFiles(files) {
     el(
       'li',
       {},
-      el('span', { className: 'path', textContent: f.path }),
+      el('span', { className: 'path' }, nameNode(f.path)),
       el('span', { className: 'muted', textContent: `${f.chunks} chunks${f.pending ? ` · ${f.chunks - f.pending} embedded` : ' · ready'}` }),
       // Cancelling a file still embedding removes it: nothing of it stays.
       el('button', { type: 'button', textContent: f.pending ? 'Cancel' : 'Remove', onclick: () => removeFile(f.path) }),
@@ -114,7 +119,7 @@ function showFiles(files) {
             showFiles(current.files);
           },
         });
-    rows.push(el('li', {}, el('span', { className: 'path', textContent: path }), el('span', { className: failed ? 'error' : 'muted', textContent: text }), cancel));
+    rows.push(el('li', {}, el('span', { className: 'path' }, nameNode(path)), el('span', { className: failed ? 'error' : 'muted', textContent: visible(text) }), cancel));
   }
   $('files').replaceChildren(...rows);
 }
@@ -136,7 +141,7 @@ function showState() {
 
 async function refreshCollections(select) {
   const { names, storage } = await request('list');
-  $('collection').replaceChildren(...names.map((n) => el('option', { value: n, textContent: n, selected: n === select })));
+  $('collection').replaceChildren(...names.map((n) => el('option', { value: n, textContent: nameText(n), selected: n === select })));
   const mb = (b) => (b / 1e6).toFixed(1);
   $('storage').textContent = storage.usage != null ? `${mb(storage.usage)} MB used of ${mb(storage.quota)} MB${storage.persisted ? ' · kept by the browser' : ''}` : '';
   return names;
@@ -146,12 +151,12 @@ async function refreshCollections(select) {
 const LAST_KEY = 'sextant-research-last';
 async function open(name) {
   localStorage.setItem(LAST_KEY, name);
-  say(`Opening ${name}…`);
+  say(['Opening ', nameNode(name), '…']);
   fileStatus.clear();
   current = await request('open', { name });
   showState();
   await showConversation();
-  say(current.skipped.length ? `Opened ${name}; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}` : `Opened ${name}.`, current.skipped.length > 0);
+  say(current.skipped.length ? ['Opened ', nameNode(name), `; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}`] : ['Opened ', nameNode(name), '.'], current.skipped.length > 0);
   // Files chosen or dropped while it opened go in now.
   if (early.length) addFiles(early.splice(0));
   await refreshCollections(name);
@@ -245,6 +250,11 @@ async function removeFile(path) {
   runSearch();
 }
 
+/** Where a passage is: its file and headings, each a name, joined by › . */
+function where(r) {
+  return [r.source, ...(r.heading_path ?? [])].filter((p) => p != null).flatMap((p, i) => (i ? [' › ', nameNode(p)] : [nameNode(p)]));
+}
+
 let searchSeq = 0;
 async function runSearch() {
   const query = $('query').value.trim();
@@ -262,7 +272,7 @@ async function runSearch() {
     $('results').dataset.query = query;
     $('results').replaceChildren(
       ...response.results.map((r) =>
-        el('li', {}, el('strong', { textContent: r.title }), el('div', { className: 'where', textContent: [r.source, ...r.heading_path].join(' › ') }), el('div', { className: 'text', textContent: r.text.length > 400 ? `${r.text.slice(0, 400)}…` : r.text })),
+        el('li', {}, el('strong', {}, nameNode(r.title)), el('div', { className: 'where' }, ...where(r)), el('div', { className: 'text', textContent: r.text.length > 400 ? `${r.text.slice(0, 400)}…` : r.text })),
       ),
     );
   } catch (e) {
@@ -308,7 +318,7 @@ $('new-collection').addEventListener('submit', async (e) => {
   }
 });
 $('delete-collection').addEventListener('click', async () => {
-  if (!current?.name || !confirm(`Delete the collection ${current.name} and everything in it?`)) return;
+  if (!current?.name || !confirm(`Delete the collection ${nameText(current.name)} and everything in it?`)) return;
   await request('remove_collection', { name: current.name });
   current = null;
   const names = await refreshCollections();
@@ -385,8 +395,8 @@ $('llm-form').addEventListener('submit', (e) => {
 let sourceUrl = null;
 async function showSource(c) {
   $('source').hidden = false;
-  $('source-title').textContent = c.title ?? c.chunk_id;
-  $('source-where').textContent = [c.source, ...(c.heading_path ?? [])].join(' › ');
+  $('source-title').replaceChildren(nameNode(c.title ?? c.chunk_id));
+  $('source-where').replaceChildren(...where(c));
   $('source-text').textContent = c.text ?? '';
   $('source-open').replaceChildren();
   if (sourceUrl) URL.revokeObjectURL(sourceUrl);
@@ -397,22 +407,27 @@ async function showSource(c) {
   const pdf = /\.pdf$/i.test(c.source);
   sourceUrl = URL.createObjectURL(new Blob([original], { type: pdf ? 'application/pdf' : 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' }));
   const page = pdf ? (c.heading_path ?? []).map((h) => /^Page (\d+)$/.exec(h)?.[1]).find(Boolean) : null;
-  $('source-open').append(el('a', { href: page ? `${sourceUrl}#page=${page}` : sourceUrl, target: '_blank', rel: 'noopener', download: pdf ? '' : c.source, textContent: page ? `Open ${c.source} at page ${page}` : `Open ${c.source}` }));
+  $('source-open').append(el('a', { href: page ? `${sourceUrl}#page=${page}` : sourceUrl, target: '_blank', rel: 'noopener', download: pdf ? '' : c.source }, 'Open ', nameNode(c.source), page ? ` at page ${page}` : ''));
 }
 
-/** An answer's text with each [chunk_id] replaced by a numbered link to its passage. */
-function answerNodes(answer, citations, evidence) {
+/** An answer's text with each citation replaced by a numbered link to its passage: where the
+ * core located them (`spans`: string offsets and the chunk ids each cites), or, for rounds kept
+ * by an earlier version without spans, each `[chunk_id]` written plainly. */
+function answerNodes(answer, citations, evidence, spans) {
   const byId = new Map(evidence.map((r) => [r.chunk_id, r]));
   const numbers = new Map(citations.map((c, i) => [c.chunk_id, i + 1]));
+  const located = spans ?? [...answer.matchAll(/\[([^\]\s]+)\]/g)].map((m) => ({ start: m.index, end: m.index + m[0].length, chunk_ids: [m[1]] }));
+  const link = (id) => {
+    const r = byId.get(id);
+    return el('a', { href: '#', className: 'cite', textContent: `[${numbers.get(id)}]`, title: r ? [r.source, ...r.heading_path].map(nameText).join(' › ') : nameText(id), onclick: (e) => (e.preventDefault(), showSource({ ...r, chunk_id: id })) });
+  };
   const nodes = [];
   let last = 0;
-  for (const m of answer.matchAll(/\[([^\]\s]+)\]/g)) {
-    const n = numbers.get(m[1]);
-    if (!n) continue;
-    nodes.push(document.createTextNode(answer.slice(last, m.index)));
-    const r = byId.get(m[1]);
-    nodes.push(el('a', { href: '#', className: 'cite', textContent: `[${n}]`, title: r ? [r.source, ...r.heading_path].join(' › ') : m[1], onclick: (e) => (e.preventDefault(), showSource({ ...r, chunk_id: m[1] })) }));
-    last = m.index + m[0].length;
+  for (const span of located) {
+    const cited = span.chunk_ids.filter((id) => numbers.has(id));
+    if (!cited.length) continue;
+    nodes.push(document.createTextNode(answer.slice(last, span.start)), ...cited.map(link));
+    last = span.end;
   }
   nodes.push(document.createTextNode(answer.slice(last)));
   return nodes;
@@ -423,7 +438,7 @@ function roundNode(round) {
   const note = el('div', { className: 'note' });
   if (round.result) {
     const r = round.result;
-    answer.replaceChildren(...(r.refused ? [document.createTextNode(r.answer)] : answerNodes(r.answer, r.citations, r.evidence)));
+    answer.replaceChildren(...(r.refused ? [document.createTextNode(r.answer)] : answerNodes(r.answer, r.citations, r.evidence, r.spans)));
     note.className = r.refused ? 'note refused' : 'note';
     note.textContent = r.refused ? `Not verified: ${r.refusal}` : `${r.citations.length} cited passage${r.citations.length === 1 ? '' : 's'} · ${r.path === 'tools' ? 'tool loop' : `pipeline (${r.path_reason})`}`;
   } else if (round.error) {
