@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { watchedPage } from './browser.mjs';
-import { openWorkspaceSite, TIDE_NOTES } from './documents.mjs';
+import { openWorkspaceSite, TIDE_NOTES, docxBomb, docxOf } from './documents.mjs';
 import { startLlmServer, sseAnswer } from './llm-server.mjs';
 
 let workspace;
@@ -133,5 +133,32 @@ test('a name with a right-to-left override is shown with the override visible an
   } finally {
     await page.close();
     await llm.close();
+  }
+});
+
+test('a DOCX zip bomb is refused in moments with a message that says why, and the workspace goes on', async () => {
+  const page = await watchedPage(workspace.context);
+  try {
+    await openCollection(page, 'bombs');
+    const started = Date.now();
+    await page.locator('#pick').setInputFiles([
+      { name: 'bomb.docx', mimeType: 'application/octet-stream', buffer: docxBomb(100) },
+      { name: 'liar.docx', mimeType: 'application/octet-stream', buffer: docxBomb(100, { declare: 4096 }) },
+      { name: 'tides.docx', mimeType: 'application/octet-stream', buffer: docxOf([['Heading1', 'Tide tables'], [null, 'Spring tides happen near the new and the full moon.']]) },
+    ]);
+    await waitState(page, () => {
+      const rows = [...document.querySelectorAll('#files li')].map((li) => li.textContent);
+      return rows.length === 3 && rows.filter((r) => r.includes('Could not add it')).length === 2 && rows.some((r) => r.startsWith('tides.docx') && /ready|embedded/.test(r));
+    }, null, { timeout: 60000 });
+    const seconds = (Date.now() - started) / 1000;
+    const rows = await page.$$eval('#files li', (items) => items.map((li) => li.textContent));
+    assert.match(rows.find((r) => r.startsWith('bomb.docx')), /expands to 100 MB, over the 64 MB a file may hold/);
+    assert.match(rows.find((r) => r.startsWith('liar.docx')), /expands past the 4 KB it declares/);
+    assert.ok(seconds < 30, `${seconds} s`);
+    await page.locator('#query').fill('spring tides full moon');
+    await waitState(page, () => document.querySelector('#results').children.length > 0);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
   }
 });

@@ -6,6 +6,7 @@
 // not choose (files, titles, headings, collections) with its bidirectional controls shown and
 // isolated (names.js).
 import { visible, nameText, nameNode } from './names.js';
+import { checkZipExpansion, textBudget, MAX_EXPANDED_BYTES } from './archive.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -170,10 +171,12 @@ async function pdfDocuments(file) {
   const task = pdfjs.getDocument({ data: new Uint8Array(await file.arrayBuffer()), isEvalSupported: false });
   const pdf = await task.promise;
   const sections = [];
+  // A small compressed PDF may hold far more text than a file may: bounded as it is read.
+  const take = textBudget('the PDF', MAX_EXPANDED_BYTES);
   for (let n = 1; n <= pdf.numPages; n++) {
     const page = await pdf.getPage(n);
     const content = await page.getTextContent();
-    const text = content.items.map((i) => (i.str ?? '') + (i.hasEOL ? '\n' : ' ')).join('').replace(/[ \t]+\n/g, '\n').trim();
+    const text = take(content.items.map((i) => (i.str ?? '') + (i.hasEOL ? '\n' : ' ')).join('').replace(/[ \t]+\n/g, '\n').trim());
     if (text) sections.push({ heading_path: [`Page ${n}`], anchor: `page=${n}`, text });
   }
   const meta = await pdf.getMetadata().catch(() => null);
@@ -182,15 +185,18 @@ async function pdfDocuments(file) {
   return [{ id: file.name, source: file.name, url: null, title, metadata: { pages: String(pdf.numPages) }, sections }];
 }
 
-// DOCX: converted to HTML by mammoth (loaded on first use), then read by the core's HTML loader.
+// DOCX: checked for what it expands to (archive.js: a small DOCX may inflate to gigabytes in
+// mammoth), converted to HTML by mammoth (loaded on first use; images left out, only their alt
+// text is read), then read by the core's HTML loader.
 let mammothLoaded = null;
-async function docxHtml(file) {
+async function docxHtml(file, bytes) {
+  await checkZipExpansion(bytes, { max_bytes: MAX_EXPANDED_BYTES });
   mammothLoaded ??= new Promise((resolve, reject) => {
     const script = el('script', { src: new URL('./vendor/mammoth.browser.min.js', import.meta.url).href, onload: resolve, onerror: () => reject(new Error('could not load the DOCX reader')) });
     document.head.append(script);
   });
   await mammothLoaded;
-  const { value } = await window.mammoth.convertToHtml({ arrayBuffer: await file.arrayBuffer() });
+  const { value } = await window.mammoth.convertToHtml({ arrayBuffer: bytes.buffer }, { convertImage: window.mammoth.images.imgElement(() => ({ src: '' })) });
   const title = file.name.replace(/\.docx$/i, '');
   return `<!doctype html><title>${title.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</title><body>${value}</body>`;
 }
@@ -217,11 +223,12 @@ async function addFiles(files) {
     fileStatus.set(file.name, 'reading…');
     showFiles(current.files);
     try {
+      if (file.size > MAX_EXPANDED_BYTES) throw new Error(`it is ${Math.round(file.size / 2 ** 20)} MB, over the ${MAX_EXPANDED_BYTES / 2 ** 20} MB a file may hold`);
       const bytes = new Uint8Array(await file.arrayBuffer());
       const state = /\.pdf$/i.test(file.name)
         ? await request('add_documents', { path: file.name, documents: await pdfDocuments(file), original: bytes })
         : /\.docx$/i.test(file.name)
-          ? await request('add_html', { path: file.name, html: await docxHtml(file), original: bytes })
+          ? await request('add_html', { path: file.name, html: await docxHtml(file, bytes), original: bytes })
           : /\.sxt$/i.test(file.name)
             ? await request('import_index', { path: file.name, bytes })
             : await request('add_file', { path: file.name, bytes });
