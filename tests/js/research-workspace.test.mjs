@@ -162,3 +162,45 @@ test('a DOCX zip bomb is refused in moments with a message that says why, and th
     await page.close();
   }
 });
+
+test('when the collection\'s WebAssembly traps, the operation that met it fails with a message and the workspace restarts it from storage', async () => {
+  const page = await watchedPage(workspace.context);
+  try {
+    await openCollection(page, 'trap');
+    await page.locator('#pick').setInputFiles([{ name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(TIDE_NOTES) }]);
+    await waitState(page, () => document.querySelectorAll('#files li').length === 1 && document.querySelector('#progress-text').textContent === 'every chunk embedded');
+    // Leave the collection's WebAssembly no memory to grow into (as a long session might): its
+    // next large allocation aborts, an `unreachable` trap, after which the instance is unusable.
+    const researchWorker = page.workers().find((w) => w.url().endsWith('/research-worker.js'));
+    assert.ok(researchWorker, page.workers().map((w) => w.url()).join(', '));
+    const grown = await researchWorker.evaluate(async () => {
+      const glue = await import(new URL('./pkg/sextant_collection.js', self.location.href).href);
+      const { memory } = glue.initSync({ module: new Uint8Array() }); // the instance's exports
+      for (let step = 16384; step >= 1; step = Math.floor(step / 2)) {
+        for (;;) {
+          try {
+            memory.grow(step);
+          } catch {
+            break;
+          }
+        }
+      }
+      return memory.buffer.byteLength;
+    });
+    assert.ok(grown > 2 ** 31, `${grown} bytes`);
+    await page.locator('#pick').setInputFiles([{ name: 'big.txt', mimeType: 'text/plain', buffer: Buffer.from('word '.repeat(2_000_000)) }]);
+    // The add that met the trap says it failed; the workspace starts a new engine and reopens the
+    // collection from storage.
+    await waitState(page, () => [...document.querySelectorAll('#files li')].some((li) => li.textContent.startsWith('big.txt') && li.textContent.includes('Could not add it')), null, { timeout: 60000 });
+    await waitState(page, () => /restarted/.test(document.querySelector('#status').textContent), null, { timeout: 60000 });
+    assert.match(await page.locator('#files').textContent(), /stopped/);
+    // It works again, with what was stored.
+    await page.locator('#query').fill('spring tides full moon');
+    await waitState(page, () => document.querySelector('#results').children.length > 0 && document.querySelector('#results').dataset.query === 'spring tides full moon', null, { timeout: 60000 });
+    await page.locator('#pick').setInputFiles([{ name: 'lights.md', mimeType: 'text/markdown', buffer: Buffer.from('# Lights\n\nThe lamp turns at dusk.\n') }]);
+    await waitState(page, () => [...document.querySelectorAll('#files li .path')].some((p) => p.textContent === 'lights.md') && document.querySelector('#progress-text').textContent === 'every chunk embedded');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});

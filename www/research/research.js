@@ -58,7 +58,34 @@ async function request(op, args) {
   });
 }
 
+// A trap in the collection's WebAssembly leaves its instance unusable (every later call fails):
+// the worker says so (`dead`), and a new worker, with a new instance, reopens the collection from
+// storage. The operation that met the trap shows its own error.
+let restarts = 0;
+function restartWorker(message) {
+  if (restarts >= 3) {
+    say(`The workspace's engine keeps stopping (${message}); reload the page.`, true);
+    return;
+  }
+  restarts++;
+  worker?.terminate();
+  for (const w of waiting.values()) w.reject(Object.assign(new Error(message), { code: 'INTERNAL' }));
+  waiting.clear();
+  const name = current?.name;
+  current = null;
+  workerStarted = Promise.resolve(startWorker());
+  if (!name) return;
+  open(name, { restarted: true })
+    .then(() => say(['The engine stopped and was restarted; ', nameNode(name), ' was reopened from storage.'], true))
+    .catch((e) => say(`The engine stopped and could not reopen the collection: ${e.message}; reload the page.`, true));
+}
+
 function onWorkerMessage({ data }) {
+  if (data.event === 'dead') {
+    // Its pending requests fail first (with `dead`), then it is replaced.
+    queueMicrotask(() => restartWorker(data.message));
+    return;
+  }
   if (data.event === 'progress') {
     if (current) Object.assign(current, { files: data.files, pending: data.pending });
     showProgress(data.pending, data.done, data.total);
@@ -117,7 +144,7 @@ function showFiles(files) {
           onclick: () => {
             cancelled.add(path);
             fileStatus.set(path, 'cancelling…');
-            showFiles(current.files);
+            showFiles(current?.files ?? []);
           },
         });
     rows.push(el('li', {}, el('span', { className: 'path' }, nameNode(path)), el('span', { className: failed ? 'error' : 'muted', textContent: visible(text) }), cancel));
@@ -134,7 +161,7 @@ function showProgress(pending, done, total) {
 
 function showState() {
   if (!current) return;
-  showFiles(current.files);
+  showFiles(current?.files ?? []);
   showProgress(current.pending);
   $('pause').hidden = current.paused;
   $('resume').hidden = !current.paused;
@@ -150,10 +177,11 @@ async function refreshCollections(select) {
 
 // The collection open last comes back on the next visit.
 const LAST_KEY = 'sextant-research-last';
-async function open(name) {
+async function open(name, { restarted = false } = {}) {
   localStorage.setItem(LAST_KEY, name);
   say(['Opening ', nameNode(name), '…']);
-  fileStatus.clear();
+  // Another collection's file messages go; after a restart, the failure that caused it stays.
+  if (!restarted) fileStatus.clear();
   current = await request('open', { name });
   showState();
   await showConversation();
@@ -213,15 +241,21 @@ async function addFiles(files) {
     return;
   }
   for (const file of files) fileStatus.set(file.name, 'waiting…');
-  showFiles(current.files);
+  showFiles(current?.files ?? []);
   for (const file of files) {
+    // The engine was restarted meanwhile: the rest go in once the collection is open again.
+    if (!current) {
+      fileStatus.delete(file.name);
+      early.push(file);
+      continue;
+    }
     if (cancelled.delete(file.name)) {
       fileStatus.delete(file.name);
-      showFiles(current.files);
+      showFiles(current?.files ?? []);
       continue;
     }
     fileStatus.set(file.name, 'reading…');
-    showFiles(current.files);
+    showFiles(current?.files ?? []);
     try {
       if (file.size > MAX_EXPANDED_BYTES) throw new Error(`it is ${Math.round(file.size / 2 ** 20)} MB, over the ${MAX_EXPANDED_BYTES / 2 ** 20} MB a file may hold`);
       const bytes = new Uint8Array(await file.arrayBuffer());
@@ -246,7 +280,7 @@ async function addFiles(files) {
     } catch (e) {
       cancelled.delete(file.name);
       fileStatus.set(file.name, `Could not add it: ${e.message}`);
-      showFiles(current.files);
+      showFiles(current?.files ?? []);
     }
   }
 }
