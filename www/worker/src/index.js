@@ -232,12 +232,29 @@ function allowedOrigins(env) {
   return (env.CORS_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }
 
-function cors(request, env) {
+/** The routes that only read the bases: "*" in CORS_ORIGINS opens these to every origin. */
+const READ_ONLY = new Set(['/search', '/context', '/healthz']);
+
+/**
+ * Whether the page a request comes from may call `route`. A request without an Origin is no
+ * browser page's (a server, a CLI, an agent): SEXTANT_TOKEN guards those. The Worker's own
+ * origin may call every route; an origin CORS_ORIGINS names, too; "*" stands for any origin on
+ * the read-only routes only, so no other site's page can spend the LLM key (/ask) or drive the
+ * tools (/mcp, DNS rebinding) because the Worker's searches are public.
+ */
+function originAllowed(request, env, route) {
   const origin = request.headers.get('origin');
+  if (!origin || origin === new URL(request.url).origin) return true;
   const allowed = allowedOrigins(env);
-  if (!origin || !(allowed.includes('*') || allowed.includes(origin))) return {};
+  return allowed.includes(origin) || (READ_ONLY.has(route) && allowed.includes('*'));
+}
+
+function cors(request, env, route) {
+  const origin = request.headers.get('origin');
+  if (!origin || !originAllowed(request, env, route)) return {};
+  const any = READ_ONLY.has(route) && allowedOrigins(env).includes('*');
   return {
-    'access-control-allow-origin': allowed.includes('*') ? '*' : origin,
+    'access-control-allow-origin': any ? '*' : origin,
     'access-control-allow-methods': 'GET, POST, OPTIONS',
     'access-control-allow-headers': 'authorization, content-type, mcp-protocol-version, mcp-session-id',
     'access-control-expose-headers': 'x-sextant-chunks, x-sextant-tokens, x-sextant-cold-start, x-request-id',
@@ -263,6 +280,16 @@ export function checkToken(request, env, route) {
   let diff = a.length ^ b.length;
   for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
   if (diff !== 0) throw new HttpError('UNAUTHORIZED', `${route} needs Authorization: Bearer <SEXTANT_TOKEN>`, { 'www-authenticate': 'Bearer' });
+}
+
+/**
+ * A POST route's body must be declared JSON: a page of another origin may send text/plain or a
+ * form without asking first, but `application/json` makes its browser ask (a CORS preflight),
+ * which only the origins CORS_ORIGINS names pass.
+ */
+function requireJson(request, route) {
+  const type = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/json') throw new HttpError('BAD_ARGUMENT', `POST ${route} takes a JSON body sent with content-type: application/json, not ${type ? JSON.stringify(type) : 'none'}`);
 }
 
 /** The request body as text, refused past `limit` bytes without reading the rest. */
@@ -306,6 +333,26 @@ function llmTimeout(env) {
   const ms = Number(env.LLM_TIMEOUT_MS);
   if (!Number.isInteger(ms) || ms < 0 || ms > 600000) throw new HttpError('BAD_CONFIG', `LLM_TIMEOUT_MS is ${JSON.stringify(env.LLM_TIMEOUT_MS)}; use milliseconds from 0 (no limit) to 600000`);
   return ms;
+}
+
+/**
+ * What an answer may read when the Worker has no SEXTANT_TOKEN (anyone may ask, on the
+ * operator's LLM key): at most SEXTANT_ASK_MAX_K passages and SEXTANT_ASK_MAX_TOKEN_BUDGET
+ * tokens of them, by default the core's own defaults for an answer (`defaults().ask`: 6 and
+ * 1500), within the core's limits. With a token, every caller is the operator's.
+ */
+function anonymousAskCaps(env) {
+  const { ask: d, limits } = defaults();
+  const knob = (name, fallback, most) => {
+    if (!env[name]) return fallback;
+    const value = Number(env[name]);
+    if (!Number.isInteger(value) || value < 1 || value > most) throw new HttpError('BAD_CONFIG', `${name} is ${JSON.stringify(env[name])}; use a whole number from 1 to ${most}, or leave it empty for ${fallback}`);
+    return value;
+  };
+  return [
+    ['k', knob('SEXTANT_ASK_MAX_K', d.k, limits.max_k), 'SEXTANT_ASK_MAX_K'],
+    ['token_budget', knob('SEXTANT_ASK_MAX_TOKEN_BUDGET', d.token_budget, limits.max_token_budget), 'SEXTANT_ASK_MAX_TOKEN_BUDGET'],
+  ];
 }
 
 function maxRequestBytes(env) {
@@ -354,8 +401,9 @@ async function context(url, env, trace) {
 }
 
 async function ask(request, env, ctx, trace, log) {
+  requireJson(request, '/ask');
   checkToken(request, env, 'POST /ask');
-  await ready();
+  const caps = env.SEXTANT_TOKEN ? [] : anonymousAskCaps(env);
   const text = await readBody(request, maxRequestBytes(env));
   let body;
   try {
@@ -370,6 +418,10 @@ async function ask(request, env, ctx, trace, log) {
   const allowed = defaults().context;
   const unknown = Object.keys(options).find((key) => !Object.hasOwn(allowed, key));
   if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question, bases and ${Object.keys(allowed).join(', ')}`);
+  for (const [key, most, knob] of caps) {
+    const value = options[key] ?? defaults().ask[key];
+    if (typeof value === 'number' && value > most) throw new HttpError('BAD_ARGUMENT', `${key} may be at most ${most} on this Worker without a token (its operator sets ${knob})`);
+  }
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError('LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
   const timeout = llmTimeout(env);
   const chosen = chooseBases(await getEngine(env), requested);
@@ -524,7 +576,7 @@ function typed200(response, extension) {
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
-    const headers = cors(request, env);
+    const headers = cors(request, env, url.pathname);
     if (!Object.hasOwn(METHODS, url.pathname)) {
       if (!env.ASSETS) return new Response('not found', { status: 404 });
       return staticAsset(request, env);
@@ -547,6 +599,9 @@ export default {
       // isolate's first request, whichever route it is for (instantiation is cheap; the bases
       // and the model load only for the routes that search).
       await ready();
+      if (!originAllowed(request, env, url.pathname)) {
+        throw new HttpError('FORBIDDEN', `a page of ${request.headers.get('origin')} may not call ${url.pathname}; name its origin in CORS_ORIGINS ("*" opens only ${[...READ_ONLY].join(', ')})`);
+      }
       const allowed = METHODS[url.pathname];
       if (request.method !== allowed && !(url.pathname === '/mcp' && request.method === 'GET')) {
         throw new HttpError('METHOD_NOT_ALLOWED', `${url.pathname} takes ${allowed}, not ${request.method}`, { allow: `${allowed}, OPTIONS` });
@@ -558,11 +613,9 @@ export default {
         streaming = true;
       } else if (url.pathname === '/mcp') {
         response = await mcp(request, env, trace, {
+          // The page's origin was checked above (DNS rebinding); a body must be JSON.
           check: () => {
-            // A browser page from another origin may not drive the tools (DNS rebinding).
-            const origin = request.headers.get('origin');
-            const origins = allowedOrigins(env);
-            if (origin && !origins.includes('*') && !origins.includes(origin)) throw new HttpError('FORBIDDEN', `origin ${origin} may not call /mcp; add it to CORS_ORIGINS`);
+            if (request.method === 'POST') requireJson(request, '/mcp');
             checkToken(request, env, 'POST /mcp');
           },
           engine: () => getEngine(env),

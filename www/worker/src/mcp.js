@@ -186,7 +186,7 @@ async function handle(message, ctx, trace) {
 }
 
 /**
- * POST /mcp. `ctx`: check() (origin and bearer token), engine(), choose(), withMissing(),
+ * POST /mcp (its page's origin already checked). `ctx`: check() (a JSON body and the bearer token), engine(), choose(), withMissing(),
  * readBody(), errorBody() and logQueries from the Worker.
  */
 export async function mcp(request, env, trace, ctx) {
