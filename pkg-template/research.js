@@ -284,11 +284,10 @@ export class Conversation {
     try {
       while (upTo < last && this.#tokens(this.#history(upTo, summary)) > target) {
         const end = Math.min(last, upTo + batch);
-        const transcript = this.rounds
-          .slice(upTo, end)
-          .map((r) => (r.answer ? `Question: ${r.question}\n\nAnswer: ${r.answer}` : `Question: ${r.question}`))
-          .join('\n\n');
-        const request = { messages: [{ role: 'system', content: known.prompts.conversation_summary }, { role: 'user', content: `${summary ? `Summary so far:\n${summary}\n\n` : ''}${transcript}` }] };
+        // The rounds as the model saw them (the summary so far, then the questions and answers),
+        // after the core's instruction: no words of this file's own.
+        const rounds = new Conversation({ rounds: this.rounds.slice(0, end), summary, compressed: upTo }).history();
+        const request = { messages: [{ role: 'system', content: known.prompts.conversation_summary }, ...rounds] };
         const { text } = await modelCall(`compress rounds ${upTo + 1}-${end}`, request, { llm, settings, signal, fetchImpl, random, record });
         if (!text.trim()) throw new SextantError('LLM_BAD_RESPONSE', 'the summary call returned no text');
         summary = text.trim();

@@ -276,7 +276,7 @@ test('in the page, a long session compresses its earliest rounds and keeps every
   const llm = await startLlmServer((request) => {
     const { body } = request;
     if (body.messages[0].content.startsWith('Summarise')) {
-      summaries.push(body.messages[1].content);
+      summaries.push(body.messages.slice(1));
       return completion({ content: `Summary ${summaries.length}: the tides follow the moon.` });
     }
     if (body.stream) return { events: sseAnswer(`${long}[${shown(body).find((id) => id.includes('spring')) ?? shown(body)[0]}]`, { pieces: [long, `[${shown(body).find((id) => id.includes('spring')) ?? shown(body)[0]}]`] }) };
@@ -290,8 +290,12 @@ test('in the page, a long session compresses its earliest rounds and keeps every
     const rounds = 20;
     for (let n = 1; n <= rounds; n++) await askAndSettle(page, `Question ${n}: when do spring tides happen?`, n);
     assert.ok(summaries.length >= 2, `${summaries.length} compression calls`);
-    assert.match(summaries[0], /^Question: Question 1:/);
-    assert.match(summaries[1], /^Summary so far:\nSummary 1/);
+    // The rounds go to the summary call as the conversation's own messages, after the earlier
+    // summary (under the core's header): the words are the core's and the reader's.
+    assert.deepEqual([summaries[0][0].role, summaries[0][0].content], ['user', 'Question 1: when do spring tides happen?']);
+    assert.equal(summaries[0][1].role, 'assistant');
+    assert.equal(summaries[1][0].role, 'system');
+    assert.match(summaries[1][0].content, /^Summary of the earlier conversation \(context, not evidence: never cite it\):\nSummary 1/);
     // The last answer's request carried the summary and only the recent rounds.
     const last = llm.requests.filter((r) => r.body?.stream).at(-1).body.messages;
     assert.ok(last.some((m) => m.role === 'system' && m.content.includes(`Summary ${summaries.length}: the tides follow the moon.`)));
