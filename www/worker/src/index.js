@@ -22,7 +22,13 @@
 //
 // Query parameters and body fields are the core's option names (`defaults().search`,
 // `defaults().context`); the core validates them and its error codes map to HTTP statuses through
-// `defaults().error_codes`. This file adds routing, auth, CORS, streaming and asset serving.
+// `defaults().error_codes`; base names and the bases a request chose are the core's rules
+// (`checkBaseNames`, `selectBases`). This file adds routing, auth, CORS, streaming and asset
+// serving. Safe for a public deployment as shipped: "*" in CORS_ORIGINS opens only the read-only
+// routes to other sites' pages (/ask spends the LLM key, /mcp drives the tools: they answer pages
+// of named origins only), POST bodies must be declared JSON (so a browser asks first), and
+// without SEXTANT_TOKEN an answer reads at most defaults().ask's k and token_budget
+// (SEXTANT_ASK_MAX_K, SEXTANT_ASK_MAX_TOKEN_BUDGET raise them).
 import { Bases, memoryBytes, defaults, ready, checkBaseNames, selectBases } from 'sextant-search';
 import { mcp } from './mcp.js';
 
