@@ -5,7 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const pkg = process.argv[2] ?? 'pkg';
-const { readChatStream } = await import(pathToFileURL(path.resolve(pkg, 'core.js')).href);
+const { readChatStream } = await import(pathToFileURL(path.resolve(pkg, 'chat.js')).href);
 const total = 20 << 20;
 const event = (content) => `data: ${JSON.stringify({ choices: [{ delta: { content } }] })}\n\n`;
 const end = 'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n';

@@ -4,5 +4,6 @@ import { makeApi } from './core.js';
 
 const api = makeApi(wasm, () => init({ module_or_path: new URL('./sextant_wasm_bg.wasm', import.meta.url) }));
 
-export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
-export { readChatStream, retryAfterMs, backoffMs, fetchBytes, redact } from './core.js';
+export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, checkBaseNames, selectBases, qualifyId, splitQualifiedId } = api;
+export { readChatStream, retryAfterMs, backoffMs, redact } from './chat.js';
+export { fetchBytes } from './fetching.js';

@@ -1,5 +1,5 @@
 // Types of `sextant-search/collection`: indexes built where the documents are (see collection.js).
-import type { Mode, SearchOptions, SearchResponse, SearchResult } from './index.js';
+import type { Mode, ResearchDefaults, SearchOptions, SearchResponse, SearchResult } from './index.js';
 export { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } from './index.js';
 
 /** Model files: URLs, bytes or Blobs. */
@@ -58,6 +58,27 @@ export interface CollectionStorage {
   remove(name: string): Promise<void>;
 }
 
+/** An OpenAI-style tool call of the research loop (`{id, type, function: {name, arguments}}`). */
+export interface ToolCall {
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: string | Record<string, unknown> };
+}
+
+/** What a research tool call becomes (the core's rules): a search, or an error the model reads. */
+export type ToolStep =
+  | { search: { query: string; k: number }; error?: undefined }
+  | { error: { error_type: 'one_call_per_round' | 'unknown_tool' | 'bad_arguments'; message: string; retryable: boolean }; search?: undefined };
+
+/** The research loop's rules, from the core (research.js runs them); `options` are `defaults().research`'s names. */
+export function researchToolCall(call: ToolCall, position: number, options?: Partial<ResearchDefaults>): ToolStep;
+/** The search query in the model's answer to the rewrite prompt, or undefined. */
+export function researchQuery(answer: string, options?: Partial<ResearchDefaults>): string | undefined;
+/** The better query the judge asks for, or null when the evidence is enough. */
+export function researchJudged(answer: string, options?: Partial<ResearchDefaults>): string | undefined;
+/** Why a research answer is not shown as verified, or undefined when it is. */
+export function researchRefusal(unknown: string[], cited: number, sent: number): string | undefined;
+
 export function opfsStorage(name: string): CollectionStorage;
 export function listCollections(): Promise<string[]>;
 export function deleteCollection(name: string): Promise<void>;
@@ -85,6 +106,8 @@ export class Collection {
   pendingTexts(): string[];
   embed(options?: EmbedOptions): Promise<number>;
   search(query: string, options?: SearchOptions): Promise<CollectionSearchResponse>;
+  /** The model tokens of `text`, counted by the collection's tokenizer (as chunking and framing count). */
+  countTokens(text: string): number;
   /** The results as injection-safe `<retrieved_context>` blocks, as `Sextant.frame` does. */
   frame(results: SearchResult[], options?: { token_budget?: number }): { context: string; included: string[]; omitted: string[]; tokens: number; budget: number; system_prompt: string };
   /** The packed index (.sxt) that `sextant search`, Node and the Worker load. */

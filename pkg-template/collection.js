@@ -7,7 +7,9 @@
 // has its vector. Vectors are kept by the digest of their text, so removing or re-adding a file
 // never embeds unchanged text again; vectors() saves them and loadVectors() restores them.
 import init, * as wasm from './sextant_collection.js';
-import { call, makeApi, SextantError, fetchBytes } from './core.js';
+import { SextantError, call } from './errors.js';
+import { fetchBytes } from './fetching.js';
+import { makeApi } from './core.js';
 
 const isNode = typeof process !== 'undefined' && Boolean(process.versions?.node) && typeof window === 'undefined';
 const wasmUrl = new URL('./sextant_collection_bg.wasm', import.meta.url);
@@ -19,7 +21,7 @@ const api = makeApi(wasm, async () => {
   return init({ module_or_path: wasmUrl });
 });
 
-export const { Sextant, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
+export const { Sextant, verifyCitations, highlights, defaults, ready, memoryBytes, researchToolCall, researchQuery, researchJudged, researchRefusal } = api;
 export { SextantError };
 
 async function bytesOf(value, file, fetchImpl) {
@@ -357,13 +359,19 @@ export class Collection {
   /**
    * Searches the collection: `{results, timings, vector_method, mode}`. While chunks are pending
    * the search is by keyword whatever the mode asked (`mode` says which ran); once every chunk is
-   * embedded, as asked (hybrid by default).
+   * embedded, as asked (the core's default mode, `defaults().search.mode`, unless `mode` says).
    */
   async search(query, options = {}) {
     const searcher = this.#searcher();
-    const mode = this.#engineIsPartial ? 'keyword' : (options.mode ?? 'hybrid');
+    const mode = this.#engineIsPartial ? 'keyword' : (options.mode ?? defaults().search.mode);
     const response = await searcher.search(query, { ...options, mode });
     return { ...response, mode };
+  }
+
+  /** The model tokens of `text`, counted by the collection's own tokenizer (what chunking and
+   * framing count). */
+  countTokens(text) {
+    return call(() => this.#inner.countTokens(String(text)));
   }
 
   /** frame(results, {token_budget}) → the results as injection-safe `<retrieved_context>` blocks

@@ -320,9 +320,78 @@ export interface Defaults {
     max_rerank_depth: number;
     max_request_bytes: number;
   };
+  /** The names each enumerated option accepts, and the purposes a search runs for. */
+  names: {
+    mode: Mode[];
+    fusion: string[];
+    vector_search: string[];
+    page_score: string[];
+    weights: Weights[];
+    purpose: ('search' | 'context' | 'ask')[];
+  };
+  /** research()'s defaults (`sextant-search/research`): the loop's and its LLM calls'. */
+  research: ResearchDefaults;
+  /** When and how a research conversation folds its earliest rounds into a summary. */
+  compress: { threshold: number; target: number; batch: number; keep: number };
+  /** Longest name of a knowledge base, in bytes. */
+  max_base_name: number;
+  /** Every text the package sends to an LLM or an agent as it is. */
+  prompts: {
+    system: string;
+    refusal: string;
+    research_loop: string;
+    research_answer_rules: string;
+    research_rewrite: string;
+    research_judge: string;
+    conversation_summary: string;
+    summary_header: string;
+    tool_one_call_per_round: string;
+    tool_arguments_not_json: string;
+    mcp_instructions: string;
+  };
+  /** The tools offered to a model or an agent, their schemas generated from the options. */
+  tools: {
+    /** research()'s search tool, in the OpenAI `tools` format. */
+    research_search: { type: 'function'; function: { name: string; description: string; parameters: JsonSchema } };
+    /** The MCP server's tools (`tools/list`). */
+    mcp: { name: string; title: string; description: string; inputSchema: JsonSchema; annotations: Record<string, boolean> }[];
+    /** Passages an MCP search returns by default, and at most. */
+    mcp_k: number;
+    mcp_max_k: number;
+  };
   error_codes: ErrorCodeInfo[];
   system_prompt: string;
   refusal: string;
+}
+
+/** A JSON Schema, as the core generates it for a tool's arguments. */
+export interface JsonSchema {
+  type: string;
+  properties?: Record<string, JsonSchema & { description?: string; default?: unknown; enum?: unknown[]; minimum?: number; maximum?: number; items?: JsonSchema }>;
+  required?: string[];
+  additionalProperties?: boolean;
+  [key: string]: unknown;
+}
+
+/** research()'s defaults: `defaults().research`. */
+export interface ResearchDefaults {
+  /** Passages a search returns unless the model asks for another number. */
+  k: number;
+  /** Most passages the model may ask one search for. */
+  max_k: number;
+  /** Searches the tool loop may run for one question. */
+  max_tool_calls: number;
+  /** Model tokens of the passages the answer reads. */
+  token_budget: number;
+  /** Fewest tokens one search's passages get (half of token_budget, at least this). */
+  min_search_budget: number;
+  /** Longest search query taken from the model, in characters. */
+  max_query_chars: number;
+  timeout_ms: number;
+  max_tries: number;
+  temperature: number;
+  max_answer_bytes: number;
+  max_sse_line_bytes: number;
 }
 
 export class Sextant {
@@ -425,6 +494,14 @@ export class Bases {
   get(id: string, options?: { base?: string }): Promise<(Found & { base: string }) | null>;
 }
 
+/** Throws BAD_ARGUMENT unless each name is a knowledge base's (letters, digits, '.', '_', '-') and none is given twice. */
+export function checkBaseNames(names: string[]): void;
+/** The bases a request chose among `names` (`requested`: names, "a,b", or null/undefined for all), each once. */
+export function selectBases(names: string[], requested?: string[] | string | null): string[];
+/** `base:id` when there are several bases (`several`), else `id`: the id an LLM or an agent reads. */
+export function qualifyId(base: string, id: string, several: boolean): string;
+/** [base, id]: the base holding an id from results (`base` when given, else the `base:` prefix) and its id there. */
+export function splitQualifiedId(id: string, base: string | undefined, names: string[]): [string, string];
 export function ready(): Promise<void>;
 /** Bytes of WebAssembly linear memory in use (it only grows), or null before ready(). */
 export function memoryBytes(): number | null;

@@ -8,5 +8,6 @@ const api = makeApi(wasm, async () => {
   return init({ module_or_path: bytes });
 });
 
-export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } = api;
-export { readChatStream, retryAfterMs, backoffMs, fetchBytes, redact } from './core.js';
+export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, checkBaseNames, selectBases, qualifyId, splitQualifiedId } = api;
+export { readChatStream, retryAfterMs, backoffMs, redact } from './chat.js';
+export { fetchBytes } from './fetching.js';

@@ -1,21 +1,15 @@
 // Types of `sextant-search/research`: cited research answers over a collection (see research.js).
 import type { Collection, CollectionSearchResponse } from './collection.js';
-import type { SearchResult } from './index.js';
+import type { CitationSpan, Defaults, ResearchDefaults, SearchResult } from './index.js';
 
-export interface ResearchOptions {
+/** research()'s options: the core's research options (`defaults().research`), each optional, and the host's. */
+export interface ResearchOptions extends Partial<ResearchDefaults> {
   collection: Pick<Collection, 'search' | 'frame'>;
-  llm: { base_url: string; model: string; api_key?: string };
+  llm: { base_url: string; model: string; api_key?: string; headers?: Record<string, string> };
   /** Earlier turns as chat messages: context for the model, never evidence. */
   history?: { role: 'user' | 'assistant' | 'system'; content: string }[];
-  k?: number;
-  /** Search calls the model may make for one question (default 5). */
-  max_tool_calls?: number;
   /** false: the fixed pipeline, for models without tool calling. */
   tools?: boolean;
-  token_budget?: number;
-  timeout_ms?: number;
-  max_tries?: number;
-  max_answer_bytes?: number;
   signal?: AbortSignal;
   on_token?: (delta: string) => void;
   on_event?: (entry: TraceEntry) => void;
@@ -35,6 +29,8 @@ export interface ResearchAnswer {
   refusal: string | null;
   citations: { chunk_id: string; title: string | null; source: string | null; heading_path: string[] }[];
   unknown_citations: string[];
+  /** Where each citation is in the answer (string offsets), as the core located it. */
+  spans: CitationSpan[];
   path: 'tools' | 'pipeline';
   path_reason: string;
   evidence: SearchResult[];
@@ -43,9 +39,6 @@ export interface ResearchAnswer {
 }
 
 export function research(question: string, options: ResearchOptions): Promise<ResearchAnswer>;
-
-/** Tokens of a text, estimated (about four characters a token). */
-export function estimateTokens(text: string): number;
 
 export interface Round {
   question: string;
@@ -56,7 +49,8 @@ export interface Round {
 
 /** A research conversation: every round kept whole, a summary of the earliest as context. */
 export class Conversation {
-  constructor(saved?: { rounds?: Round[]; summary?: string | null; compressed?: number });
+  /** `count_tokens`: the model's tokenizer, e.g. `(text) => collection.countTokens(text)` (needed to measure the context). */
+  constructor(saved?: { rounds?: Round[]; summary?: string | null; compressed?: number }, options?: { count_tokens?: (text: string) => number });
   rounds: Round[];
   summary: string | null;
   /** How many of the earliest rounds the summary covers. */
@@ -66,5 +60,6 @@ export class Conversation {
   /** The messages the model gets before a new question: the summary (not evidence), then the recent rounds. */
   history(): { role: 'user' | 'assistant' | 'system'; content: string }[];
   contextTokens(): number;
-  compress(options: Pick<ResearchOptions, 'llm' | 'timeout_ms' | 'max_tries' | 'signal' | 'fetch' | 'random' | 'on_event'> & { threshold?: number; target?: number; batch?: number; keep?: number }): Promise<{ compressed: number; trace: TraceEntry[]; error?: { code: string; message: string } }>;
+  /** Folds the earliest rounds into the summary when the context is over `threshold` (`defaults().compress`). */
+  compress(options: Pick<ResearchOptions, 'llm' | 'timeout_ms' | 'max_tries' | 'temperature' | 'max_answer_bytes' | 'max_sse_line_bytes' | 'signal' | 'fetch' | 'random' | 'on_event'> & Partial<Defaults['compress']>): Promise<{ compressed: number; trace: TraceEntry[]; error?: { code: string; message: string } }>;
 }

@@ -39,11 +39,8 @@ if [ -n "${WASM_OPT:-}" ]; then
   mv pkg/sextant_wasm_bg.opt.wasm pkg/sextant_wasm_bg.wasm
 fi
 
-cp pkg-template/core.js pkg-template/browser.js pkg-template/keyword.js pkg-template/collection.js pkg-template/research.js pkg-template/node.js pkg-template/workerd.js \
-  pkg-template/index.d.ts pkg-template/collection.d.ts pkg-template/research.d.ts pkg-template/README.md pkg/
-cp -r pkg-template/ui pkg/ui
+scripts/package-js.sh
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
-sed "s/\"version\": \"0.0.0\"/\"version\": \"$version\"/" pkg-template/package.json > pkg/package.json
 size=$(stat -c %s pkg/sextant_wasm_bg.wasm)
 gz=$(gzip -9 -c pkg/sextant_wasm_bg.wasm | wc -c)
 ksize=$(stat -c %s pkg/sextant_keyword_bg.wasm)

@@ -7,3 +7,5 @@ cd "$SEXTANT_ROOT"
 (cd www && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then npm ci --no-audit --no-fund --silent && touch node_modules; fi)
 node www/build-site.mjs www/dist/site
 "$SEXTANT_BIN" build --site www/dist/site
+# The site carries every package module the browser imports (PACKAGE_FILES in site.rs).
+node tests/js/site-package.mjs www/dist/site

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::config::InputConfig;
 use crate::embed::Weights;
 use crate::error_code::{error_table, ErrorCodeInfo};
 use crate::options::{
@@ -53,6 +54,8 @@ pub struct Defaults {
     pub compress: CompressOptions,
     /// The limits.
     pub limits: Limits,
+    /// What a document may cost (`sextant.toml` `[input]`): file size, nesting, front matter.
+    pub input: InputConfig,
     /// The names of each enumerated option.
     pub names: Names,
     /// Longest name of a knowledge base, in bytes.
@@ -88,6 +91,7 @@ pub fn defaults() -> Defaults {
             max_rerank_depth: MAX_RERANK_DEPTH,
             max_request_bytes: MAX_REQUEST_BYTES,
         },
+        input: InputConfig::default(),
         names: Names {
             mode: &Mode::NAMES,
             fusion: &Fusion::NAMES,
@@ -116,6 +120,7 @@ mod tests {
         assert_eq!(d["names"]["mode"], serde_json::json!(["hybrid", "dense", "keyword"]));
         assert_eq!(d["names"]["purpose"], serde_json::json!(["search", "context", "ask"]));
         assert_eq!(d["research"]["k"], 5);
+        assert_eq!(d["input"]["max_file_bytes"], 64 * 1024 * 1024);
         assert_eq!(d["research"]["max_answer_bytes"], 256 * 1024, "LLM settings flat");
         assert_eq!(d["prompts"]["system"], d["system_prompt"]);
         assert_eq!(d["tools"]["mcp"][0]["name"], "search");

@@ -563,6 +563,10 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
 fn fake_package() -> PathBuf {
     let package = tmp("fake-package");
     for f in [
+        "errors.js",
+        "fetching.js",
+        "chat.js",
+        "index-files.js",
         "core.js",
         "browser.js",
         "keyword.js",

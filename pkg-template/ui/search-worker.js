@@ -16,13 +16,14 @@ const running = new Map();
 // How long after loading the full engine waits for a first query before it loads anyway.
 const FULL_ENGINE_IDLE_MS = 1500;
 
-// Both engines read the same index files: each is fetched once, here, and handed to both.
-// They are immutable (named by their content), so keeping their bytes for the page's life is safe.
-const INDEX_FILE = /\/index\/[a-z]+\.[0-9a-f]{16}\.[a-z]+$/;
+// Both engines read the same index files (those beside the index manifest): each is fetched
+// once, here, and handed to both. They are immutable (named by their content), so keeping their
+// bytes for the page's life is safe.
+let indexDir = null; // the index manifest's folder, once loading starts
 const indexBodies = new Map();
 function sharedFetch(input, init) {
-  const url = String(input instanceof Request ? input.url : input);
-  if (!INDEX_FILE.test(new URL(url, self.location.href).pathname)) return fetch(input, init);
+  const url = new URL(String(input instanceof Request ? input.url : input), self.location.href).href;
+  if (!indexDir || !url.startsWith(indexDir)) return fetch(input, init);
   let entry = indexBodies.get(url);
   if (!entry) {
     entry = fetch(input, init).then(async (response) => {
@@ -61,7 +62,7 @@ function loadFull(data) {
       on_progress: (p) => reply({ id: 0, type: 'progress', ...p }),
     });
     full = engine;
-    reply({ id: 0, type: 'upgraded', mode: 'hybrid' });
+    reply({ id: 0, type: 'upgraded', mode: defaults().search.mode });
     // For offline use (`data-offline`): the rest of the index, once the page is usable.
     if (data.offline) {
       engine
@@ -81,6 +82,7 @@ function loadFull(data) {
 async function handle(data) {
   const { id, type } = data;
   if (type === 'load') {
+    indexDir = new URL('.', new URL(data.index, self.location.href)).href;
     keyword = await KeywordSextant.load({ index: data.index, fetch: sharedFetch });
     const m = keyword.manifest();
     reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, defaults: defaults() });
@@ -102,7 +104,7 @@ async function handle(data) {
       // Results found by the query's nearest words (a typo) mark those words.
       const marked = response.fallback?.length ? response.fallback.join(' ') : data.query;
       for (const result of response.results) result.highlights = highlights(result.text, marked);
-      reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? 'hybrid' : 'keyword', ...response });
+      reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? defaults().search.mode : 'keyword', ...response });
     } finally {
       startFull();
     }

@@ -1,83 +1,120 @@
 // sextant's service worker: after a first visit, search works offline for what was fetched.
-// Content-hashed files under sextant/ (index files, model, tokenizer, package, wasm) are served
-// cache-first — they never change; the entry manifest, the UI files and pages are network-first
-// with the cache as the fallback. Installed at the site root so it may serve every page.
+// Installed at the site root, so it may serve every page.
+//
+// What it keeps comes from the entry manifest `sextant/sextant.json` (fetched fresh, network
+// first): its `files` are every file the site build wrote under sextant/. Of those, the
+// content-named ones (the index folder's, the package folder's, the model and the tokenizer, as
+// the manifest names them) never change and are served from the cache first; the others (the
+// UI's files) and the site's pages are fetched first and kept as a fallback for offline use. A
+// cached file under sextant/ the current manifest no longer lists is dropped.
+//
+// It keeps only what a cache may keep (a whole 200 answer from this origin that does not say
+// no-store or private, or Vary: *), and what it does not keep passes through as the network
+// answered it: byte ranges are never intercepted, and a failure to store never replaces an
+// answer.
 const CACHE = 'sextant-v1';
 const scopeUrl = new URL(self.registration.scope);
 const sextantDir = new URL('sextant/', scopeUrl).pathname;
+const entryPath = `${sextantDir}sextant.json`;
 
 self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
 
-function isImmutable(url) {
-  if (!url.pathname.startsWith(sextantDir)) return false;
-  const rest = url.pathname.slice(sextantDir.length);
-  return /^pkg\.[0-9a-f]{16}\//.test(rest) || /^(model|tokenizer)\.[0-9a-f]{16}\./.test(rest) || /^index\/[a-z]+\.[0-9a-f]{16}\.[a-z]+$/.test(rest);
+/** The current entry manifest: {files: Set, immutable(path)}, or null before one is known. */
+let known = null;
+
+/** What a manifest says: the files it lists, and which of them are named by their content. */
+function readEntry(entry) {
+  if (!Array.isArray(entry?.files)) return null;
+  const files = new Set(entry.files);
+  const indexDir = String(entry.index ?? '').replace(/[^/]*$/, '');
+  const named = (rel) => rel === entry.model || rel === entry.tokenizer || (entry.package && rel.startsWith(entry.package)) || (indexDir && rel.startsWith(indexDir));
+  return { files, immutable: (rel) => files.has(rel) && named(rel) };
 }
 
-async function cacheFirst(request) {
-  const cache = await caches.open(CACHE);
-  const hit = await cache.match(request);
+/** The last entry manifest seen (kept in the cache, so a restarted worker knows it too). */
+async function entryManifest() {
+  if (known) return known;
+  try {
+    const cached = await (await caches.open(CACHE)).match(entryPath);
+    known = cached ? readEntry(await cached.json()) : null;
+  } catch {}
+  return known;
+}
+
+/** Whether a cache may keep this answer: whole, 200, this origin's, and not refused to caches. */
+function storable(response) {
+  if (response.status !== 200 || response.type !== 'basic') return false;
+  const control = (response.headers.get('cache-control') ?? '').toLowerCase();
+  if (/(^|[\s,])(no-store|private)([\s,=]|$)/.test(control)) return false;
+  return !(response.headers.get('vary') ?? '').includes('*');
+}
+
+/** Keeps a copy of the answer if it may be kept; a failure to store changes nothing. */
+function keep(event, request, response) {
+  if (!storable(response)) return;
+  const copy = response.clone();
+  event.waitUntil(caches.open(CACHE).then((cache) => cache.put(request, copy)).catch(() => {}));
+}
+
+async function cacheFirst(event, request) {
+  const hit = await (await caches.open(CACHE)).match(request).catch(() => undefined);
   if (hit) return hit;
   const response = await fetch(request);
-  if (response.ok) await cache.put(request, response.clone());
+  keep(event, request, response);
   return response;
 }
 
-async function networkFirst(request) {
-  const cache = await caches.open(CACHE);
+async function networkFirst(event, request, init) {
   try {
-    const response = await fetch(request, { cache: 'no-store' });
-    if (response.ok) await cache.put(request, response.clone());
+    const response = await fetch(request, init);
+    keep(event, request, response);
     return response;
   } catch (error) {
-    const hit = await cache.match(request, { ignoreSearch: true });
+    const hit = await (await caches.open(CACHE)).match(request, { ignoreSearch: true }).catch(() => undefined);
     if (hit) return hit;
     throw error;
   }
 }
 
-/** The names of every file of an index manifest, as paths. */
-function indexFiles(entry, index) {
-  const dir = sextantDir + entry.index.replace(/[^/]*$/, '');
-  const f = index.files;
-  const names = [f.norms, f.vectors.meta, ...f.keyword.map((s) => s.file), ...f.fragments.files, ...f.vectors.codes.files, ...f.vectors.blocks.files];
-  return [sextantDir + entry.index, ...names.map((n) => dir + n)];
-}
-
-/** Drops cached hashed files that the current entry manifest no longer names. */
-async function prune(manifestResponse) {
+/** Learns the new manifest and drops cached files under sextant/ that it no longer lists. */
+async function prune(response) {
   try {
-    const entry = await manifestResponse.json();
-    const index = await (await cacheFirst(new Request(new URL(entry.index, new URL(sextantDir, scopeUrl))))).json();
-    const keep = new Set([entry.model, entry.tokenizer].map((f) => sextantDir + f).concat(indexFiles(entry, index)));
+    const entry = readEntry(await response.json());
+    if (!entry) return;
+    known = entry;
     const cache = await caches.open(CACHE);
     for (const request of await cache.keys()) {
-      const url = new URL(request.url);
-      if (!isImmutable(url)) continue;
-      const inPackage = url.pathname.startsWith(sextantDir + entry.package);
-      if (!inPackage && !keep.has(url.pathname)) await cache.delete(request);
+      const { pathname } = new URL(request.url);
+      if (!pathname.startsWith(sextantDir) || pathname === entryPath) continue;
+      if (!entry.files.has(pathname.slice(sextantDir.length))) await cache.delete(request);
     }
   } catch {}
 }
 
+async function handle(event) {
+  const { request } = event;
+  const { pathname } = new URL(request.url);
+  if (pathname === entryPath) {
+    const response = await networkFirst(event, request, { cache: 'no-store' });
+    if (response.ok) event.waitUntil(prune(response.clone()));
+    return response;
+  }
+  if (pathname.startsWith(sextantDir)) {
+    const entry = await entryManifest();
+    if (entry?.immutable(pathname.slice(sextantDir.length))) return cacheFirst(event, request);
+  }
+  return networkFirst(event, request);
+}
+
 self.addEventListener('fetch', (event) => {
   const { request } = event;
+  // Not intercepted at all: other methods, other hosts (the LLM is never cached), byte ranges
+  // (media, resumed downloads: a cache keeps whole answers only), and requests only a cache may
+  // answer from another context.
   if (request.method !== 'GET') return;
-  const url = new URL(request.url);
-  if (url.origin !== scopeUrl.origin) return; // the LLM and other hosts are never cached
-  if (isImmutable(url)) {
-    event.respondWith(cacheFirst(request));
-    return;
-  }
-  if (url.pathname === sextantDir + 'sextant.json') {
-    event.respondWith(
-      networkFirst(request).then((response) => {
-        event.waitUntil(prune(response.clone()));
-        return response;
-      }),
-    );
-    return;
-  }
-  event.respondWith(networkFirst(request));
+  if (new URL(request.url).origin !== scopeUrl.origin) return;
+  if (request.headers.has('range')) return;
+  if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;
+  event.respondWith(handle(event));
 });

@@ -232,9 +232,8 @@ class SearchBox {
         fill.style.width = `${(Math.min(1, sum / total) * 100).toFixed(1)}%`;
         text.textContent = `Loading meaning search… ${(sum / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB (keyword results meanwhile)`;
       } else if (event.type === 'upgraded') {
-        this.mode = 'hybrid';
         this.progress.hidden = true;
-        // The same query again, now hybrid: only the result list changes, never the input.
+        // The same query again, now with meaning: only the result list changes, never the input.
         if (this.input.value.trim()) this.search();
       } else if (event.type === 'prefetched') {
         this.root.dataset.offline = 'ready'; // every index file is cached: search works offline

@@ -6,6 +6,7 @@ import { cpSync, mkdtempSync, mkdirSync, writeFileSync, readdirSync, copyFileSyn
 import { tmpdir, homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { missingSitePackage } from './site-package.mjs';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const fixtures = path.join(root, 'tests/fixtures');
@@ -77,5 +78,7 @@ export function buildDemoSite(prefix, extra) {
   execFileSync(process.execPath, [path.join(root, 'www/build-site.mjs'), site], { stdio: 'pipe' });
   if (extra) cpSync(extra, site, { recursive: true });
   execFileSync(sextantBin, ['build', '--site', site], { stdio: 'pipe', env: { ...process.env, SEXTANT_MODEL_DIR: modelDir } });
+  const missing = missingSitePackage(site);
+  if (missing.length) throw new Error(`the site build left out package files the browser imports: ${missing.join(', ')}`);
   return site;
 }

@@ -25,8 +25,11 @@ export function chunkIdsIn(body) {
 /**
  * Starts the server. `plan(request, index)` returns
  * { status = 200, headers = {}, contentType, events: [sse lines], delayMs = 5, hang = false, body,
- * disconnect = false } (`body` answers at once with that text; `disconnect` drops the connection
- * after the events instead of ending the response).
+ * disconnect = false, generate } (`body` answers at once with that text; `disconnect` drops the
+ * connection after the events instead of ending the response; `generate`: {head, fill, bytes,
+ * tail, contentType} answers with `head`, `bytes` bytes of `fill`, then `tail`, made as the
+ * client reads them, never held: a hostile endpoint's endless answer). `request.sent` counts the
+ * bytes written to the client.
  * By default it answers citing the first chunk it was shown.
  */
 export async function startLlmServer(plan) {
@@ -58,6 +61,10 @@ export async function startLlmServer(plan) {
     requests.push(request);
     const p = (plan ? plan(request, requests.length - 1) : undefined) ?? defaultPlan(request);
     if (p.hang) return; // never answers: for timeouts and aborts
+    if (p.generate) {
+      await generate(res, request, p.generate);
+      return;
+    }
     const status = p.status ?? 200;
     if (status !== 200 || p.body !== undefined) {
       res.writeHead(status, { 'content-type': p.contentType ?? 'application/json', ...(p.headers ?? {}) });
@@ -93,6 +100,28 @@ export async function startLlmServer(plan) {
         server.close(resolve);
       }),
   };
+}
+
+/** Writes a generated answer as the client takes it (waiting for 'drain'), until done or gone. */
+async function generate(res, request, { head = '', fill = 'x', bytes, tail = '', contentType = 'application/json' }) {
+  res.writeHead(200, { 'content-type': contentType });
+  request.sent = 0;
+  const write = async (chunk) => {
+    request.sent += chunk.length;
+    if (!res.write(chunk)) {
+      await new Promise((resolve) => {
+        res.once('drain', resolve);
+        res.once('close', resolve);
+      });
+    }
+  };
+  await write(Buffer.from(head));
+  const piece = Buffer.alloc(64 * 1024, fill);
+  for (let n = 0; n < bytes && !request.aborted && !res.destroyed; n += piece.length) await write(piece);
+  if (request.aborted || res.destroyed) return;
+  await write(Buffer.from(tail));
+  request.finished = true;
+  res.end();
 }
 
 export function defaultPlan(request) {

@@ -158,7 +158,7 @@ test('unknown or missing citations are refused; a stream cut mid-answer is LLM_I
 test('a long session compresses its earliest rounds in batches; a failed batch loses nothing; the summary is never evidence', async () => {
   const { Conversation } = await import(pathToFileURL(path.join(consumerProject(), 'research.mjs')).href);
   const rounds = Array.from({ length: 10 }, (_, i) => ({ question: `Question ${i}: what about topic ${i}?`, answer: `Answer ${i}. ${'Lighthouses and tides. '.repeat(90)}` }));
-  const conversation = new Conversation({ rounds: structuredClone(rounds) });
+  const conversation = new Conversation({ rounds: structuredClone(rounds) }, { count_tokens: (text) => collection.countTokens(text) });
   const before = conversation.contextTokens();
   assert.ok(before > 4000, `${before}`);
   let fail = true;
@@ -215,5 +215,51 @@ test('research works while chunks are still being embedded (keyword evidence)', 
   } finally {
     fresh.free();
     await llm.close();
+  }
+});
+
+// A hostile endpoint's endless answers (made as they are read, never held): research() reads at
+// most max_answer_bytes (and 64 KB of JSON around it) of a whole completion, and at most
+// max_sse_line_bytes of an event line, as ask() does, and says so with the right code.
+const HUGE = 64 << 20;
+const endless = { generate: { head: '{"choices":[{"index":0,"message":{"role":"assistant","content":"', fill: 'x', bytes: HUGE, tail: '"}}]}' } };
+const endlessLine = { generate: { head: 'data: {"choices":[{"index":0,"delta":{"content":"', fill: 'x', bytes: HUGE, tail: '"}}]}\n\n', contentType: 'text/event-stream' } };
+const read = (llm) => llm.requests.map((r) => r.sent ?? 0);
+
+test('research() caps a hostile endpoint: an endless JSON completion or event line is cut early, with the right error', async () => {
+  // The caps (256 KB of answer, 1 MB of event line by default) and the sockets' buffers: far
+  // under what the endpoint offers.
+  const cap = 16 << 20;
+  // Every call answers with an endless completion: the tool loop and the pipeline's calls fail,
+  // and the answer too.
+  const json = await startLlmServer(() => endless);
+  try {
+    const e = await expectCode(research('how do I install sextant?', { collection, llm: { base_url: json.baseUrl, model: 'm' } }), 'LLM_INCOMPLETE');
+    assert.match(e.message, /max_answer_bytes/);
+    assert.ok(read(json).every((n) => n < cap), `bytes sent per call: ${read(json).join(', ')}`);
+  } finally {
+    await json.close();
+  }
+  // The answer's stream holds one endless line.
+  const sse = await startLlmServer((request) => (request.body.stream ? endlessLine : completion({ content: 'install' })));
+  try {
+    const e = await expectCode(research('how do I install sextant?', { collection, llm: { base_url: sse.baseUrl, model: 'm' }, tools: false }), 'LLM_BAD_RESPONSE');
+    assert.match(e.message, /max_sse_line_bytes/);
+    assert.ok(read(sse).every((n) => n < cap), `bytes sent per call: ${read(sse).join(', ')}`);
+  } finally {
+    await sse.close();
+  }
+  // A conversation's summary call too.
+  const { Conversation } = await import(pathToFileURL(path.join(consumerProject(), 'research.mjs')).href);
+  const summary = await startLlmServer(() => endless);
+  try {
+    const rounds = Array.from({ length: 6 }, (_, i) => ({ question: `Question ${i}?`, answer: 'Lighthouses and tides. '.repeat(200) }));
+    const conversation = new Conversation({ rounds }, { count_tokens: (text) => collection.countTokens(text) });
+    const out = await conversation.compress({ llm: { base_url: summary.baseUrl, model: 'm' }, threshold: 1000, target: 500 });
+    assert.equal(out.compressed, 0);
+    assert.equal(out.error?.code, 'LLM_INCOMPLETE', JSON.stringify(out.error));
+    assert.ok(read(summary).every((n) => n < cap), `bytes sent per call: ${read(summary).join(', ')}`);
+  } finally {
+    await summary.close();
   }
 });

@@ -179,7 +179,7 @@ async function tideCollection(page, name, { base_url, timeout, tools = true }) {
   await page.locator('#llm-form [name=base_url]').fill(base_url);
   await page.locator('#llm-form [name=model]').fill('m');
   if (timeout) await page.locator('#llm-form [name=timeout]').fill(timeout);
-  if (!tools) await page.locator('#llm-form [name=tools]').uncheck();
+  await page.locator('#llm-form [name=tools]').setChecked(tools); // settings persist from an earlier test
   await page.locator('#llm-form button').click();
 }
 
@@ -276,7 +276,7 @@ test('in the page, a long session compresses its earliest rounds and keeps every
   const llm = await startLlmServer((request) => {
     const { body } = request;
     if (body.messages[0].content.startsWith('Summarise')) {
-      summaries.push(body.messages[1].content);
+      summaries.push(body.messages.slice(1));
       return completion({ content: `Summary ${summaries.length}: the tides follow the moon.` });
     }
     if (body.stream) return { events: sseAnswer(`${long}[${shown(body).find((id) => id.includes('spring')) ?? shown(body)[0]}]`, { pieces: [long, `[${shown(body).find((id) => id.includes('spring')) ?? shown(body)[0]}]`] }) };
@@ -290,8 +290,12 @@ test('in the page, a long session compresses its earliest rounds and keeps every
     const rounds = 20;
     for (let n = 1; n <= rounds; n++) await askAndSettle(page, `Question ${n}: when do spring tides happen?`, n);
     assert.ok(summaries.length >= 2, `${summaries.length} compression calls`);
-    assert.match(summaries[0], /^Question: Question 1:/);
-    assert.match(summaries[1], /^Summary so far:\nSummary 1/);
+    // The rounds go to the summary call as the conversation's own messages, after the earlier
+    // summary (under the core's header): the words are the core's and the reader's.
+    assert.deepEqual([summaries[0][0].role, summaries[0][0].content], ['user', 'Question 1: when do spring tides happen?']);
+    assert.equal(summaries[0][1].role, 'assistant');
+    assert.equal(summaries[1][0].role, 'system');
+    assert.match(summaries[1][0].content, /^Summary of the earlier conversation \(context, not evidence: never cite it\):\nSummary 1/);
     // The last answer's request carried the summary and only the recent rounds.
     const last = llm.requests.filter((r) => r.body?.stream).at(-1).body.messages;
     assert.ok(last.some((m) => m.role === 'system' && m.content.includes(`Summary ${summaries.length}: the tides follow the moon.`)));
@@ -302,6 +306,54 @@ test('in the page, a long session compresses its earliest rounds and keeps every
     await page.reload();
     await waitState(page, (n) => document.querySelectorAll('#conversation li').length === n, rounds, { timeout: 120000 });
     assert.equal(await page.locator('#conversation li .question').first().textContent(), 'Question 1: when do spring tides happen?');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await llm.close();
+  }
+});
+
+test('the trace panel and the streamed answer grow by appending: 2,500 tool calls in a round and 2,000 tokens cost work in proportion', async () => {
+  // As many calls as fit in a round's answer (max_answer_bytes): each is one trace event.
+  const CALLS = 2500;
+  const TOKENS = 2000;
+  const spring = (body) => shown(body).find((id) => id.includes('spring')) ?? shown(body)[0];
+  const llm = await startLlmServer((request) => {
+    const { body } = request;
+    if (body.stream) return { events: sseAnswer('', { pieces: [...Array(TOKENS - 1).fill('tide '), `[${spring(body)}]`] }), delayMs: 0 };
+    if (llm.requests.filter((r) => r.body?.tools).length > 1) return completion({ content: 'enough' });
+    const calls = Array.from({ length: CALLS }, (_, i) => ({ id: `c${i}`, type: 'function', function: { name: 'search', arguments: '{"query":"tide"}' } }));
+    return completion({ tool_calls: calls });
+  });
+  const page = await watchedPage(workspace.context);
+  try {
+    await tideCollection(page, 'busy round', { base_url: llm.baseUrl, timeout: '120' });
+    // Counts the work the page does: elements put into the trace, characters put into answers.
+    await page.evaluate(() => {
+      window.__work = { traceItems: 0, answerChars: 0 };
+      const inAnswer = (node) => Boolean(node?.closest?.('.answer') ?? node?.parentElement?.closest('.answer'));
+      new MutationObserver((records) => {
+        for (const r of records) {
+          if (r.type === 'characterData') {
+            if (inAnswer(r.target)) window.__work.answerChars += r.target.data.length;
+            continue;
+          }
+          for (const node of r.addedNodes) {
+            if (r.target.closest?.('#trace') && node.nodeType === 1) window.__work.traceItems += 1;
+            if (node.nodeType === 3 && inAnswer(r.target)) window.__work.answerChars += node.data.length;
+            if (node.nodeType === 1 && !r.target.closest?.('#trace')) for (const a of node.querySelectorAll?.('.answer') ?? []) window.__work.answerChars += a.textContent.length;
+          }
+        }
+      }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    });
+    await askAndSettle(page, 'When do spring tides happen?', 1);
+    const work = await page.evaluate(() => window.__work);
+    const items = await page.locator('#trace li').count();
+    const answer = await page.locator('#conversation li .answer').first().textContent();
+    assert.ok(items >= CALLS, `${items} trace items: ${(await page.$$eval("#trace li", (l) => l.map((x) => x.textContent))).join("\n")}`);
+    assert.ok(work.traceItems <= items + 10, `${work.traceItems} trace items made for ${items} events`);
+    assert.ok(answer.length > 5 * (TOKENS - 1), `${answer.length} characters of answer`);
+    assert.ok(work.answerChars <= 3 * answer.length, `${work.answerChars} characters written for an answer of ${answer.length}`);
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();

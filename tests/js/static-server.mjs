@@ -1,5 +1,6 @@
 // A static file server on loopback for browser tests: correct MIME types (application/wasm),
-// optional delays per path (`{ delays: [[/model/, 3000]] }`),
+// optional delays per path (`{ delays: [[/model/, 3000]] }`), headers per path
+// (`{ pathHeaders: [[/^\/private\//, {'cache-control': 'no-store'}]] }`), single byte ranges (206),
 // Content-Length, and a log of the requests it served: a file's entry has its `path`, `bytes`
 // (the body sent on the wire) and `raw` (its uncompressed size). With `{ gzip: true }` it
 // compresses compressible responses for clients that accept gzip, as a real host would, for
@@ -38,12 +39,23 @@ function acceptsGzip(req) {
   });
 }
 
-export async function startStaticServer(folder, { port = 0, headers = {}, gzip = false, delays = [] } = {}) {
+export async function startStaticServer(folder, { port = 0, headers = {}, pathHeaders = [], gzip = false, delays = [] } = {}) {
   const dir = path.resolve(folder);
   const log = [];
   const compressed = new Map(); // `${file}\0${mtimeMs}\0${size}` → gzipped bytes
   const server = http.createServer(async (req, res) => {
-    const url = new URL(req.url, 'http://localhost');
+    const bad = (reason, logged = req.url) => {
+      log.push({ path: logged, status: 400 });
+      res.writeHead(400, { 'content-type': 'text/plain' }).end(`bad request: ${reason}`);
+    };
+    // Whatever the request target holds, the answer is a status, never a crash of the server.
+    let url;
+    try {
+      url = new URL(req.url, 'http://localhost');
+    } catch {
+      bad('the request target is not a URL');
+      return;
+    }
     // `delays`: [pattern, ms] pairs that hold back matching paths, as a slow link would.
     const delay = delays.find(([pattern]) => pattern.test(url.pathname))?.[1];
     if (delay) await new Promise((r) => setTimeout(r, delay));
@@ -51,8 +63,7 @@ export async function startStaticServer(folder, { port = 0, headers = {}, gzip =
     try {
       pathname = decodeURIComponent(url.pathname);
     } catch {
-      log.push({ path: url.pathname, status: 400 });
-      res.writeHead(400, { 'content-type': 'text/plain' }).end('bad request: the path is not valid percent-encoding');
+      bad('the path is not valid percent-encoding', url.pathname);
       return;
     }
     let file = path.join(dir, pathname);
@@ -85,13 +96,35 @@ export async function startStaticServer(folder, { port = 0, headers = {}, gzip =
         body = await readFile(file);
       }
       const gzipped = 'content-encoding' in encoding;
-      log.push({ path: url.pathname, at: performance.now(), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}) });
-      res.writeHead(200, {
+      // `pathHeaders`: [pattern, headers] pairs added to matching paths' answers.
+      const extra = Object.assign({}, ...pathHeaders.filter(([pattern]) => pattern.test(url.pathname)).map(([, h]) => h));
+      // One byte range (`Range: bytes=a-b`, `a-`, `-n`) of an uncompressed body, as hosts serve media.
+      const range = !gzipped && /^bytes=(\d*)-(\d*)$/.exec(String(req.headers.range ?? ''));
+      let status = 200;
+      let partial = {};
+      if (range && (range[1] || range[2])) {
+        const size = body.length;
+        const start = range[1] ? Number(range[1]) : Math.max(0, size - Number(range[2]));
+        const end = range[1] && range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
+        if (start >= size || start > end) {
+          log.push({ path: url.pathname, status: 416 });
+          res.writeHead(416, { 'content-range': `bytes */${size}` }).end();
+          return;
+        }
+        body = body.subarray(start, end + 1);
+        status = 206;
+        partial = { 'content-range': `bytes ${start}-${end}/${size}` };
+      }
+      log.push({ path: url.pathname, at: performance.now(), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}), ...(status === 206 ? { status } : {}) });
+      res.writeHead(status, {
         'content-type': type,
         'content-length': body.length,
+        ...(gzipped ? {} : { 'accept-ranges': 'bytes' }),
+        ...partial,
         ...encoding,
         ...(compressible ? { vary: 'accept-encoding' } : {}),
         ...headers,
+        ...extra,
       });
       res.end(body);
     } catch {

@@ -6,8 +6,11 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
 import { gunzipSync } from 'node:zlib';
 import { startStaticServer } from './static-server.mjs';
+import { root } from './harness.mjs';
 
 /** A raw GET, so the path reaches the server exactly as written (fetch would normalise it). */
 function rawGet(base, rawPath) {
@@ -124,5 +127,46 @@ test('with gzip: compressible files are gzipped for clients that accept it, and 
     assert.deepEqual(entry(plainServer), { path: '/app.js', bytes: text.length, raw: text.length });
   } finally {
     await plainServer.close();
+  }
+});
+
+/** Sends `raw` bytes on a new connection and resolves to what came back (until it closes or 2 s). */
+function rawRequest(port, raw) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(raw));
+    let text = '';
+    const done = () => resolve(text);
+    socket.setEncoding('latin1').on('data', (d) => (text += d));
+    socket.on('close', done).on('error', done);
+    setTimeout(() => socket.destroy(), 2000);
+  });
+}
+
+test('the demo server (make demo: www/serve.mjs) answers a request target that is no URL with 400 and keeps serving', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-static-'));
+  writeFileSync(path.join(dir, 'index.html'), 'home');
+  const probe = net.createServer();
+  await new Promise((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address();
+  await new Promise((r) => probe.close(r));
+  const demo = spawn(process.execPath, [path.join(root, 'www/serve.mjs'), dir], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let exited = null;
+  demo.on('exit', (code, signal) => (exited = { code, signal }));
+  try {
+    await new Promise((resolve, reject) => {
+      demo.stdout.once('data', resolve);
+      demo.once('exit', () => reject(new Error('the demo server did not start')));
+    });
+    for (const target of ['http://[', 'http://[::1', '//[', 'http://a b/']) {
+      const answer = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 400 /, `${target}: ${answer.slice(0, 80)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(exited, null, 'the demo server died');
+    const home = await rawGet(`http://127.0.0.1:${port}`, '/');
+    assert.equal(home.status, 200);
+    assert.equal(home.body, 'home');
+  } finally {
+    demo.kill();
   }
 });

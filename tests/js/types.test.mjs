@@ -4,11 +4,11 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { consumerProject, importPackage, fixtures, modelDir, root } from './harness.mjs';
 import { startLlmServer } from './llm-server.mjs';
 
@@ -24,6 +24,10 @@ function declarations(file) {
   const name = (n) => n.name?.getText(source);
   for (const node of source.statements) {
     if (ts.isFunctionDeclaration(node)) out.values.add(name(node));
+    // `export { a, b } from './index.js'` (values only, not `export type`).
+    if (ts.isExportDeclaration(node) && !node.isTypeOnly && node.exportClause && ts.isNamedExports(node.exportClause)) {
+      for (const e of node.exportClause.elements) if (!e.isTypeOnly) out.values.add(e.name.getText(source));
+    }
     if (ts.isClassDeclaration(node)) {
       out.values.add(name(node));
       out.classes[name(node)] = node.members.filter((m) => m.name && !ts.isConstructorDeclaration(m) && !(m.modifiers ?? []).some((x) => x.kind === ts.SyntaxKind.PrivateKeyword)).map(name);
@@ -67,6 +71,16 @@ test('the declared exports and Sextant methods are the package\'s', async () => 
   assert.deepEqual([...declared.values].sort(), runtime);
   const methods = Object.getOwnPropertyNames(api.Sextant.prototype).filter((m) => m !== 'constructor');
   assert.deepEqual(declared.classes.Sextant.sort(), ['load', ...methods].sort());
+});
+
+test('collection.d.ts and research.d.ts declare exactly what sextant-search/collection and /research export', async () => {
+  const project = consumerProject();
+  writeFileSync(path.join(project, 'entries.mjs'), "export * as collection from 'sextant-search/collection';\nexport * as research from 'sextant-search/research';\n");
+  const entries = await import(pathToFileURL(path.join(project, 'entries.mjs')).href);
+  for (const entry of ['collection', 'research']) {
+    const types = declarations(path.join(project, `node_modules/sextant-search/${entry}.d.ts`));
+    assert.deepEqual([...types.values].sort(), Object.keys(entries[entry]).filter((k) => k !== 'default').sort(), `${entry}.d.ts`);
+  }
 });
 
 test('declared option fields are the core\'s, and the error codes its table', () => {

@@ -243,7 +243,10 @@ test('without a token: chunk ids with CR/LF, body caps, static files as a web ho
     const [first] = chunkIdsIn(req.body);
     return { events: sseAnswer(`${'tick '.repeat(200)}[${first}]`), delayMs: 40 };
   });
-  const odd = await startWorkerd({ assetsDir: oddSite(), name: 'odd', env: { LLM_BASE_URL: slow.baseUrl, LLM_MODEL: 'slow' } });
+  const oddDir = oddSite();
+  mkdirSync(path.join(oddDir, 'research/vendor'), { recursive: true });
+  writeFileSync(path.join(oddDir, 'research/vendor/lib.js'), 'export const x = 1;');
+  const odd = await startWorkerd({ assetsDir: oddDir, name: 'odd', env: { LLM_BASE_URL: slow.baseUrl, LLM_MODEL: 'slow' } });
   try {
     // Chunk ids go into a header percent-encoded, so a CR or LF in a file name cannot break it.
     const context = await fetch(`${odd.base}/context?q=keeper+trims+the+wick&k=2`);
@@ -278,6 +281,18 @@ test('without a token: chunk ids with CR/LF, body caps, static files as a web ho
     assert.match((await fetch(`${odd.base}/site.css`)).headers.get('content-type'), /^text\/css/);
     const listing = await fetch(`${odd.base}/sextant/`);
     assert.equal(listing.status, 404);
+    // A folder is never listed (workerd's disk service would answer one with JSON), whatever
+    // its name; the files in it, JSON ones too, are served.
+    for (const folder of ['/sextant', '/sextant/index', '/research/vendor', '/research']) {
+      const r = await fetch(`${odd.base}${folder}`, { redirect: 'manual' });
+      const text = await r.text();
+      assert.equal(r.status, 404, `${folder}: ${r.status} ${text.slice(0, 80)}`);
+      assert.ok(!text.includes('"type"'), `${folder} listed its files`);
+    }
+    assert.equal((await fetch(`${odd.base}/research/vendor/lib.js`)).status, 200);
+    const entry = await fetch(`${odd.base}/sextant/sextant.json`);
+    assert.equal(entry.status, 200);
+    assert.ok((await entry.json()).index);
     // A client that hangs up before the first token stops the LLM call too.
     const hanging = await startLlmServer(() => ({ hang: true }));
     const quiet = await startWorkerd({ assetsDir: oddSite(), name: 'quiet', env: { LLM_BASE_URL: hanging.baseUrl, LLM_MODEL: 'hang' } });
@@ -465,5 +480,64 @@ test('a SEXTANT_TOKEN under 16 characters is a configuration error, not a guard'
     await expectError(response, 500, 'BAD_CONFIG');
   } finally {
     short.stop();
+  }
+});
+
+test('safe defaults for a public Worker: /ask and /mcp only from origins named in CORS_ORIGINS ("*" is for the read-only routes), JSON bodies only, and an anonymous answer within defaults().ask unless the knobs raise it', async () => {
+  const answering = await startLlmServer((req) => ({ events: sseAnswer(`Heated models need similar thermal stresses [${chunkIdsIn(req.body)[0]}].`) }));
+  const EVIL = 'https://evil.example';
+  const started = [];
+  const worker = async (name, env) => {
+    const w = await startWorkerd({ assetsDir, name, env: { LLM_BASE_URL: answering.baseUrl, LLM_MODEL: name, ...env } });
+    started.push(w);
+    return w;
+  };
+  const asker = (w) => (body, headers = {}) => fetch(`${w.base}/ask`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ question: 'what do heated models need?', ...body }) });
+  try {
+    // As shipped: CORS_ORIGINS = "*", no SEXTANT_TOKEN.
+    const open = await worker('public', { CORS_ORIGINS: '*' });
+    const ask = asker(open);
+    // Another site's page may read search results (CORS "*")...
+    const search = await fetch(`${open.base}/search?q=heated+wings&k=2`, { headers: { origin: EVIL } });
+    assert.equal(search.status, 200);
+    assert.equal(search.headers.get('access-control-allow-origin'), '*');
+    // ...but not spend the operator's LLM key, nor drive the MCP tools (DNS rebinding).
+    await expectError(await fetch(`${open.base}/ask`, { method: 'POST', headers: { origin: EVIL, 'content-type': 'text/plain' }, body: '{"question": "heated wings"}' }), 403, 'FORBIDDEN');
+    const preflight = await fetch(`${open.base}/ask`, { method: 'OPTIONS', headers: { origin: EVIL, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    assert.equal(preflight.headers.get('access-control-allow-origin'), null, 'a preflight for /ask from another origin is granted');
+    await expectError(await ask({}, { origin: EVIL }), 403, 'FORBIDDEN');
+    await expectError(await fetch(`${open.base}/mcp`, { method: 'POST', headers: { origin: EVIL, 'content-type': 'application/json' }, body: '{"jsonrpc": "2.0", "id": 1, "method": "ping"}' }), 403, 'FORBIDDEN');
+    // A body not declared JSON never reaches the LLM (a form or text/plain post needs no preflight).
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', null]) {
+      const headers = type ? { 'content-type': type } : {};
+      await expectError(await fetch(`${open.base}/ask`, { method: 'POST', headers, body: new TextEncoder().encode('{"question": "heated wings"}') }), 400, 'BAD_ARGUMENT');
+    }
+    await expectError(await fetch(`${open.base}/mcp`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"jsonrpc": "2.0", "id": 1, "method": "ping"}' }), 400, 'BAD_ARGUMENT');
+    // Without a token, an answer reads at most defaults().ask's k and token_budget.
+    await expectError(await ask({ token_budget: 100000 }), 400, 'BAD_ARGUMENT');
+    await expectError(await ask({ k: 50 }), 400, 'BAD_ARGUMENT');
+    assert.equal(answering.requests.length, 0, 'a refused request reached the LLM');
+    // A page the Worker serves (its own origin) and callers without an Origin (servers, CLIs) may ask.
+    const same = await ask({ k: 6, token_budget: 1500 }, { origin: open.base });
+    assert.equal(same.status, 200, await same.clone().text());
+    assert.match(await same.text(), /event: done/);
+    const server = await ask({});
+    assert.equal(server.status, 200);
+    await server.text();
+
+    // Named origins may ask; the knobs raise the caps.
+    const named = await worker('named', { CORS_ORIGINS: ORIGIN, SEXTANT_ASK_MAX_K: '10', SEXTANT_ASK_MAX_TOKEN_BUDGET: '3000' });
+    const asked = await asker(named)({ k: 10, token_budget: 3000 }, { origin: ORIGIN });
+    assert.equal(asked.status, 200, await asked.clone().text());
+    assert.equal(asked.headers.get('access-control-allow-origin'), ORIGIN);
+    await asked.text();
+    await expectError(await asker(named)({ k: 11 }), 400, 'BAD_ARGUMENT');
+
+    // A knob that is not a number is the operator's error, said as such.
+    const wrong = await worker('wrong', { SEXTANT_ASK_MAX_K: 'lots' });
+    await expectError(await asker(wrong)({}), 500, 'BAD_CONFIG');
+  } finally {
+    for (const w of started) w.stop();
+    await answering.close();
   }
 });

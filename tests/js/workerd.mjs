@@ -1,7 +1,7 @@
 // Starts the bundled Worker (www/worker/dist) in workerd on a free loopback port, for the Worker
 // tests and benchmarks. Run scripts/worker-build.sh first.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createServer, connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { root } from './harness.mjs';
@@ -21,8 +21,18 @@ export function rss(pid) {
   return Number(line.match(/(\d+)/)[1]) * 1024;
 }
 
-/** workerd serving `assetsDir` (`args`: more `workerd serve` flags); resolves once /healthz
- * answers. `logs` collects its log lines. */
+/** Whether something accepts connections on the loopback `port`. */
+function listening(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => socket.end(() => resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** workerd serving `assetsDir` (`args`: more `workerd serve` flags); resolves once it accepts
+ * connections (no request is sent: a test's first request is the Worker's first). `logs`
+ * collects its log lines. */
 export async function startWorkerd({ assetsDir, env = {}, name = 'run', args = [] }) {
   const port = await freePort();
   const config = writeConfig({ assetsDir, address: `127.0.0.1:${port}`, name });
@@ -50,10 +60,7 @@ export async function startWorkerd({ assetsDir, env = {}, name = 'run', args = [
   });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    try {
-      await fetch(`${base}/healthz`); // any answer means it is listening (a misconfigured Worker answers 500)
-      break;
-    } catch {}
+    if (await listening(port)) break;
     if (i > 150) {
       child.kill();
       throw new Error('workerd did not start');

@@ -4,7 +4,12 @@
 // embedding it posts `{event: 'progress', done, total, pending}` and, when it stops,
 // `{event: 'idle', pending, reason}`. Embedding starts by itself after files are added and stops
 // on `pause` (what was embedded is kept; `resume` goes on).
-import { Collection, listCollections, deleteCollection, storageInfo, opfsStorage } from './pkg/collection.js';
+//
+// If the collection's WebAssembly traps (a `WebAssembly.RuntimeError`: `unreachable`, out of
+// memory), the instance is left unusable; the request that met it fails with `dead: true`, every
+// later one too, and `{event: 'dead', message}` is posted: the page then ends this worker and
+// starts another, which reopens the collection from storage.
+import { Collection, listCollections, deleteCollection, storageInfo, opfsStorage, defaults, ready } from './pkg/collection.js';
 import { research, Conversation } from './pkg/research.js';
 
 let collection = null;
@@ -15,6 +20,14 @@ let embedding = null; // {controller, promise} while the embed loop runs
 let paused = false;
 const asking = new Map(); // ask id → AbortController
 const CONVERSATION = 'conversation.json';
+let dead = null; // the trap that stopped the WebAssembly, once one has
+
+/** Notes a trap: from now on every request fails, and the page is told to start a new worker. */
+function died(e) {
+  if (dead || !(e instanceof WebAssembly.RuntimeError)) return;
+  dead = Object.assign(new Error(`the collection's engine stopped (${e.message}); the workspace restarts it`), { code: 'INTERNAL' });
+  postMessage({ event: 'dead', message: dead.message });
+}
 
 async function modelFiles() {
   if (model) return;
@@ -41,7 +54,10 @@ function startEmbedding() {
     .embed({ batch: 2, signal: controller.signal, on_progress: ({ done, total }) => postMessage({ event: 'progress', done, total, pending: target.pending, files: target.files() }) })
     .then(
       () => 'done',
-      (e) => (e?.code === 'ABORTED' ? 'paused' : `error: ${e?.message ?? e}`),
+      (e) => {
+        died(e);
+        return e?.code === 'ABORTED' ? 'paused' : `error: ${e?.message ?? e}`;
+      },
     )
     .then((reason) => {
       if (embedding?.controller === controller) embedding = null;
@@ -143,7 +159,7 @@ const ops = {
     asking.set(ask, controller);
     const on_event = (entry) => postMessage({ event: 'trace', ask, entry });
     try {
-      const memory = new Conversation(conversation);
+      const memory = new Conversation(conversation, { count_tokens: (text) => collection.countTokens(text) });
       const compression = await memory.compress({ llm, timeout_ms, signal: controller.signal, on_event });
       const result = await research(question, {
         collection,
@@ -177,17 +193,26 @@ const ops = {
   async state() {
     return state();
   },
+  // What a document may cost (`defaults().input`: max_file_bytes and the rest), for the page's
+  // checks before it reads a file.
+  async limits() {
+    await ready();
+    return defaults().input;
+  },
 };
 
 onmessage = async ({ data: { id, op, args } }) => {
   try {
+    if (dead) throw dead;
     if (!ops[op]) throw Object.assign(new Error(`unknown operation ${op}`), { code: 'BAD_ARGUMENT' });
-    if (op !== 'open' && op !== 'list' && op !== 'remove_collection' && !collection) {
+    if (op !== 'open' && op !== 'list' && op !== 'remove_collection' && op !== 'limits' && !collection) {
       throw Object.assign(new Error('open a collection first'), { code: 'NOT_READY' });
     }
     const value = await ops[op](args ?? {});
     postMessage({ id, ok: true, value });
   } catch (e) {
-    postMessage({ id, ok: false, error: { code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) } });
+    died(e);
+    const error = dead ?? e;
+    postMessage({ id, ok: false, error: { code: error?.code ?? 'INTERNAL', message: String(error?.message ?? error), ...(dead ? { dead: true } : {}) } });
   }
 };

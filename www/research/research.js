@@ -2,7 +2,12 @@
 // open one), files added by drag and drop or the picker, PDFs read here page by page (pdf.js, in
 // its own worker) so each page is a section a citation can point at, embedding progress with
 // pause and resume, search while embedding (keyword until every chunk has its vector), export.
-// Every text from a document is put in the page as text, never as HTML.
+// Every text from a document is put in the page as text, never as HTML, and every name it did
+// not choose (files, titles, headings, collections) with its bidirectional controls shown and
+// isolated (names.js).
+import { visible, nameText, nameNode } from './names.js';
+import { checkZipExpansion, textBudget } from './archive.js';
+
 const $ = (id) => document.getElementById(id);
 
 // Offline: the site's service worker (written by `sextant build --site` at the site root) keeps
@@ -20,29 +25,67 @@ async function offlineReady() {
     // Without it the workspace works, only not offline.
   }
 }
-await offlineReady();
-const worker = new Worker(new URL('./research-worker.js', import.meta.url), { type: 'module' });
+let worker = null; // the Web Worker holding the open collection
 const waiting = new Map();
 let nextId = 1;
 let current = null; // the open collection's state
 
-function request(op, args) {
+/** Starts the Web Worker that holds the open collection. */
+function startWorker() {
+  worker = new Worker(new URL('./research-worker.js', import.meta.url), { type: 'module' });
+  // A worker that cannot start (a missing file, no module workers) fails every request, visibly.
+  worker.onerror = (e) => {
+    e.preventDefault?.();
+    say(`The workspace could not start its worker (${e.message || 'a script failed to load'}); reload the page.`, true);
+    for (const w of waiting.values()) w.reject(Object.assign(new Error('the workspace worker stopped'), { code: 'INTERNAL' }));
+    waiting.clear();
+  };
+  worker.onmessage = onWorkerMessage;
+  return worker;
+}
+
+// Nothing here awaits before every listener of the page is attached (below): a file chosen or
+// dropped in the first moments of a visit is queued, never lost. The worker starts once the
+// service worker is ready.
+let workerStarted = offlineReady().then(startWorker);
+
+async function request(op, args) {
+  const target = await workerStarted;
   const id = nextId++;
   return new Promise((resolve, reject) => {
     waiting.set(id, { resolve, reject });
-    worker.postMessage({ id, op, args });
+    target.postMessage({ id, op, args });
   });
 }
 
-// A worker that cannot start (a missing file, no module workers) fails every request, visibly.
-worker.onerror = (e) => {
-  e.preventDefault?.();
-  say(`The workspace could not start its worker (${e.message || 'a script failed to load'}); reload the page.`, true);
-  for (const w of waiting.values()) w.reject(Object.assign(new Error('the workspace worker stopped'), { code: 'INTERNAL' }));
+// A trap in the collection's WebAssembly leaves its instance unusable (every later call fails):
+// the worker says so (`dead`), and a new worker, with a new instance, reopens the collection from
+// storage. The operation that met the trap shows its own error.
+let restarts = 0;
+function restartWorker(message) {
+  if (restarts >= 3) {
+    say(`The workspace's engine keeps stopping (${message}); reload the page.`, true);
+    return;
+  }
+  restarts++;
+  worker?.terminate();
+  for (const w of waiting.values()) w.reject(Object.assign(new Error(message), { code: 'INTERNAL' }));
   waiting.clear();
-};
+  const name = current?.name;
+  current = null;
+  workerStarted = Promise.resolve(startWorker());
+  if (!name) return;
+  open(name, { restarted: true })
+    .then(() => say(['The engine stopped and was restarted; ', nameNode(name), ' was reopened from storage.'], true))
+    .catch((e) => say(`The engine stopped and could not reopen the collection: ${e.message}; reload the page.`, true));
+}
 
-worker.onmessage = ({ data }) => {
+function onWorkerMessage({ data }) {
+  if (data.event === 'dead') {
+    // Its pending requests fail first (with `dead`), then it is replaced.
+    queueMicrotask(() => restartWorker(data.message));
+    return;
+  }
   if (data.event === 'progress') {
     if (current) Object.assign(current, { files: data.files, pending: data.pending });
     showProgress(data.pending, data.done, data.total);
@@ -63,10 +106,11 @@ worker.onmessage = ({ data }) => {
   waiting.delete(data.id);
   if (data.ok) w?.resolve(data.value);
   else w?.reject(Object.assign(new Error(data.error.message), { code: data.error.code }));
-};
+}
 
+/** Shows a message: strings (any name in them with its bidirectional controls shown) and nodes. */
 function say(text, error = false) {
-  $('status').textContent = text;
+  $('status').replaceChildren(...[text].flat().map((part) => (typeof part === 'string' ? visible(part) : part)));
   $('status').className = error ? 'error' : '';
 }
 
@@ -83,7 +127,7 @@ function showFiles(files) {
     el(
       'li',
       {},
-      el('span', { className: 'path', textContent: f.path }),
+      el('span', { className: 'path' }, nameNode(f.path)),
       el('span', { className: 'muted', textContent: `${f.chunks} chunks${f.pending ? ` · ${f.chunks - f.pending} embedded` : ' · ready'}` }),
       // Cancelling a file still embedding removes it: nothing of it stays.
       el('button', { type: 'button', textContent: f.pending ? 'Cancel' : 'Remove', onclick: () => removeFile(f.path) }),
@@ -100,10 +144,10 @@ function showFiles(files) {
           onclick: () => {
             cancelled.add(path);
             fileStatus.set(path, 'cancelling…');
-            showFiles(current.files);
+            showFiles(current?.files ?? []);
           },
         });
-    rows.push(el('li', {}, el('span', { className: 'path', textContent: path }), el('span', { className: failed ? 'error' : 'muted', textContent: text }), cancel));
+    rows.push(el('li', {}, el('span', { className: 'path' }, nameNode(path)), el('span', { className: failed ? 'error' : 'muted', textContent: visible(text) }), cancel));
   }
   $('files').replaceChildren(...rows);
 }
@@ -117,7 +161,7 @@ function showProgress(pending, done, total) {
 
 function showState() {
   if (!current) return;
-  showFiles(current.files);
+  showFiles(current?.files ?? []);
   showProgress(current.pending);
   $('pause').hidden = current.paused;
   $('resume').hidden = !current.paused;
@@ -125,7 +169,7 @@ function showState() {
 
 async function refreshCollections(select) {
   const { names, storage } = await request('list');
-  $('collection').replaceChildren(...names.map((n) => el('option', { value: n, textContent: n, selected: n === select })));
+  $('collection').replaceChildren(...names.map((n) => el('option', { value: n, textContent: nameText(n), selected: n === select })));
   const mb = (b) => (b / 1e6).toFixed(1);
   $('storage').textContent = storage.usage != null ? `${mb(storage.usage)} MB used of ${mb(storage.quota)} MB${storage.persisted ? ' · kept by the browser' : ''}` : '';
   return names;
@@ -133,14 +177,17 @@ async function refreshCollections(select) {
 
 // The collection open last comes back on the next visit.
 const LAST_KEY = 'sextant-research-last';
-async function open(name) {
+async function open(name, { restarted = false } = {}) {
   localStorage.setItem(LAST_KEY, name);
-  say(`Opening ${name}…`);
-  fileStatus.clear();
+  say(['Opening ', nameNode(name), '…']);
+  // Another collection's file messages go; after a restart, the failure that caused it stays.
+  if (!restarted) fileStatus.clear();
   current = await request('open', { name });
   showState();
   await showConversation();
-  say(current.skipped.length ? `Opened ${name}; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}` : `Opened ${name}.`, current.skipped.length > 0);
+  say(current.skipped.length ? ['Opened ', nameNode(name), `; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}`] : ['Opened ', nameNode(name), '.'], current.skipped.length > 0);
+  // Files chosen or dropped while it opened go in now.
+  if (early.length) addFiles(early.splice(0));
   await refreshCollections(name);
   runSearch();
 }
@@ -152,10 +199,12 @@ async function pdfDocuments(file) {
   const task = pdfjs.getDocument({ data: new Uint8Array(await file.arrayBuffer()), isEvalSupported: false });
   const pdf = await task.promise;
   const sections = [];
+  // A small compressed PDF may hold far more text than a file may: bounded as it is read.
+  const take = textBudget('the PDF', (await limits()).max_file_bytes);
   for (let n = 1; n <= pdf.numPages; n++) {
     const page = await pdf.getPage(n);
     const content = await page.getTextContent();
-    const text = content.items.map((i) => (i.str ?? '') + (i.hasEOL ? '\n' : ' ')).join('').replace(/[ \t]+\n/g, '\n').trim();
+    const text = take(content.items.map((i) => (i.str ?? '') + (i.hasEOL ? '\n' : ' ')).join('').replace(/[ \t]+\n/g, '\n').trim());
     if (text) sections.push({ heading_path: [`Page ${n}`], anchor: `page=${n}`, text });
   }
   const meta = await pdf.getMetadata().catch(() => null);
@@ -164,39 +213,65 @@ async function pdfDocuments(file) {
   return [{ id: file.name, source: file.name, url: null, title, metadata: { pages: String(pdf.numPages) }, sections }];
 }
 
-// DOCX: converted to HTML by mammoth (loaded on first use), then read by the core's HTML loader.
+// What a document may cost, the core's (`defaults().input`), asked of the worker once.
+let limitsAsked = null;
+const limits = () =>
+  (limitsAsked ??= request('limits').catch((e) => {
+    limitsAsked = null;
+    throw e;
+  }));
+
+// DOCX: checked for what it expands to (archive.js: a small DOCX may inflate to gigabytes in
+// mammoth), converted to HTML by mammoth (loaded on first use; images left out, only their alt
+// text is read), then read by the core's HTML loader.
 let mammothLoaded = null;
-async function docxHtml(file) {
+async function docxHtml(file, bytes) {
+  await checkZipExpansion(bytes, { max_bytes: (await limits()).max_file_bytes });
   mammothLoaded ??= new Promise((resolve, reject) => {
     const script = el('script', { src: new URL('./vendor/mammoth.browser.min.js', import.meta.url).href, onload: resolve, onerror: () => reject(new Error('could not load the DOCX reader')) });
     document.head.append(script);
   });
   await mammothLoaded;
-  const { value } = await window.mammoth.convertToHtml({ arrayBuffer: await file.arrayBuffer() });
+  const { value } = await window.mammoth.convertToHtml({ arrayBuffer: bytes.buffer }, { convertImage: window.mammoth.images.imgElement(() => ({ src: '' })) });
   const title = file.name.replace(/\.docx$/i, '');
   return `<!doctype html><title>${title.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)}</title><body>${value}</body>`;
 }
 
-// Files dropped wait their turn; one that is cancelled before it is read is skipped.
+// Files dropped wait their turn; one that is cancelled before it is read is skipped. Files that
+// arrive before a collection is open wait in `early` until it is.
 const cancelled = new Set();
+const early = [];
 async function addFiles(files) {
-  if (!current) return say('Create or open a collection first.', true);
+  if (!files.length) return;
+  if (!current) {
+    early.push(...files);
+    say(`${early.length === 1 ? '1 file' : `${early.length} files`} will be added once the collection is open…`);
+    return;
+  }
   for (const file of files) fileStatus.set(file.name, 'waiting…');
-  showFiles(current.files);
+  showFiles(current?.files ?? []);
   for (const file of files) {
+    // The engine was restarted meanwhile: the rest go in once the collection is open again.
+    if (!current) {
+      fileStatus.delete(file.name);
+      early.push(file);
+      continue;
+    }
     if (cancelled.delete(file.name)) {
       fileStatus.delete(file.name);
-      showFiles(current.files);
+      showFiles(current?.files ?? []);
       continue;
     }
     fileStatus.set(file.name, 'reading…');
-    showFiles(current.files);
+    showFiles(current?.files ?? []);
     try {
+      const { max_file_bytes } = await limits();
+      if (file.size > max_file_bytes) throw new Error(`it is ${Math.round(file.size / 2 ** 20)} MB, over the ${max_file_bytes / 2 ** 20} MB a file may hold`);
       const bytes = new Uint8Array(await file.arrayBuffer());
       const state = /\.pdf$/i.test(file.name)
         ? await request('add_documents', { path: file.name, documents: await pdfDocuments(file), original: bytes })
         : /\.docx$/i.test(file.name)
-          ? await request('add_html', { path: file.name, html: await docxHtml(file), original: bytes })
+          ? await request('add_html', { path: file.name, html: await docxHtml(file, bytes), original: bytes })
           : /\.sxt$/i.test(file.name)
             ? await request('import_index', { path: file.name, bytes })
             : await request('add_file', { path: file.name, bytes });
@@ -214,7 +289,7 @@ async function addFiles(files) {
     } catch (e) {
       cancelled.delete(file.name);
       fileStatus.set(file.name, `Could not add it: ${e.message}`);
-      showFiles(current.files);
+      showFiles(current?.files ?? []);
     }
   }
 }
@@ -223,6 +298,11 @@ async function removeFile(path) {
   current = await request('remove_file', { path });
   showState();
   runSearch();
+}
+
+/** Where a passage is: its file and headings, each a name, joined by › . */
+function where(r) {
+  return [r.source, ...(r.heading_path ?? [])].filter((p) => p != null).flatMap((p, i) => (i ? [' › ', nameNode(p)] : [nameNode(p)]));
 }
 
 let searchSeq = 0;
@@ -242,7 +322,7 @@ async function runSearch() {
     $('results').dataset.query = query;
     $('results').replaceChildren(
       ...response.results.map((r) =>
-        el('li', {}, el('strong', { textContent: r.title }), el('div', { className: 'where', textContent: [r.source, ...r.heading_path].join(' › ') }), el('div', { className: 'text', textContent: r.text.length > 400 ? `${r.text.slice(0, 400)}…` : r.text })),
+        el('li', {}, el('strong', {}, nameNode(r.title)), el('div', { className: 'where' }, ...where(r)), el('div', { className: 'text', textContent: r.text.length > 400 ? `${r.text.slice(0, 400)}…` : r.text })),
       ),
     );
   } catch (e) {
@@ -288,7 +368,7 @@ $('new-collection').addEventListener('submit', async (e) => {
   }
 });
 $('delete-collection').addEventListener('click', async () => {
-  if (!current?.name || !confirm(`Delete the collection ${current.name} and everything in it?`)) return;
+  if (!current?.name || !confirm(`Delete the collection ${nameText(current.name)} and everything in it?`)) return;
   await request('remove_collection', { name: current.name });
   current = null;
   const names = await refreshCollections();
@@ -365,8 +445,8 @@ $('llm-form').addEventListener('submit', (e) => {
 let sourceUrl = null;
 async function showSource(c) {
   $('source').hidden = false;
-  $('source-title').textContent = c.title ?? c.chunk_id;
-  $('source-where').textContent = [c.source, ...(c.heading_path ?? [])].join(' › ');
+  $('source-title').replaceChildren(nameNode(c.title ?? c.chunk_id));
+  $('source-where').replaceChildren(...where(c));
   $('source-text').textContent = c.text ?? '';
   $('source-open').replaceChildren();
   if (sourceUrl) URL.revokeObjectURL(sourceUrl);
@@ -377,22 +457,27 @@ async function showSource(c) {
   const pdf = /\.pdf$/i.test(c.source);
   sourceUrl = URL.createObjectURL(new Blob([original], { type: pdf ? 'application/pdf' : 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' }));
   const page = pdf ? (c.heading_path ?? []).map((h) => /^Page (\d+)$/.exec(h)?.[1]).find(Boolean) : null;
-  $('source-open').append(el('a', { href: page ? `${sourceUrl}#page=${page}` : sourceUrl, target: '_blank', rel: 'noopener', download: pdf ? '' : c.source, textContent: page ? `Open ${c.source} at page ${page}` : `Open ${c.source}` }));
+  $('source-open').append(el('a', { href: page ? `${sourceUrl}#page=${page}` : sourceUrl, target: '_blank', rel: 'noopener', download: pdf ? '' : c.source }, 'Open ', nameNode(c.source), page ? ` at page ${page}` : ''));
 }
 
-/** An answer's text with each [chunk_id] replaced by a numbered link to its passage. */
-function answerNodes(answer, citations, evidence) {
+/** An answer's text with each citation replaced by a numbered link to its passage: where the
+ * core located them (`spans`: string offsets and the chunk ids each cites), or, for rounds kept
+ * by an earlier version without spans, each `[chunk_id]` written plainly. */
+function answerNodes(answer, citations, evidence, spans) {
   const byId = new Map(evidence.map((r) => [r.chunk_id, r]));
   const numbers = new Map(citations.map((c, i) => [c.chunk_id, i + 1]));
+  const located = spans ?? [...answer.matchAll(/\[([^\]\s]+)\]/g)].map((m) => ({ start: m.index, end: m.index + m[0].length, chunk_ids: [m[1]] }));
+  const link = (id) => {
+    const r = byId.get(id);
+    return el('a', { href: '#', className: 'cite', textContent: `[${numbers.get(id)}]`, title: r ? [r.source, ...r.heading_path].map(nameText).join(' › ') : nameText(id), onclick: (e) => (e.preventDefault(), showSource({ ...r, chunk_id: id })) });
+  };
   const nodes = [];
   let last = 0;
-  for (const m of answer.matchAll(/\[([^\]\s]+)\]/g)) {
-    const n = numbers.get(m[1]);
-    if (!n) continue;
-    nodes.push(document.createTextNode(answer.slice(last, m.index)));
-    const r = byId.get(m[1]);
-    nodes.push(el('a', { href: '#', className: 'cite', textContent: `[${n}]`, title: r ? [r.source, ...r.heading_path].join(' › ') : m[1], onclick: (e) => (e.preventDefault(), showSource({ ...r, chunk_id: m[1] })) }));
-    last = m.index + m[0].length;
+  for (const span of located) {
+    const cited = span.chunk_ids.filter((id) => numbers.has(id));
+    if (!cited.length) continue;
+    nodes.push(document.createTextNode(answer.slice(last, span.start)), ...cited.map(link));
+    last = span.end;
   }
   nodes.push(document.createTextNode(answer.slice(last)));
   return nodes;
@@ -403,7 +488,7 @@ function roundNode(round) {
   const note = el('div', { className: 'note' });
   if (round.result) {
     const r = round.result;
-    answer.replaceChildren(...(r.refused ? [document.createTextNode(r.answer)] : answerNodes(r.answer, r.citations, r.evidence)));
+    answer.replaceChildren(...(r.refused ? [document.createTextNode(r.answer)] : answerNodes(r.answer, r.citations, r.evidence, r.spans)));
     note.className = r.refused ? 'note refused' : 'note';
     note.textContent = r.refused ? `Not verified: ${r.refusal}` : `${r.citations.length} cited passage${r.citations.length === 1 ? '' : 's'} · ${r.path === 'tools' ? 'tool loop' : `pipeline (${r.path_reason})`}`;
   } else if (round.error) {
@@ -432,14 +517,11 @@ async function showConversation() {
   $('conversation').replaceChildren(...rounds.map(roundNode));
 }
 
-function showTrace(entries) {
-  $('trace').replaceChildren(
-    ...entries.map((e) => {
-      const what = e.kind === 'model' ? `model · ${e.step}` : e.kind === 'tool' ? `tool · ${e.name}${e.args ? ` ${JSON.stringify(e.args)}` : ''}` : `path · ${e.path}: ${e.reason}`;
-      const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
-      return el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
-    }),
-  );
+/** One trace entry as a line of the trace panel. */
+function traceItem(e) {
+  const what = e.kind === 'model' ? `model · ${e.step}` : e.kind === 'tool' ? `tool · ${e.name}${e.args ? ` ${JSON.stringify(e.args)}` : ''}` : `path · ${e.path}: ${e.reason}`;
+  const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
+  return el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
 }
 
 $('ask-form').addEventListener('submit', async (e) => {
@@ -463,14 +545,17 @@ $('ask-form').addEventListener('submit', async (e) => {
   const entries = [];
   const ask = ++askSeq;
   let partial = '';
+  // The trace and the answer grow by one item or one piece per event: a round of thousands of
+  // tool calls, or a long answer, costs work in proportion to its size.
+  $('trace').replaceChildren();
   asks.set(ask, {
     token: (delta) => {
       partial += delta;
-      answer.textContent = partial;
+      answer.append(delta);
     },
     trace: (entry) => {
       entries.push(entry);
-      showTrace(entries);
+      $('trace').append(traceItem(entry));
       if (entry.kind === 'tool' && entry.args?.query) note.textContent = `Searching: ${entry.args.query}`;
     },
   });
@@ -500,6 +585,8 @@ $('ask-form').addEventListener('submit', async (e) => {
 });
 
 fillSettings();
+// Files chosen before this script ran (a quick reader on a slow link) are added too.
+addFiles([...$('pick').files]).finally(() => ($('pick').value = ''));
 
 // pdf.js loads only when a PDF is added: fetch it once now, so it is cached for offline use.
 for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs', 'vendor/mammoth.browser.min.js']) fetch(new URL(f, import.meta.url)).catch(() => {});

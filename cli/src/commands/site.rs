@@ -47,7 +47,11 @@ pub const INDEX_DIR: &str = "index";
 /// them by name).
 const UI_FILES: [&str; 2] = ["sextant-ui.js", "sextant-ui.css"];
 /// Package files copied into the hashed package folder.
-const PACKAGE_FILES: [&str; 8] = [
+const PACKAGE_FILES: [&str; 12] = [
+    "errors.js",
+    "fetching.js",
+    "chat.js",
+    "index-files.js",
     "core.js",
     "browser.js",
     "keyword.js",

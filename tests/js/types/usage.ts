@@ -13,14 +13,18 @@ import {
   backoffMs,
   fetchBytes,
   redact,
+  checkBaseNames,
+  selectBases,
+  qualifyId,
+  splitQualifiedId,
   type Answer,
   type ContextResponse,
   type Defaults,
   type ErrorCode,
   type SearchResponse,
 } from 'sextant-search';
-import { research, Conversation, estimateTokens, type ResearchAnswer, type TraceEntry } from 'sextant-search/research';
-import { Collection, opfsStorage, listCollections, deleteCollection, storageInfo, type FileSummary, type CollectionSearchResponse } from 'sextant-search/collection';
+import { research, Conversation, type ResearchAnswer, type TraceEntry } from 'sextant-search/research';
+import { Collection, opfsStorage, listCollections, deleteCollection, storageInfo, researchToolCall, researchQuery, researchJudged, researchRefusal, type FileSummary, type CollectionSearchResponse, type ToolStep } from 'sextant-search/collection';
 
 export async function usage(bytes: Uint8Array): Promise<void> {
   await ready();
@@ -68,6 +72,11 @@ export async function usage(bytes: Uint8Array): Promise<void> {
   const read = await readChatStream(body, (delta) => console.log(delta), { max_line_bytes: 1 << 20 });
   const fetched: Uint8Array = await fetchBytes('https://example.com/x', 'bundle', (p) => console.log(p.loaded));
   console.log(spans, system, cited, grounded, modelReady, read.complete, fetched.length, status, memoryBytes(), retryAfterMs('1'), backoffMs(1), redact('x', ['y']));
+  checkBaseNames(['docs', 'blog']);
+  const chosen: string[] = selectBases(['docs', 'blog'], 'blog');
+  const [base, local]: [string, string] = splitQualifiedId(qualifyId('docs', 'a.md#1', chosen.length > 1), undefined, ['docs', 'blog']);
+  const tool = d.tools.mcp[0].inputSchema.properties?.k?.maximum ?? d.tools.mcp_max_k;
+  console.log(base, local, tool, d.prompts.mcp_instructions, d.research.max_k, d.compress.threshold, d.names.mode[0], d.max_base_name);
   engine.free();
 }
 
@@ -89,9 +98,11 @@ async function collection(model: Uint8Array, tokenizer: Uint8Array): Promise<voi
   const trace: TraceEntry[] = [];
   const answer: ResearchAnswer = await research('why?', { collection: c, llm: { base_url: 'http://127.0.0.1:11434/v1', model: 'llama3' }, on_event: (e) => trace.push(e), on_token: (t) => console.log(t), tools: true });
   console.log(answer.refused, answer.path, answer.citations[0]?.chunk_id, answer.usage.total_tokens, trace.length);
-  const session = new Conversation({ rounds: [{ question: 'why?', answer: answer.refused ? null : answer.answer }] });
-  const folded = await session.compress({ llm: { base_url: 'http://127.0.0.1:11434/v1', model: 'llama3' }, threshold: 12000, target: 8000 });
-  console.log(folded.compressed, session.history().length, session.contextTokens(), estimateTokens('x'), JSON.stringify(session.toJSON()));
+  const step: ToolStep = researchToolCall({ id: 'c1', type: 'function', function: { name: 'search', arguments: '{"query": "why"}' } }, 0, { k: 3 });
+  console.log(step.search?.query ?? step.error?.message, researchQuery('why', {}), researchJudged('NO\nwhy not', {}), researchRefusal([], 0, 0), c.countTokens('why?'));
+  const session = new Conversation({ rounds: [{ question: 'why?', answer: answer.refused ? null : answer.answer }] }, { count_tokens: (text) => c.countTokens(text) });
+  const folded = await session.compress({ llm: { base_url: 'http://127.0.0.1:11434/v1', model: 'llama3' }, threshold: 12000, target: 8000, max_tries: 2 });
+  console.log(folded.compressed, session.history().length, session.contextTokens(), JSON.stringify(session.toJSON()));
   c.free();
 }
 console.log(collection);

@@ -22,8 +22,14 @@
 //
 // Query parameters and body fields are the core's option names (`defaults().search`,
 // `defaults().context`); the core validates them and its error codes map to HTTP statuses through
-// `defaults().error_codes`. This file adds routing, auth, CORS, streaming and asset serving.
-import { Bases, memoryBytes, defaults, ready } from 'sextant-search';
+// `defaults().error_codes`; base names and the bases a request chose are the core's rules
+// (`checkBaseNames`, `selectBases`). This file adds routing, auth, CORS, streaming and asset
+// serving. Safe for a public deployment as shipped: "*" in CORS_ORIGINS opens only the read-only
+// routes to other sites' pages (/ask spends the LLM key, /mcp drives the tools: they answer pages
+// of named origins only), POST bodies must be declared JSON (so a browser asks first), and
+// without SEXTANT_TOKEN an answer reads at most defaults().ask's k and token_budget
+// (SEXTANT_ASK_MAX_K, SEXTANT_ASK_MAX_TOKEN_BUDGET raise them).
+import { Bases, memoryBytes, defaults, ready, checkBaseNames, selectBases } from 'sextant-search';
 import { mcp } from './mcp.js';
 
 const METHODS = { '/search': 'GET', '/context': 'GET', '/ask': 'POST', '/mcp': 'POST', '/healthz': 'GET' };
@@ -78,20 +84,22 @@ async function errorResponse(e) {
   return json(body, await statusOf(body.error.code), e?.headers ?? {});
 }
 
-/** The bases SEXTANT_BASES names (`name=folder, …`; `docs=sextant` by default). */
+/** The bases SEXTANT_BASES names (`name=folder, …`; `docs=sextant` by default): each name a
+ * base's (the core's rule, `checkBaseNames`), each folder inside the assets. */
 function basesOf(env) {
   const spec = (env.SEXTANT_BASES ?? '').trim() || 'docs=sextant';
-  return spec.split(',').map((pair) => pair.trim()).filter(Boolean).map((pair) => {
+  const bad = (detail) => new HttpError('BAD_CONFIG', `SEXTANT_BASES is ${JSON.stringify(spec)}: ${detail}; write name=folder pairs separated by commas, each folder inside the assets (e.g. "docs=sextant, blog=blog/sextant")`);
+  const bases = spec.split(',').map((pair) => pair.trim()).filter(Boolean).map((pair) => {
     const [name, folder, more] = pair.split('=').map((p) => p.trim());
-    const nameOk = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name ?? '');
-    if (!nameOk || !folder || more !== undefined || folder.split('/').some((part) => part === '..' || part === '')) {
-      throw new HttpError('BAD_CONFIG', `SEXTANT_BASES holds ${JSON.stringify(pair)}; write name=folder pairs separated by commas, names of letters, digits, '.', '_' or '-', each folder inside the assets (e.g. "docs=sextant, blog=blog/sextant")`);
-    }
+    if (!name || !folder || more !== undefined || folder.split('/').some((part) => part === '..' || part === '')) throw bad(`${JSON.stringify(pair)} is not name=folder`);
     return { name, folder };
-  }).map((base, i, all) => {
-    if (all.findIndex((b) => b.name === base.name) !== i) throw new HttpError('BAD_CONFIG', `SEXTANT_BASES names the base ${base.name} twice; give each base its own name`);
-    return base;
   });
+  try {
+    checkBaseNames(bases.map((b) => b.name));
+  } catch (e) {
+    throw bad(e.message);
+  }
+  return bases;
 }
 
 /** The entry manifest a site build wrote into `folder`: hashed names of the bundle, model and tokenizer. */
@@ -178,17 +186,12 @@ function getEngine(env) {
   return engine;
 }
 
-/** The bases a request chose (`bases`: names, or "a,b"), those not in the assets left out and reported. */
+/** The bases a request chose (`bases`: names, or "a,b"; the core's `selectBases`), those not in
+ * the assets left out and reported. */
 export function chooseBases(loaded, requested) {
   const { bases, names, unavailable } = loaded;
-  let chosen = names;
-  if (requested != null && requested !== '') {
-    const list = Array.isArray(requested) ? requested : String(requested).split(',').map((b) => b.trim()).filter(Boolean);
-    if (list.length === 0) throw new HttpError('BAD_ARGUMENT', `bases names no base; leave it out for all, or name some of ${names.join(', ')}`);
-    const unknown = list.find((b) => typeof b !== 'string' || !names.includes(b));
-    if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `there is no base ${JSON.stringify(unknown)}; the bases are ${names.join(', ')}`);
-    chosen = [...new Set(list)];
-  }
+  // An empty query parameter (`bases=`) chooses every base, as leaving it out does.
+  const chosen = selectBases(names, requested === '' ? null : requested);
   const missing = unavailable.filter((u) => chosen.includes(u.base));
   const live = chosen.filter((b) => !missing.some((m) => m.base === b));
   if (live.length === 0) throw new HttpError(missing[0].code, missing.map((m) => `${m.base}: ${m.message}`).join('; '));
@@ -235,12 +238,29 @@ function allowedOrigins(env) {
   return (env.CORS_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }
 
-function cors(request, env) {
+/** The routes that only read the bases: "*" in CORS_ORIGINS opens these to every origin. */
+const READ_ONLY = new Set(['/search', '/context', '/healthz']);
+
+/**
+ * Whether the page a request comes from may call `route`. A request without an Origin is no
+ * browser page's (a server, a CLI, an agent): SEXTANT_TOKEN guards those. The Worker's own
+ * origin may call every route; an origin CORS_ORIGINS names, too; "*" stands for any origin on
+ * the read-only routes only, so no other site's page can spend the LLM key (/ask) or drive the
+ * tools (/mcp, DNS rebinding) because the Worker's searches are public.
+ */
+function originAllowed(request, env, route) {
   const origin = request.headers.get('origin');
+  if (!origin || origin === new URL(request.url).origin) return true;
   const allowed = allowedOrigins(env);
-  if (!origin || !(allowed.includes('*') || allowed.includes(origin))) return {};
+  return allowed.includes(origin) || (READ_ONLY.has(route) && allowed.includes('*'));
+}
+
+function cors(request, env, route) {
+  const origin = request.headers.get('origin');
+  if (!origin || !originAllowed(request, env, route)) return {};
+  const any = READ_ONLY.has(route) && allowedOrigins(env).includes('*');
   return {
-    'access-control-allow-origin': allowed.includes('*') ? '*' : origin,
+    'access-control-allow-origin': any ? '*' : origin,
     'access-control-allow-methods': 'GET, POST, OPTIONS',
     'access-control-allow-headers': 'authorization, content-type, mcp-protocol-version, mcp-session-id',
     'access-control-expose-headers': 'x-sextant-chunks, x-sextant-tokens, x-sextant-cold-start, x-request-id',
@@ -266,6 +286,16 @@ export function checkToken(request, env, route) {
   let diff = a.length ^ b.length;
   for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
   if (diff !== 0) throw new HttpError('UNAUTHORIZED', `${route} needs Authorization: Bearer <SEXTANT_TOKEN>`, { 'www-authenticate': 'Bearer' });
+}
+
+/**
+ * A POST route's body must be declared JSON: a page of another origin may send text/plain or a
+ * form without asking first, but `application/json` makes its browser ask (a CORS preflight),
+ * which only the origins CORS_ORIGINS names pass.
+ */
+function requireJson(request, route) {
+  const type = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/json') throw new HttpError('BAD_ARGUMENT', `POST ${route} takes a JSON body sent with content-type: application/json, not ${type ? JSON.stringify(type) : 'none'}`);
 }
 
 /** The request body as text, refused past `limit` bytes without reading the rest. */
@@ -309,6 +339,26 @@ function llmTimeout(env) {
   const ms = Number(env.LLM_TIMEOUT_MS);
   if (!Number.isInteger(ms) || ms < 0 || ms > 600000) throw new HttpError('BAD_CONFIG', `LLM_TIMEOUT_MS is ${JSON.stringify(env.LLM_TIMEOUT_MS)}; use milliseconds from 0 (no limit) to 600000`);
   return ms;
+}
+
+/**
+ * What an answer may read when the Worker has no SEXTANT_TOKEN (anyone may ask, on the
+ * operator's LLM key): at most SEXTANT_ASK_MAX_K passages and SEXTANT_ASK_MAX_TOKEN_BUDGET
+ * tokens of them, by default the core's own defaults for an answer (`defaults().ask`: 6 and
+ * 1500), within the core's limits. With a token, every caller is the operator's.
+ */
+function anonymousAskCaps(env) {
+  const { ask: d, limits } = defaults();
+  const knob = (name, fallback, most) => {
+    if (!env[name]) return fallback;
+    const value = Number(env[name]);
+    if (!Number.isInteger(value) || value < 1 || value > most) throw new HttpError('BAD_CONFIG', `${name} is ${JSON.stringify(env[name])}; use a whole number from 1 to ${most}, or leave it empty for ${fallback}`);
+    return value;
+  };
+  return [
+    ['k', knob('SEXTANT_ASK_MAX_K', d.k, limits.max_k), 'SEXTANT_ASK_MAX_K'],
+    ['token_budget', knob('SEXTANT_ASK_MAX_TOKEN_BUDGET', d.token_budget, limits.max_token_budget), 'SEXTANT_ASK_MAX_TOKEN_BUDGET'],
+  ];
 }
 
 function maxRequestBytes(env) {
@@ -357,8 +407,9 @@ async function context(url, env, trace) {
 }
 
 async function ask(request, env, ctx, trace, log) {
+  requireJson(request, '/ask');
   checkToken(request, env, 'POST /ask');
-  await ready();
+  const caps = env.SEXTANT_TOKEN ? [] : anonymousAskCaps(env);
   const text = await readBody(request, maxRequestBytes(env));
   let body;
   try {
@@ -373,6 +424,10 @@ async function ask(request, env, ctx, trace, log) {
   const allowed = defaults().context;
   const unknown = Object.keys(options).find((key) => !Object.hasOwn(allowed, key));
   if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question, bases and ${Object.keys(allowed).join(', ')}`);
+  for (const [key, most, knob] of caps) {
+    const value = options[key] ?? defaults().ask[key];
+    if (typeof value === 'number' && value > most) throw new HttpError('BAD_ARGUMENT', `${key} may be at most ${most} on this Worker without a token (its operator sets ${knob})`);
+  }
   if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError('LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
   const timeout = llmTimeout(env);
   const chosen = chooseBases(await getEngine(env), requested);
@@ -500,7 +555,18 @@ async function staticAsset(request, env) {
       return new Response(null, { status: 308, headers: { location: `${pathname}/${url.search}` } });
     }
   }
-  return typed200(await fetchAsset(pathname), last.split('.').pop().toLowerCase());
+  const response = await fetchAsset(pathname);
+  // A folder is never served: workerd's disk service (`make worker`) answers one with a JSON list
+  // of its files, which a web host never shows. Only a folder answers its path with a slash added.
+  if (response.ok && (response.headers.get('content-type') ?? '').startsWith('application/json')) {
+    const folder = await env.ASSETS.fetch(new Request(`${url.origin}${pathname}/`, { redirect: 'manual' }));
+    await folder.body?.cancel();
+    if (folder.ok) {
+      await response.body?.cancel();
+      return typed200(new Response(null, { status: 404 }), '');
+    }
+  }
+  return typed200(response, last.split('.').pop().toLowerCase());
 }
 
 function typed200(response, extension) {
@@ -516,7 +582,7 @@ function typed200(response, extension) {
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
-    const headers = cors(request, env);
+    const headers = cors(request, env, url.pathname);
     if (!Object.hasOwn(METHODS, url.pathname)) {
       if (!env.ASSETS) return new Response('not found', { status: 404 });
       return staticAsset(request, env);
@@ -535,6 +601,13 @@ export default {
     let response;
     let streaming = false;
     try {
+      // Every route reads the core's defaults or rules: the WebAssembly is instantiated by the
+      // isolate's first request, whichever route it is for (instantiation is cheap; the bases
+      // and the model load only for the routes that search).
+      await ready();
+      if (!originAllowed(request, env, url.pathname)) {
+        throw new HttpError('FORBIDDEN', `a page of ${request.headers.get('origin')} may not call ${url.pathname}; name its origin in CORS_ORIGINS ("*" opens only ${[...READ_ONLY].join(', ')})`);
+      }
       const allowed = METHODS[url.pathname];
       if (request.method !== allowed && !(url.pathname === '/mcp' && request.method === 'GET')) {
         throw new HttpError('METHOD_NOT_ALLOWED', `${url.pathname} takes ${allowed}, not ${request.method}`, { allow: `${allowed}, OPTIONS` });
@@ -546,11 +619,9 @@ export default {
         streaming = true;
       } else if (url.pathname === '/mcp') {
         response = await mcp(request, env, trace, {
+          // The page's origin was checked above (DNS rebinding); a body must be JSON.
           check: () => {
-            // A browser page from another origin may not drive the tools (DNS rebinding).
-            const origin = request.headers.get('origin');
-            const origins = allowedOrigins(env);
-            if (origin && !origins.includes('*') && !origins.includes(origin)) throw new HttpError('FORBIDDEN', `origin ${origin} may not call /mcp; add it to CORS_ORIGINS`);
+            if (request.method === 'POST') requireJson(request, '/mcp');
             checkToken(request, env, 'POST /mcp');
           },
           engine: () => getEngine(env),

@@ -5,53 +5,18 @@
 //
 // The tools answer with text (JSON an agent reads) and the same data as structuredContent.
 
+// The tools, their schemas, the default k and the instructions are the core's
+// (`defaults().tools.mcp`, `defaults().tools.mcp_k`, `defaults().prompts.mcp_instructions`), and so
+// is the `base:id` form of ids (`qualifyId`): this file checks arguments against the generated
+// schemas generically and answers JSON-RPC.
+import { defaults, qualifyId } from 'sextant-search';
+
 /** Protocol versions this endpoint speaks, newest first. */
 const VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 const SERVER = { name: 'sextant', version: '0.1.0' };
 
-const TOOLS = [
-  {
-    name: 'search',
-    title: 'Search the knowledge bases',
-    description:
-      'Hybrid (meaning + keyword) search over the documentation. Returns the best passages, each with an id to pass to fetch, its base, title, URL and text. Use "quoted phrases" for exact words and -word to exclude.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        query: { type: 'string', description: 'What to look for, in words.' },
-        mode: { type: 'string', enum: ['hybrid', 'dense', 'keyword'], description: 'hybrid (default), dense (meaning only) or keyword (words only).' },
-        k: { type: 'integer', minimum: 1, maximum: 50, description: 'How many passages (default 8).' },
-        bases: { type: 'array', items: { type: 'string' }, description: 'The knowledge bases to search (describe lists them); all by default.' },
-      },
-      required: ['query'],
-      additionalProperties: false,
-    },
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  },
-  {
-    name: 'fetch',
-    title: 'Fetch a passage or a document',
-    description:
-      'The full text of a passage (a chunk id from search, like "guide/install.md#3") or of a whole document (a doc id, like "guide/install.md"). With several bases, ids from search start with "base:".',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        id: { type: 'string', description: 'A chunk id or a document id from search results.' },
-        base: { type: 'string', description: 'The base holding it, when the id does not start with "base:".' },
-      },
-      required: ['id'],
-      additionalProperties: false,
-    },
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  },
-  {
-    name: 'describe',
-    title: 'Describe the knowledge bases',
-    description: 'The knowledge bases this server searches: their names, how many documents and passages each holds, and whether each is available.',
-    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  },
-];
+/** The MCP tools, as the core generates them (after ready()). */
+const tools = () => defaults().tools.mcp;
 
 /** A JSON-RPC error: thrown by a method, answered as `{error: {code, message}}`. */
 class RpcError extends Error {
@@ -73,27 +38,48 @@ function jsonResponse(body, status = 200, headers = {}) {
   });
 }
 
-/** Checks a tool's arguments against the few shapes its schema allows; throws INVALID_PARAMS. */
+/** The JSON type of a value, as JSON Schema names it. */
+function jsonType(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+/** What `schema` asks of a value, in words. */
+function wanted(schema) {
+  if (schema.enum) return `one of ${schema.enum.join(', ')}`;
+  const range = schema.minimum !== undefined || schema.maximum !== undefined ? ` from ${schema.minimum ?? '-∞'} to ${schema.maximum ?? '∞'}` : '';
+  const items = schema.type === 'array' && schema.items ? ` of ${schema.items.type}s` : '';
+  return `${/^[aeiou]/.test(schema.type) ? 'an' : 'a'} ${schema.type}${items}${range}`;
+}
+
+/** Whether `value` is what `schema` (the JSON Schema subset the core generates) allows. */
+function conforms(value, schema) {
+  const type = jsonType(value);
+  if (schema.type && !(type === schema.type || (schema.type === 'number' && type === 'integer'))) return false;
+  if (schema.enum && !schema.enum.includes(value)) return false;
+  if (typeof value === 'number' && ((schema.minimum !== undefined && value < schema.minimum) || (schema.maximum !== undefined && value > schema.maximum))) return false;
+  if (type === 'array' && schema.items && !value.every((item) => conforms(item, schema.items))) return false;
+  return true;
+}
+
+/** Checks a tool's arguments against its input schema (the core's); throws INVALID_PARAMS. */
 function argumentsOf(tool, args) {
   if (args == null) args = {};
-  if (typeof args !== 'object' || Array.isArray(args)) throw new RpcError(INVALID_PARAMS, `${tool.name}: arguments must be an object`);
-  const { properties, required = [] } = tool.inputSchema;
+  if (jsonType(args) !== 'object') throw new RpcError(INVALID_PARAMS, `${tool.name}: arguments must be an object`);
+  const { properties = {}, required = [], additionalProperties = true } = tool.inputSchema;
   for (const key of Object.keys(args)) {
-    if (!Object.hasOwn(properties, key)) throw new RpcError(INVALID_PARAMS, `${tool.name}: unknown argument ${JSON.stringify(key)}; it takes ${Object.keys(properties).join(', ') || 'none'}`);
+    if (!Object.hasOwn(properties, key) && additionalProperties === false) {
+      throw new RpcError(INVALID_PARAMS, `${tool.name}: unknown argument ${JSON.stringify(key)}; it takes ${Object.keys(properties).join(', ') || 'none'}`);
+    }
   }
   for (const key of required) {
     if (args[key] === undefined) throw new RpcError(INVALID_PARAMS, `${tool.name}: ${key} is required`);
   }
   for (const [key, value] of Object.entries(args)) {
     const schema = properties[key];
-    const ok =
-      (schema.type === 'string' && typeof value === 'string' && (!schema.enum || schema.enum.includes(value))) ||
-      (schema.type === 'integer' && Number.isInteger(value) && value >= schema.minimum && value <= schema.maximum) ||
-      (schema.type === 'array' && Array.isArray(value) && value.every((v) => typeof v === 'string'));
-    if (!ok) {
-      const want = schema.enum ? `one of ${schema.enum.join(', ')}` : schema.type === 'integer' ? `an integer from ${schema.minimum} to ${schema.maximum}` : schema.type === 'array' ? 'a list of strings' : 'a string';
-      throw new RpcError(INVALID_PARAMS, `${tool.name}: ${key} must be ${want}`);
-    }
+    if (schema && !conforms(value, schema)) throw new RpcError(INVALID_PARAMS, `${tool.name}: ${key} must be ${wanted(schema)}`);
   }
   return args;
 }
@@ -109,8 +95,8 @@ function toolError(message) {
 }
 
 async function callTool(name, rawArgs, ctx, trace) {
-  const tool = TOOLS.find((t) => t.name === name);
-  if (!tool) throw new RpcError(INVALID_PARAMS, `there is no tool ${JSON.stringify(name)}; the tools are ${TOOLS.map((t) => t.name).join(', ')}`);
+  const tool = tools().find((t) => t.name === name);
+  if (!tool) throw new RpcError(INVALID_PARAMS, `there is no tool ${JSON.stringify(name)}; the tools are ${tools().map((t) => t.name).join(', ')}`);
   const args = argumentsOf(tool, rawArgs);
   trace.tool = name;
   let loaded;
@@ -121,6 +107,7 @@ async function callTool(name, rawArgs, ctx, trace) {
   }
   // Ids say their base when the bases hold more than one (as those an LLM reads: `Bases`).
   const several = loaded.bases.names.length > 1;
+  const qualified = (base, id) => qualifyId(base, id, several);
   try {
     if (name === 'describe') {
       const described = loaded.bases.describe();
@@ -130,18 +117,18 @@ async function callTool(name, rawArgs, ctx, trace) {
         const d = described.find((x) => x.base === base);
         return d.loaded ? { base, loaded: true, documents: d.documents, chunks: d.chunks } : d;
       });
-      return toolResult({ bases, ids: several ? 'base:chunk_id' : 'chunk_id' });
+      return toolResult({ bases, ids: qualified('base', 'chunk_id') });
     }
     if (name === 'search') {
       const chosen = ctx.choose(loaded, args.bases);
       if (ctx.logQueries) trace.query = args.query;
-      const answer = ctx.withMissing(await chosen.bases.search(args.query, { k: args.k ?? 8, ...(args.mode ? { mode: args.mode } : {}), bases: chosen.live }), chosen.missing);
+      const answer = ctx.withMissing(await chosen.bases.search(args.query, { k: args.k ?? defaults().tools.mcp_k, ...(args.mode ? { mode: args.mode } : {}), bases: chosen.live }), chosen.missing);
       Object.assign(trace, { bases: chosen.live, stages: answer.timings, results: answer.results.length });
       if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
       return toolResult({
         results: answer.results.map((r) => ({
-          id: several ? `${r.base}:${r.chunk_id}` : r.chunk_id,
-          doc_id: several ? `${r.base}:${r.doc_id}` : r.doc_id,
+          id: qualified(r.base, r.chunk_id),
+          doc_id: qualified(r.base, r.doc_id),
           base: r.base,
           title: r.title,
           heading_path: r.heading_path,
@@ -181,10 +168,10 @@ async function handle(message, ctx, trace) {
         protocolVersion: VERSIONS.includes(asked) ? asked : VERSIONS[0],
         capabilities: { tools: { listChanged: false } },
         serverInfo: SERVER,
-        instructions: 'Search the documentation with search, read a passage or a whole page with fetch, and list the knowledge bases with describe. Cite passages by their id.',
+        instructions: defaults().prompts.mcp_instructions,
       };
     } else if (method === 'ping') result = {};
-    else if (method === 'tools/list') result = { tools: TOOLS };
+    else if (method === 'tools/list') result = { tools: tools() };
     else if (method === 'tools/call') result = await callTool(params?.name, params?.arguments, ctx, trace);
     else if (method.startsWith('notifications/')) result = null;
     else throw new RpcError(METHOD_NOT_FOUND, `this server has no method ${JSON.stringify(method)}; it offers tools (tools/list, tools/call)`);
@@ -199,7 +186,7 @@ async function handle(message, ctx, trace) {
 }
 
 /**
- * POST /mcp. `ctx`: check() (origin and bearer token), engine(), choose(), withMissing(),
+ * POST /mcp (its page's origin already checked). `ctx`: check() (a JSON body and the bearer token), engine(), choose(), withMissing(),
  * readBody(), errorBody() and logQueries from the Worker.
  */
 export async function mcp(request, env, trace, ctx) {
