@@ -329,6 +329,16 @@ export interface Defaults {
     weights: Weights[];
     purpose: ('search' | 'context' | 'ask')[];
   };
+  /** What a document may cost (`sextant.toml` `[input]`): globs, file size, HTML nesting, front
+   *  matter. The research workspace checks files against it before it reads them. */
+  input: {
+    include: string[];
+    exclude: string[];
+    max_file_bytes: number;
+    max_nesting_depth: number;
+    max_front_matter_values: number;
+    max_front_matter_bytes: number;
+  };
   /** research()'s defaults (`sextant-search/research`): the loop's and its LLM calls'. */
   research: ResearchDefaults;
   /** When and how a research conversation folds its earliest rounds into a summary. */
