@@ -363,8 +363,13 @@ impl<E> Splitter<'_, E> {
 pub struct ChunkedCorpus {
     /// The chunks kept, in document order.
     pub chunks: Vec<Chunk>,
-    /// Chunks dropped because an identical text was already kept.
+    /// Chunks dropped because an earlier chunk of the same document has the same text (the
+    /// document stays findable by that one).
     pub duplicates_dropped: usize,
+    /// Chunks kept although an earlier document has a chunk of the same text: each document
+    /// stays findable by its own (their vectors are embedded once when the model reads the same
+    /// input for both).
+    pub shared: usize,
 }
 
 /// The texts of one document's chunks: one list per section, in order. Pure and independent of
@@ -382,21 +387,32 @@ pub fn split_document<E>(
 }
 
 /// Numbers the split texts of every document (document `i` gets number `i`; `splits[i]` is
-/// [`split_document`] of `documents[i]`) and drops chunks whose text repeats an earlier chunk's.
+/// [`split_document`] of `documents[i]`) and drops chunks whose text repeats an earlier chunk of
+/// the same document. A text another document also has is kept in both (and counted as shared):
+/// two documents with the same words are still two documents, each found by its own id.
 pub fn collect_chunks(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> ChunkedCorpus {
-    let mut seen = HashSet::new();
+    let mut seen_anywhere = HashSet::new();
     let mut corpus = ChunkedCorpus::default();
     for (doc_number, (doc, sections)) in documents.iter().zip(splits).enumerate() {
         let base = doc.url.as_deref().unwrap_or(&doc.source);
         let mut index = 0u32;
+        let mut seen_here = HashSet::new();
         for (section, texts) in doc.sections.iter().zip(sections) {
             for text in texts {
-                let content_hash = sha256_hex(text.as_bytes());
                 let this = index;
                 index += 1;
-                if !seen.insert(content_hash.clone()) {
+                // An empty text numbers a chunk and keeps none: a chunk an older index dropped
+                // (see `Collection::import_index`). Splitting never gives one.
+                if text.is_empty() {
+                    continue;
+                }
+                let content_hash = sha256_hex(text.as_bytes());
+                if !seen_here.insert(content_hash.clone()) {
                     corpus.duplicates_dropped += 1;
                     continue;
+                }
+                if !seen_anywhere.insert(content_hash.clone()) {
+                    corpus.shared += 1;
                 }
                 let url = match &section.anchor {
                     Some(anchor) => format!("{base}#{}", crate::url::encode_fragment(anchor)),
@@ -623,7 +639,7 @@ mod tests {
     }
 
     #[test]
-    fn chunks_carry_ids_anchors_and_drop_duplicates() {
+    fn chunks_carry_ids_anchors_and_keep_every_documents_own() {
         let doc = |id: &str, text: &str| Document {
             id: id.into(),
             source: format!("{id}.md"),
@@ -641,14 +657,25 @@ mod tests {
             ],
             ..Default::default()
         };
-        let docs = vec![doc("a", "alpha text"), doc("b", "beta text")];
+        let mut docs = vec![doc("a", "alpha text"), doc("b", "beta text")];
+        // The same text twice in one document: the second is dropped, the document keeps the first.
+        docs[1].sections.push(Section {
+            heading_path: vec!["Outro".into()],
+            anchor: None,
+            text: "beta text".into(),
+        });
         let corpus = chunk_documents(&docs, params(50, 5), &words).unwrap();
-        assert_eq!(corpus.duplicates_dropped, 1);
+        assert_eq!((corpus.duplicates_dropped, corpus.shared), (1, 1));
         let ids: Vec<&str> = corpus.chunks.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, vec!["a#0", "a#1", "b#1"]);
+        assert_eq!(
+            ids,
+            vec!["a#0", "a#1", "b#0", "b#1"],
+            "b keeps the boilerplate it shares with a"
+        );
         assert_eq!(corpus.chunks[1].url, "a.md#usage");
         assert_eq!(corpus.chunks[1].heading_path, vec!["Intro", "Usage"]);
         assert_eq!(corpus.chunks[2].doc, 1);
+        assert_eq!(corpus.chunks[2].content_hash, corpus.chunks[0].content_hash);
         assert_eq!(corpus.chunks[0].content_hash, sha256_hex(b"Shared boilerplate line."));
     }
 

@@ -89,10 +89,10 @@ pub struct FileSummary {
     pub path: String,
     /// Documents it holds (JSONL: one a line).
     pub documents: usize,
-    /// Chunks cut from it (before duplicates across files are dropped).
+    /// Chunks cut from it (before repeats within a document are dropped).
     pub chunks: usize,
-    /// Of those the index keeps (a chunk repeating an earlier one's text is dropped), those whose
-    /// vector is not computed yet.
+    /// Of those the index keeps, those whose vector is not computed yet (a chunk the model reads
+    /// exactly as an earlier file's counts with that file: one vector serves both).
     pub pending: usize,
 }
 
@@ -237,7 +237,8 @@ impl Collection {
     /// say stay the index's). When the index was built with this collection's model, its vectors
     /// come too (the int8 vectors, scaled back: searching needs no embedding); otherwise its
     /// chunks are pending. A document none of whose chunks the index kept (every one a duplicate
-    /// of another document's) has nothing to search and is not imported. Replaces the file at
+    /// of another document's, as older indexes dropped them) has nothing to search and is
+    /// not imported. Replaces the file at
     /// `path`; nothing changes when it fails.
     pub fn import_index(
         &mut self,
@@ -260,7 +261,6 @@ impl Collection {
         let mut documents: Vec<Document> = Vec::new();
         let mut splits: Vec<Vec<Vec<String>>> = Vec::new();
         let mut vectors = Vec::new();
-        let mut first: Option<String> = None; // the index's first chunk text
         for number in 0..manifest.counts.chunks as u32 {
             let fragment = store
                 .fragment(number)
@@ -289,18 +289,15 @@ impl Collection {
             let document = documents.last_mut().expect("pushed above");
             let texts = splits.last_mut().expect("pushed above");
             // A chunk the index dropped as a duplicate left a gap in its document's numbering:
-            // it is filled with a text seen before (the index's first chunk), dropped again as a
-            // duplicate, so every later chunk keeps its number and id.
+            // it is held as an empty text, which numbers a chunk and keeps none
+            // ([`collect_chunks`]), so every later chunk keeps its number and id.
             let next = texts.len() as u32;
             if chunk.index < next {
                 return Err(bad(format!("chunk {} is numbered out of order", chunk.id)));
             }
             for _ in next..chunk.index {
-                let filler = first
-                    .clone()
-                    .ok_or_else(|| bad(format!("chunk {} follows a gap", chunk.id)))?;
                 document.sections.push(Section::default());
-                texts.push(vec![filler]);
+                texts.push(vec![String::new()]);
             }
             let base = document.url.as_deref().unwrap_or(&document.source);
             let anchor = chunk
@@ -314,7 +311,6 @@ impl Collection {
                 text: chunk.text.clone(),
             });
             texts.push(vec![chunk.text.clone()]);
-            first.get_or_insert_with(|| chunk.text.clone());
             if same_model {
                 let vector = store
                     .vector(number)
@@ -382,22 +378,26 @@ impl Collection {
         pending
     }
 
-    /// What the model reads for each chunk the index keeps (a text repeating an earlier chunk's
-    /// is dropped, as [`collect_chunks`] drops it), with its file, in build order: its text,
-    /// after its title and headings when `fields.embed_context` (as `sextant build` embeds it).
+    /// What the model reads for each chunk the index keeps (a text repeating an earlier chunk of
+    /// its document is dropped, as [`collect_chunks`] drops it), with its file, in build order:
+    /// its text, after its title and headings when `fields.embed_context` (as `sextant build`
+    /// embeds it). Each input once: chunks of several documents that the model reads alike share
+    /// one vector.
     fn kept_inputs(&self) -> Vec<(&[String], String)> {
         let fields = self.config.fields;
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut listed: HashSet<String> = HashSet::new();
         let mut out = Vec::new();
         for (key, entry) in &self.files {
             for (document, sections) in entry.documents.iter().zip(&entry.splits) {
+                let mut seen: HashSet<&str> = HashSet::new();
                 for (section, texts) in document.sections.iter().zip(sections) {
                     for t in texts {
-                        if seen.insert(t.as_str()) {
-                            out.push((
-                                key.as_slice(),
-                                fields.embed_input(&document.title, &section.heading_path, t),
-                            ));
+                        if t.is_empty() || !seen.insert(t.as_str()) {
+                            continue;
+                        }
+                        let input = fields.embed_input(&document.title, &section.heading_path, t);
+                        if listed.insert(input.clone()) {
+                            out.push((key.as_slice(), input));
                         }
                     }
                 }

@@ -266,6 +266,77 @@ pub fn paired_bootstrap(a: &[f64], b: &[f64], samples: usize, seed: u64) -> Inte
     }
 }
 
+/// A configuration passed over because it loses significantly on one collection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Refusal {
+    /// The configuration (its position in the scores).
+    pub config: usize,
+    /// The collection it loses on.
+    pub collection: usize,
+    /// Its difference from the baseline there, with the 95% interval (wholly below zero).
+    pub loss: Interval,
+}
+
+/// What [`choose_across`] chose.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    /// The configuration chosen.
+    pub config: usize,
+    /// Its mean over collections of each collection's mean.
+    pub mean: f64,
+    /// The better configurations passed over, best first, each with where it lost.
+    pub refused: Vec<Refusal>,
+}
+
+/// The mean over collections of each collection's mean (every collection weighs the same,
+/// however many queries it has; a collection with no queries counts as 0).
+pub fn mean_over(collections: &[Vec<f64>]) -> f64 {
+    let per: Vec<f64> = collections
+        .iter()
+        .map(|v| v.iter().sum::<f64>() / v.len().max(1) as f64)
+        .collect();
+    per.iter().sum::<f64>() / per.len().max(1) as f64
+}
+
+/// Chooses among configurations by the mean over collections ([`mean_over`]) of their per-query
+/// scores, `scores[config][collection][query]` (the same queries, in the same order, for every
+/// configuration), refusing one that loses significantly to `baseline` on any collection: its
+/// paired-bootstrap 95% interval of the difference lies wholly below zero. The best that is not
+/// refused is chosen (the baseline never is refused, so there always is one); ties go to the
+/// earlier configuration. `samples` resamples, seeded.
+pub fn choose_across(scores: &[Vec<Vec<f64>>], baseline: usize, samples: usize, seed: u64) -> Choice {
+    let mut order: Vec<(usize, f64)> = scores.iter().map(|c| mean_over(c)).enumerate().collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut refused = Vec::new();
+    for (config, mean) in order {
+        let loss = (config != baseline)
+            .then(|| {
+                scores[config]
+                    .iter()
+                    .zip(&scores[baseline])
+                    .enumerate()
+                    .find_map(|(collection, (a, b))| {
+                        let ci = paired_bootstrap(a, b, samples, seed);
+                        (ci.high < 0.0).then_some(Refusal {
+                            config,
+                            collection,
+                            loss: ci,
+                        })
+                    })
+            })
+            .flatten();
+        match loss {
+            Some(r) => refused.push(r),
+            None => return Choice { config, mean, refused },
+        }
+    }
+    Choice {
+        config: baseline,
+        mean: scores.get(baseline).map_or(0.0, |c| mean_over(c)),
+        refused,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +441,33 @@ mod tests {
             json,
             "{\"mode\":\"hybrid\",\"ndcg@10\":0.5,\"mrr@10\":0.75,\"recall@100\":0.75,\"queries\":2}"
         );
+    }
+
+    #[test]
+    fn the_choice_is_the_best_mean_that_loses_nowhere() {
+        let seed = 3;
+        println!("seed {seed}");
+        let mut rng = SplitMix::new(seed);
+        let noise = |rng: &mut SplitMix| (rng.next_u64() % 1000) as f64 / 1000.0;
+        let a: Vec<f64> = (0..120).map(|_| noise(&mut rng)).collect();
+        let b: Vec<f64> = (0..80).map(|_| noise(&mut rng)).collect();
+        let shift = |v: &[f64], by: f64| v.iter().map(|x| x + by).collect::<Vec<f64>>();
+        // 0: the baseline. 1: far better on the first collection, clearly worse on the second
+        // (the best mean, refused). 2: a little better on both.
+        let scores = vec![
+            vec![a.clone(), b.clone()],
+            vec![shift(&a, 0.5), shift(&b, -0.2)],
+            vec![shift(&a, 0.05), shift(&b, 0.05)],
+        ];
+        assert!(mean_over(&scores[1]) > mean_over(&scores[2]));
+        let choice = choose_across(&scores, 0, 1000, seed);
+        assert_eq!(choice.config, 2);
+        assert_eq!(choice.refused.len(), 1);
+        assert_eq!((choice.refused[0].config, choice.refused[0].collection), (1, 1));
+        assert!(choice.refused[0].loss.high < 0.0);
+        // Collections weigh the same whatever their size.
+        assert!((mean_over(&[vec![1.0; 10], vec![0.0; 1000]]) - 0.5).abs() < 1e-12);
+        // Only the baseline: it is chosen.
+        assert_eq!(choose_across(&scores[..1], 0, 100, seed).config, 0);
     }
 }

@@ -154,6 +154,7 @@ pub fn assemble(
         documents: &infos,
         chunks: &corpus.chunks,
         duplicates_dropped: corpus.duplicates_dropped,
+        shared_chunks: corpus.shared,
         vectors,
         model,
         chunking: config.chunking,
@@ -173,6 +174,7 @@ pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, BuildError> {
         documents: &bundle.documents,
         chunks: &bundle.chunks,
         duplicates_dropped: bundle.manifest.counts.duplicates_dropped,
+        shared_chunks: 0,
         vectors: &bundle.vectors,
         model: &bundle.manifest.model,
         chunking: bundle.manifest.chunking,
@@ -206,7 +208,7 @@ mod tests {
     }
 
     #[test]
-    fn documents_are_chunked_numbered_and_deduplicated() {
+    fn documents_are_chunked_numbered_and_none_is_lost_to_a_twin() {
         let model = crate::test_model();
         let config = BuildConfig::default();
         let docs = [
@@ -215,10 +217,14 @@ mod tests {
             doc("c", "Fog horn."),
         ];
         let corpus = chunk_corpus(&docs, &config, model.tokenizer()).unwrap();
-        assert_eq!(corpus.duplicates_dropped, 1, "b's chunk repeats a's");
+        assert_eq!(
+            (corpus.shared, corpus.duplicates_dropped),
+            (1, 0),
+            "b's chunk repeats a's"
+        );
         let ids: Vec<&str> = corpus.chunks.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["a#0", "c#0"]);
-        assert_eq!(corpus.chunks[1].doc, 2, "chunks point at their document's position");
+        assert_eq!(ids, ["a#0", "b#0", "c#0"], "b is a document of its own");
+        assert_eq!(corpus.chunks[2].doc, 2, "chunks point at their document's position");
     }
 
     #[test]

@@ -26,6 +26,29 @@ pub fn default_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/sextant/embeddings"))
 }
 
+/// The flags that say where the cache is: `--cache-dir DIR` or `--no-cache` (shared by every
+/// command that embeds a corpus).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CacheArgs {
+    /// Where embeddings are kept between builds (default: $SEXTANT_CACHE_DIR, else
+    /// ~/.cache/sextant/embeddings), so unchanged chunks are never embedded again.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    cache_dir: Option<PathBuf>,
+    /// Embed every chunk, reading and writing no embedding cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+impl CacheArgs {
+    /// The cache folder, unless `--no-cache`.
+    pub fn dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache_dir.clone().or_else(default_dir)
+    }
+}
+
 /// Vectors by the SHA-256 of the text they embed, for one model setup.
 pub struct EmbeddingCache {
     path: PathBuf,

@@ -90,11 +90,17 @@ pub fn open(path: &Path, model_arg: Option<&Path>, weights: Option<Weights>) -> 
         Engine::from_bytes(&bytes).with_context(|| format!("opening {}", path.display()))?
     };
     if let Some(weights) = weights {
-        let dir = model::model_dir(model_arg)?;
-        let (model_bytes, tokenizer_bytes) = model::read_model_files(&dir)?;
-        engine
-            .load_model(model_bytes, &tokenizer_bytes, weights)
-            .with_context(|| format!("the model in {} cannot query {}", dir.display(), path.display()))?;
+        attach_model(&mut engine, model_arg, weights, &path.display().to_string())?;
     }
     Ok(engine)
+}
+
+/// Attaches the model (from `--model`, else the default folder) to `engine`, its weights held as
+/// `weights` says; `what` names the index in errors.
+pub fn attach_model(engine: &mut Engine, model_arg: Option<&Path>, weights: Weights, what: &str) -> Result<()> {
+    let dir = model::model_dir(model_arg)?;
+    let (model_bytes, tokenizer_bytes) = model::read_model_files(&dir)?;
+    engine
+        .load_model(model_bytes, &tokenizer_bytes, weights)
+        .with_context(|| format!("the model in {} cannot query {what}", dir.display()))
 }

@@ -80,7 +80,7 @@ pub fn load_documents(files: &[InputFile], input: &InputConfig) -> Result<(Vec<D
 pub struct BuildStats {
     /// Chunks in the index.
     pub chunks: usize,
-    /// Chunk vectors taken from the embedding cache.
+    /// Chunk vectors taken from the embedding cache, or from another chunk the model reads alike.
     pub reused: usize,
     /// Chunks embedded now.
     pub embedded: usize,
@@ -149,7 +149,12 @@ pub fn build_index(
         .iter()
         .map(|k| cache.as_ref().and_then(|c| c.get(k)).cloned())
         .collect();
-    let todo: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_none()).collect();
+    // Each input the cache lacks is embedded once, however many chunks (of documents sharing
+    // text) read it.
+    let mut first_of: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
+    let todo: Vec<usize> = (0..vectors.len())
+        .filter(|&i| vectors[i].is_none() && *first_of.entry(keys[i]).or_insert(i) == i)
+        .collect();
     let mut stats = BuildStats {
         chunks: corpus.chunks.len(),
         reused: corpus.chunks.len() - todo.len(),
@@ -171,12 +176,18 @@ pub fn build_index(
         .context("embedding chunks")?;
     progress.finish_and_clear();
     stats.embed_seconds = started.elapsed().as_secs_f64();
+    let mut embedded: std::collections::HashMap<[u8; 32], Vec<f32>> = std::collections::HashMap::new();
     for (i, v, tokens) in fresh {
         stats.tokens += tokens;
         if let Some(c) = cache.as_mut() {
             c.put(keys[i], v.clone());
         }
-        vectors[i] = Some(v);
+        embedded.insert(keys[i], v);
+    }
+    for (v, key) in vectors.iter_mut().zip(&keys) {
+        if v.is_none() {
+            *v = embedded.get(key).cloned();
+        }
     }
     if stats.embed_seconds > 0.0 {
         stats.chunks_per_second = stats.embedded as f64 / stats.embed_seconds;

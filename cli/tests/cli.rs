@@ -250,16 +250,18 @@ fn eval_reports_one_json_object_per_mode() {
     let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(
         lines.len(),
-        5,
-        "three modes, then hybrid against each single one: {out}"
+        6,
+        "three modes, hybrid against each single one, then the queries where they disagree: {out}"
     );
     for (line, mode) in lines.iter().zip(["hybrid", "dense", "keyword"]) {
         assert_eq!(line["mode"], mode);
+        assert_eq!(line["collection"], "tiny.sxt");
+        assert_eq!(line["variant"], "defaults");
         assert_eq!(line["queries"], 2);
         assert!(line["ndcg@10"].as_f64().unwrap() > 0.5, "{line}");
         assert!(line["mrr@10"].is_f64() && line["recall@100"].is_f64());
     }
-    for (line, mode) in lines[3..].iter().zip(["dense", "keyword"]) {
+    for (line, mode) in lines[3..5].iter().zip(["dense", "keyword"]) {
         assert_eq!(line["hybrid_minus"], mode);
         let ci = &line["ci95"]["nDCG@10"];
         let (low, mean, high) = (
@@ -269,47 +271,128 @@ fn eval_reports_one_json_object_per_mode() {
         );
         assert!(low <= mean && mean <= high, "{line}");
     }
+    let split = &lines[5]["disagreement"];
+    assert!(split["queries"].as_u64().unwrap() <= 2, "{split}");
+    assert!(lines[5]["hybrid_below_better_by_0.1"].as_u64().unwrap() <= 2);
+}
+
+/// Two BEIR-layout collection folders in a fresh folder: `lights` (the tiny corpus's topics as
+/// JSONL) and `logs`, whose two documents have the same text.
+fn two_collections(name: &str) -> PathBuf {
+    let root = tmp(name);
+    let _ = std::fs::remove_dir_all(&root);
+    let lights = root.join("lights");
+    let logs = root.join("logs");
+    for dir in [&lights, &logs] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(
+        lights.join("corpus.jsonl"),
+        concat!(
+            "{\"_id\": \"beam\", \"title\": \"Why the beam turns\", \"text\": \"A lighthouse lens rotates so that its beam sweeps the horizon and ships see a flash.\"}\n",
+            "{\"_id\": \"lens\", \"title\": \"Cleaning\", \"text\": \"Clean the Fresnel lens with a soft cloth and alcohol every week.\"}\n",
+            "{\"_id\": \"fog\", \"title\": \"Fog signals\", \"text\": \"In fog the keeper sounds a horn every thirty seconds.\"}\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        lights.join("queries.jsonl"),
+        "{\"_id\": \"1\", \"text\": \"why does the beam rotate\"}\n{\"_id\": \"2\", \"text\": \"how to clean the lens\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lights.join("qrels.tsv"),
+        "query-id\tcorpus-id\tscore\n1\tbeam\t2\n2\tlens\t2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        logs.join("corpus.jsonl"),
+        concat!(
+            "{\"_id\": \"monday\", \"text\": \"The keeper writes the logbook at dawn and at dusk.\"}\n",
+            "{\"_id\": \"tuesday\", \"text\": \"The keeper writes the logbook at dawn and at dusk.\"}\n",
+            "{\"_id\": \"storm\", \"text\": \"Storms break the glass of the lantern room.\"}\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        logs.join("queries.jsonl"),
+        "{\"_id\": \"1\", \"text\": \"who writes the logbook\"}\n{\"_id\": \"2\", \"text\": \"broken lantern glass\"}\n",
+    )
+    .unwrap();
+    // The second of two identical documents is the one judged: it must still be found.
+    std::fs::write(
+        logs.join("qrels.tsv"),
+        "query-id\tcorpus-id\tscore\n1\ttuesday\t2\n2\tstorm\t1\n",
+    )
+    .unwrap();
+    root
 }
 
 #[test]
-fn eval_sweep_cross_validates_the_fusion_choices() {
+fn eval_runs_over_collection_folders_and_their_mean() {
+    let root = two_collections("collections-eval");
     let out = ok(&[
         "eval",
-        s(tiny_bundle()),
-        "--queries",
-        s(&cranfield_like_queries()),
-        "--qrels",
-        s(&tmp("sweep-qrels.tsv")),
+        s(&root.join("lights")),
+        s(&root.join("logs")),
+        "--mode",
+        "keyword",
+        "--no-cache",
+        "--json",
+    ]);
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["collection"].as_str().unwrap()).collect();
+    assert_eq!(names, ["lights", "logs", "mean"], "{out}");
+    // Both identical documents are indexed: the judged one is found (at rank 1 or 2).
+    // (query 1 at rank 2 or better, query 2 at rank 1: a mean of at least 0.75).
+    assert!(lines[1]["mrr@10"].as_f64().unwrap() >= 0.75, "{out}");
+    let mean = (lines[0]["ndcg@10"].as_f64().unwrap() + lines[1]["ndcg@10"].as_f64().unwrap()) / 2.0;
+    assert!((lines[2]["ndcg@10"].as_f64().unwrap() - mean).abs() < 1e-9, "{out}");
+    assert_eq!(lines[2]["collections"], 2);
+    // A folder without judgements is an error that names what is missing.
+    let bare = tmp("collections-bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::write(bare.join("corpus.jsonl"), "{\"_id\": \"1\", \"text\": \"x\"}\n").unwrap();
+    let err = fails(&["eval", s(&bare), "--mode", "keyword"]);
+    assert!(err.contains("queries.jsonl"), "{err}");
+}
+
+#[test]
+fn eval_sweep_chooses_across_collections_and_cross_validates() {
+    let root = two_collections("collections-sweep");
+    let out = ok(&[
+        "eval",
+        s(&root.join("lights")),
+        s(&root.join("logs")),
         "--sweep",
         "--folds",
         "2",
+        "--no-cache",
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    // 2 expansions × 5 depths × 2 levels × (rrf + 7 convex weights).
-    assert_eq!(v["table"].as_array().unwrap().len(), 160);
-    assert_eq!(v["folds"].as_array().unwrap().len(), 2);
-    assert_eq!(v["queries"], 4);
-    let cv = v["cv_ndcg@10"].as_f64().unwrap();
-    assert!((0.0..=1.0).contains(&cv), "{cv}");
-    let ci = &v["cv_minus_today_ci95"];
-    assert!(ci["low"].as_f64().unwrap() <= ci["high"].as_f64().unwrap());
-}
-
-/// Four queries over the tiny corpus with their judgements (written beside them).
-fn cranfield_like_queries() -> std::path::PathBuf {
-    let queries = tmp("sweep-q.jsonl");
-    std::fs::write(
-        &queries,
-        "{\"_id\": \"1\", \"text\": \"why do lighthouse beams rotate\"}\n{\"_id\": \"2\", \"text\": \"who writes the logbook\"}\n{\"_id\": \"3\", \"text\": \"how do I clean the lens\"}\n{\"_id\": \"4\", \"text\": \"install from source\"}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tmp("sweep-qrels.tsv"),
-        "query-id\tcorpus-id\tscore\n1\tfaq-1\t2\n2\tfaq-3\t2\n3\tnotes.txt\t1\n4\tguide/install.md\t1\n",
-    )
-    .unwrap();
-    queries
+    let names: Vec<&str> = v["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lights", "logs"]);
+    // 2 expansions × 5 depths × 3 levels (chunks, pages by max, by sum3) × (rrf + 7 convex
+    // weights); 2 expansions × (4 k1 × 4 b + the index's own).
+    assert_eq!(v["hybrid"].as_array().unwrap().len(), 240);
+    assert_eq!(v["keyword"].as_array().unwrap().len(), 34);
+    assert_eq!(v["dense"].as_array().unwrap().len(), 1);
+    for decision in [&v["hybrid_decision"], &v["keyword_decision"]] {
+        // One score per collection; the chosen configuration is one of the table's.
+        assert_eq!(decision["chosen_ndcg"].as_array().unwrap().len(), 2, "{decision}");
+        assert_eq!(decision["folds"].as_array().unwrap().len(), 2, "{decision}");
+        for ci in decision["cv_minus_defaults"].as_array().unwrap() {
+            assert!(ci["low"].as_f64().unwrap() <= ci["high"].as_f64().unwrap(), "{ci}");
+        }
+        let cv = decision["cv_mean"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&cv), "{cv}");
+    }
 }
 
 #[test]

@@ -184,8 +184,9 @@ fn a_collection_built_file_by_file_is_the_cli_index_of_the_same_files() {
 #[test]
 fn an_index_the_cli_built_imports_as_a_collection_file() {
     let embedder = load_embedder(&BuildConfig::default());
-    // Two pages sharing a section: the index drops the second copy, leaving a gap in b.md's
-    // chunk numbers that the import must keep (b.md#2 stays b.md#2).
+    // Two pages sharing a section, which b.md repeats: the index keeps the section in both pages
+    // (embedded once) and drops b.md's own repeat, leaving a gap in its chunk numbers that the
+    // import must keep (b.md#3 stays b.md#3).
     let input = tmp("import-input");
     std::fs::create_dir_all(&input).unwrap();
     let shared = "## Licence\n\nThis handbook may be copied freely for any purpose whatsoever.\n\n";
@@ -196,25 +197,27 @@ fn an_index_the_cli_built_imports_as_a_collection_file() {
     .unwrap();
     std::fs::write(
         input.join("b.md"),
-        format!("# Winds\n\nThe sea breeze turns onshore by noon.\n\n{shared}## Fog\n\nAdvection fog forms over cold water.\n"),
+        format!("# Winds\n\nThe sea breeze turns onshore by noon.\n\n{shared}{shared}## Fog\n\nAdvection fog forms over cold water.\n"),
     )
     .unwrap();
     let cli = cli_build(&input, &tmp("import.sxt"));
     let store = sextant::index::packed::unpack(&cli).unwrap();
+    let counts = &store.manifest().counts;
     assert_eq!(
-        store.manifest().counts.duplicates_dropped,
-        1,
-        "the fixture has a duplicate"
+        (counts.shared_chunks, counts.duplicates_dropped),
+        (1, 1),
+        "the fixture has a section shared between pages and one repeated in a page"
     );
 
     let mut collection = Collection::new(BuildConfig::default(), embedder.spec());
     let summary = collection
         .import_index("handbook.sxt", &store, embedder.tokenizer())
         .unwrap();
-    // Five chunk texts (the dropped duplicate's gap kept), four vectors: one per chunk of the index.
+    // Six chunk texts (the dropped repeat's gap kept), five vectors: one per chunk of the index,
+    // the shared section's in both pages.
     assert_eq!(
         (summary.file.documents, summary.file.chunks, summary.vectors),
-        (2, 5, 4),
+        (2, 6, 5),
         "{summary:?}"
     );
     assert!(collection.pending().is_empty(), "the index's vectors came with it");
@@ -268,8 +271,9 @@ fn an_index_the_cli_built_imports_as_a_collection_file() {
     let summary = fresh
         .import_index("handbook.sxt", &store, embedder.tokenizer())
         .unwrap();
-    // (Four pending: the dropped duplicate's gap is never embedded.)
-    assert_eq!((summary.vectors, summary.file.pending), (0, 4), "{summary:?}");
+    // (Five pending: the dropped repeat's gap is never embedded; the shared section is embedded
+    // in each page, since each embeds with its own page's title.)
+    assert_eq!((summary.vectors, summary.file.pending), (0, 5), "{summary:?}");
 
     // An id clash with a file already there is refused and changes nothing.
     let mut clash = Collection::new(BuildConfig::default(), embedder.spec());

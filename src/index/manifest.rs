@@ -39,8 +39,13 @@ pub struct Counts {
     pub documents: usize,
     /// Chunks kept.
     pub chunks: usize,
-    /// Chunks dropped as duplicates.
+    /// Chunks dropped because an earlier chunk of the same document has the same text (in
+    /// indexes built before shared chunks were kept, an earlier chunk of any document).
     pub duplicates_dropped: usize,
+    /// Chunks whose text an earlier document's chunk also has: kept, so each document stays
+    /// findable (0 in indexes built before they were kept).
+    #[serde(default)]
+    pub shared_chunks: usize,
 }
 
 /// Versions of the crates that shape an index's bytes (pinned with `=` in Cargo.toml; a test

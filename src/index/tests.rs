@@ -84,6 +84,7 @@ pub(crate) fn build(texts: &[String], vectors: &[Vec<f32>], per_doc: usize, layo
         documents: &documents,
         chunks: &chunks,
         duplicates_dropped: 0,
+        shared_chunks: 0,
         vectors,
         model: &model,
         chunking: crate::chunk::ChunkParams::default(),
@@ -109,6 +110,7 @@ pub(crate) fn tiny() -> BuiltIndex {
         documents: &documents,
         chunks: &chunks,
         duplicates_dropped: 0,
+        shared_chunks: 0,
         vectors: &vectors,
         model: &model(3),
         chunking: crate::chunk::ChunkParams::default(),
@@ -512,7 +514,7 @@ proptest! {
 
 #[test]
 fn only_documents_with_chunks_are_counted_and_numbered() {
-    // Document b has no chunk (its text repeated a's): it is not in the index.
+    // Document b has no chunk (say, its text was empty): it is not in the index.
     let documents = [document("a"), document("b"), document("c")];
     let chunks = [chunk("a#0", 0, "lamp oil"), chunk("c#0", 2, "fog horn")];
     let vectors = vec![vec![1.0, 0.0, 0.0], vec![0.0, 1.0, 0.0]];
@@ -520,6 +522,7 @@ fn only_documents_with_chunks_are_counted_and_numbered() {
         documents: &documents,
         chunks: &chunks,
         duplicates_dropped: 1,
+        shared_chunks: 0,
         vectors: &vectors,
         model: &model(3),
         chunking: crate::chunk::ChunkParams::default(),

@@ -33,6 +33,8 @@ pub struct IndexInput<'a> {
     pub chunks: &'a [Chunk],
     /// Chunks dropped as duplicates while chunking.
     pub duplicates_dropped: usize,
+    /// Chunks kept whose text another document's chunk also has.
+    pub shared_chunks: usize,
     /// One vector per chunk, `model.dims` long.
     pub vectors: &'a [Vec<f32>],
     /// The model.
@@ -221,6 +223,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
             documents: input.documents.len(),
             chunks: input.chunks.len(),
             duplicates_dropped: input.duplicates_dropped,
+            shared_chunks: input.shared_chunks,
         },
         files: IndexFiles {
             norms: norms_name,

@@ -43,27 +43,14 @@ pub struct BuildArgs {
     /// Skip files whose path (relative to its input) matches one of these globs.
     #[arg(long)]
     exclude: Vec<String>,
-    /// Where embeddings are kept between builds (default: $SEXTANT_CACHE_DIR, else
-    /// ~/.cache/sextant/embeddings), so unchanged chunks are never embedded again.
-    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
-    cache_dir: Option<PathBuf>,
-    /// Embed every chunk, reading and writing no embedding cache.
-    #[arg(long)]
-    no_cache: bool,
+    #[command(flatten)]
+    cache: crate::cache::CacheArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
 }
 
-impl BuildArgs {
-    /// The embedding cache folder, unless `--no-cache`.
-    pub fn cache(&self) -> Option<PathBuf> {
-        if self.no_cache {
-            return None;
-        }
-        self.cache_dir.clone().or_else(crate::cache::default_dir)
-    }
-}
+impl BuildArgs {}
 
 #[derive(Serialize)]
 struct SectionSize {
@@ -78,6 +65,7 @@ struct Summary {
     documents: usize,
     chunks: usize,
     duplicates_dropped: usize,
+    shared_chunks: usize,
     skipped: Vec<SkippedJson>,
     bytes: u64,
     sections: Vec<SectionSize>,
@@ -120,7 +108,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let mut config = read_config(args.config.as_deref())?;
     config.input.include.extend(args.include.iter().cloned());
     config.input.exclude.extend(args.exclude.iter().cloned());
-    let cache = args.cache();
+    let cache = args.cache.dir();
     if let Some(site) = args.site {
         return super::site::run(super::site::SiteBuild {
             site,
@@ -173,6 +161,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
         documents: manifest.counts.documents,
         chunks: manifest.counts.chunks,
         duplicates_dropped: manifest.counts.duplicates_dropped,
+        shared_chunks: manifest.counts.shared_chunks,
         skipped: skipped
             .iter()
             .map(|Skipped { path, reason }| SkippedJson {
@@ -208,10 +197,11 @@ fn print_summary(s: &Summary, json: bool) -> Result<()> {
     writeln!(out, "wrote {} ({} bytes) in {:.1} s", s.output, s.bytes, s.seconds)?;
     writeln!(
         out,
-        "  {} files, {} documents, {} chunks, {} duplicate chunks dropped, {} files skipped",
+        "  {} files, {} documents, {} chunks ({} shared with another document, {} repeats within a document dropped), {} files skipped",
         s.files,
         s.documents,
         s.chunks,
+        s.shared_chunks,
         s.duplicates_dropped,
         s.skipped.len()
     )?;

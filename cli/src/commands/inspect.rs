@@ -136,8 +136,8 @@ fn describe(out: &mut impl Write, m: &IndexManifest) -> Result<()> {
     writeln!(out, "  documents   {}", m.counts.documents)?;
     writeln!(
         out,
-        "  chunks      {} ({} duplicates dropped)",
-        m.counts.chunks, m.counts.duplicates_dropped
+        "  chunks      {} ({} shared with another document, {} repeats within a document dropped)",
+        m.counts.chunks, m.counts.shared_chunks, m.counts.duplicates_dropped
     )?;
     writeln!(
         out,

@@ -14,7 +14,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use sextant::config::BuildConfig;
+use sextant::chunk::Document;
+use sextant::config::{BuildConfig, InputConfig};
 use sextant::digest::sha256_hex;
 use sextant::loader::load_site_page;
 
@@ -87,10 +88,13 @@ fn short_hash(bytes: &[u8]) -> String {
     sha256_hex(bytes)[..16].to_string()
 }
 
+/// A page passed over, and why.
 #[derive(Serialize)]
-struct Skip {
-    page: String,
-    reason: String,
+pub struct Skip {
+    /// The page, relative to the site.
+    pub page: String,
+    /// Why.
+    pub reason: String,
 }
 
 #[derive(Serialize)]
@@ -122,6 +126,7 @@ struct SiteSummary {
     pages_skipped: Vec<Skip>,
     chunks: usize,
     duplicates_dropped: usize,
+    shared_chunks: usize,
     files: Vec<String>,
     bytes: u64,
     seconds: f64,
@@ -145,6 +150,52 @@ fn pages(site: &Path, include: &[String], exclude: &[String]) -> Result<Vec<(Pat
         out.push((file.path, file.rel));
     }
     Ok(out)
+}
+
+/// The documents of a built site's HTML pages (as `build --site` reads them: URLs from paths),
+/// with the pages skipped and why (each also printed); an error when no page has text.
+pub fn site_documents(site: &Path, input: &InputConfig) -> Result<(Vec<Document>, Vec<Skip>)> {
+    let pages = pages(site, &input.include, &input.exclude)?;
+    if pages.is_empty() {
+        bail!("no HTML pages in {}; pass the folder of a built site", site.display());
+    }
+    let mut documents = Vec::new();
+    let mut skipped = Vec::new();
+    for (path, rel) in &pages {
+        if let Some(reason) = oversized(path, input)? {
+            skipped.push(Skip {
+                page: rel.clone(),
+                reason,
+            });
+            continue;
+        }
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            skipped.push(Skip {
+                page: rel.clone(),
+                reason: "not valid UTF-8".into(),
+            });
+            continue;
+        };
+        match load_site_page(rel, text.strip_prefix('\u{feff}').unwrap_or(text), input) {
+            Ok(doc) => documents.push(doc),
+            Err(skip) => skipped.push(Skip {
+                page: rel.clone(),
+                reason: skip.reason(),
+            }),
+        }
+    }
+    for s in &skipped {
+        eprintln!("skipped {}: {}", s.page, s.reason);
+    }
+    if documents.is_empty() {
+        bail!(
+            "none of the {} pages in {} has text to index (all skipped)",
+            pages.len(),
+            site.display()
+        );
+    }
+    Ok((documents, skipped))
 }
 
 /// Builds the site's search: see the module docs.
@@ -181,46 +232,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
     }
     let fixed: Vec<(&str, &[u8])> = ui.iter().map(|(f, b)| (*f, b.as_slice())).collect();
     let owned = Owned::check(site, &out, &sw_path, &sw, &fixed)?;
-    let pages = pages(site, &config.input.include, &config.input.exclude)?;
-    if pages.is_empty() {
-        bail!("no HTML pages in {}; pass the folder of a built site", site.display());
-    }
-    let mut documents = Vec::new();
-    let mut skipped = Vec::new();
-    for (path, rel) in &pages {
-        if let Some(reason) = oversized(path, &config.input)? {
-            skipped.push(Skip {
-                page: rel.clone(),
-                reason,
-            });
-            continue;
-        }
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            skipped.push(Skip {
-                page: rel.clone(),
-                reason: "not valid UTF-8".into(),
-            });
-            continue;
-        };
-        match load_site_page(rel, text.strip_prefix('\u{feff}').unwrap_or(text), &config.input) {
-            Ok(doc) => documents.push(doc),
-            Err(skip) => skipped.push(Skip {
-                page: rel.clone(),
-                reason: skip.reason(),
-            }),
-        }
-    }
-    for s in &skipped {
-        eprintln!("skipped {}: {}", s.page, s.reason);
-    }
-    if documents.is_empty() {
-        bail!(
-            "none of the {} pages in {} has text to index (all skipped)",
-            pages.len(),
-            site.display()
-        );
-    }
+    let (documents, skipped) = site_documents(site, &config.input)?;
     let (built, stats) = build_index(&documents, &config, Some(&model_dir), cache.as_deref())?;
     let manifest = &built.manifest;
 
@@ -321,6 +333,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         pages_skipped: skipped,
         chunks: manifest.counts.chunks,
         duplicates_dropped: manifest.counts.duplicates_dropped,
+        shared_chunks: manifest.counts.shared_chunks,
         files: written
             .iter()
             .map(|f| format!("{OUTPUT_DIR}/{f}"))
@@ -337,8 +350,13 @@ pub fn run(build: SiteBuild) -> Result<()> {
     }
     writeln!(
         stdout,
-        "indexed {} pages of {} ({} chunks, {} duplicates dropped) in {:.1} s",
-        summary.pages_indexed, summary.site, summary.chunks, summary.duplicates_dropped, summary.seconds
+        "indexed {} pages of {} ({} chunks: {} shared with another page, {} repeats within a page dropped) in {:.1} s",
+        summary.pages_indexed,
+        summary.site,
+        summary.chunks,
+        summary.shared_chunks,
+        summary.duplicates_dropped,
+        summary.seconds
     )?;
     summary.embedding.print(&mut stdout)?;
     if !summary.pages_skipped.is_empty() {
