@@ -24,7 +24,7 @@ use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
 use sextant::eval::{has_relevant, mean, parse_qrels, parse_queries, score_query, QueryMetrics, RunMetrics};
 use sextant::indexer::chunk_corpus;
 use sextant::options::{Mode, SearchOptions};
-use sextant::search::pipeline::{binary_candidates, filter, fuse, keyword_candidates, FuseOptions};
+use sextant::search::pipeline::{binary_candidates, filter, fuse, keyword_candidates, Bm25Level, FuseOptions};
 use sextant::search::{Engine, NoClock};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -129,7 +129,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .insert(q.id.clone(), score_query(&ranked, judgements));
             }
             // The f32 anchor through the same steps.
-            let keyword = keyword_candidates(store, &analyzer.terms(&q.text), built.manifest.bm25, depth);
+            let level = if options(Mode::Hybrid, k).scores_documents() {
+                Bm25Level::Documents
+            } else {
+                Bm25Level::Chunks
+            };
+            let keyword = keyword_candidates(store, &analyzer.terms(&q.text), built.manifest.bm25, depth, level);
             let dense: Vec<(u32, f32)> = exact.iter().take(depth).copied().collect();
             let norms = store.norms().expect("packed");
             let document_of = |c: u32| norms.documents.get(c as usize).copied();
@@ -145,7 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     fuse(mode, &dense, &keyword, &fusion, &document_of),
                     k,
                     None,
-                    true,
+                    Some(1),
                     document_of,
                 );
                 let ranked: Vec<String> = kept.iter().map(|c| doc_id(c.chunk)).collect();

@@ -107,14 +107,18 @@ export interface SearchOptions {
   vector_search?: 'auto' | 'exact';
   /** How hybrid search fuses: 'convex' (default: normalised scores, weighted) or 'rrf' (ranks only). */
   fusion?: 'rrf' | 'convex';
-  /** The dense list's weight in a convex fusion, 0–1 (default 0.7; keyword gets the rest). */
+  /** The dense list's weight in a convex fusion, 0–1 (default 0.8; keyword gets the rest). */
   dense_weight?: number;
   /** Fuse documents (each ranked by its best chunk), not chunks (default false). */
   fuse_documents?: boolean;
-  /** Expand keyword queries with terms of their top chunks, RM3 (default true). */
+  /** Expand keyword queries with terms of their top chunks, RM3 (default false). */
   query_expansion?: boolean;
   /** With `fuse_documents`, how a page's chunks score it: 'max' (its best chunk, default) or 'sum3' (its best three added up). */
   page_score?: 'max' | 'sum3';
+  /** With results by document (`per_document` or `fuse_documents`), BM25 scores each document whole (term counts and lengths summed over its chunks) rather than by its best chunk (default true). */
+  document_bm25?: boolean;
+  /** At most this many chunks of each document, 1–100: a page's sub-results when results are grouped by page (default: any number; `per_document` is 1). */
+  sub_results?: number;
   /** With a cross-encoder loaded (`loadReranker()`): how many of the best results it reranks, 0–200 (0: none). Default 20. */
   rerank_depth?: number;
 }

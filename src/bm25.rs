@@ -233,6 +233,113 @@ pub fn score_weighted<'a>(
     hits
 }
 
+/// The IDF of a term in `df` of `n` documents, computed at query time: [`idf`]'s formula with
+/// `libm`'s logarithm, so native and wasm agree bit for bit.
+fn query_time_idf(n: u32, df: u32) -> f32 {
+    let (n, df) = (f64::from(n), f64::from(df));
+    libm::log((n - df + 0.5) / (df + 0.5) + 1.0) as f32
+}
+
+/// BM25 over whole documents rather than chunks: what a page-level ranking needs when a page is
+/// cut into several chunks. A document's term frequency is the sum over its chunks, its length
+/// the sum of theirs (`avgdl` their mean over the documents that have chunks), and a term's IDF
+/// counts the documents holding it (`N`: documents with chunks), computed here from the
+/// postings. `documents[c]` is chunk `c`'s document (non-decreasing, as the norms store it);
+/// `lengths` and `chunk_avgdl` are the chunks' as [`score_weighted`] takes them.
+///
+/// Returns the matching chunks of the `k` best documents, each chunk scored with its document's
+/// score: documents best first (ties to the lower document), and a document's chunks in the
+/// order of their own chunk-level score ([`score_weighted`]'s; ties to the lower chunk). A list
+/// of chunks, so every later step (fusion, pages, sub-results) takes it as it takes chunk BM25.
+pub fn score_documents_weighted<'a>(
+    query_terms: &[(&str, f32)],
+    lookup: &dyn Fn(&str) -> Option<Postings<'a>>,
+    lengths: &[u32],
+    chunk_avgdl: f32,
+    documents: &[u32],
+    params: Bm25Params,
+    k: usize,
+) -> Vec<Bm25Hit> {
+    let chunks = lengths.len().min(documents.len());
+    let slots = documents[..chunks].last().map_or(0, |&d| d as usize + 1);
+    let mut doc_lengths = vec![0u64; slots];
+    for (&l, &d) in lengths.iter().zip(documents).take(chunks) {
+        doc_lengths[d as usize] += u64::from(l);
+    }
+    let n = documents[..chunks].windows(2).filter(|w| w[0] != w[1]).count() as u32 + u32::from(chunks > 0);
+    let total: u64 = doc_lengths.iter().sum();
+    let avgdl = if n > 0 && total > 0 {
+        (total as f64 / f64::from(n)) as f32
+    } else {
+        1.0
+    };
+    let (k1, b) = (params.k1, params.b);
+    let chunk_avgdl = if chunk_avgdl > 0.0 { chunk_avgdl } else { 1.0 };
+    let mut chunk_scores = vec![0f32; chunks];
+    let mut doc_scores = vec![0f32; slots];
+    let mut tf_of = vec![0u32; slots];
+    let mut touched: Vec<u32> = Vec::new();
+    for &(term, weight) in query_terms {
+        let Some(entry) = lookup(term) else { continue };
+        let mut reader = ByteReader::new(entry.bytes);
+        let mut chunk = 0u32;
+        let mut holding: Vec<u32> = Vec::new();
+        for i in 0..entry.df {
+            let (Ok(delta), Ok(tf)) = (reader.varint_u32("delta"), reader.varint_u32("tf")) else {
+                break;
+            };
+            chunk = if i == 0 { delta } else { chunk.saturating_add(delta) };
+            let (Some(&dl), Some(&d)) = (lengths.get(chunk as usize), documents.get(chunk as usize)) else {
+                break;
+            };
+            let norm = k1 * (1.0 - b + b * (dl as f32) / chunk_avgdl);
+            chunk_scores[chunk as usize] += weight * entry.idf * tf as f32 * (k1 + 1.0) / (tf as f32 + norm);
+            if tf_of[d as usize] == 0 {
+                holding.push(d);
+            }
+            tf_of[d as usize] += tf;
+        }
+        let idf = query_time_idf(n, holding.len() as u32);
+        for d in holding {
+            let tf = std::mem::take(&mut tf_of[d as usize]) as f32;
+            let dl = doc_lengths[d as usize] as f32;
+            let norm = k1 * (1.0 - b + b * dl / avgdl);
+            if doc_scores[d as usize] == 0.0 {
+                touched.push(d);
+            }
+            doc_scores[d as usize] += weight * idf * tf * (k1 + 1.0) / (tf + norm);
+        }
+    }
+    let mut order: Vec<u32> = touched.into_iter().filter(|&d| doc_scores[d as usize] > 0.0).collect();
+    order.sort_by(|&a, &b| {
+        doc_scores[b as usize]
+            .total_cmp(&doc_scores[a as usize])
+            .then(a.cmp(&b))
+    });
+    order.truncate(k);
+    let mut rank = vec![u32::MAX; slots];
+    for (i, &d) in order.iter().enumerate() {
+        rank[d as usize] = i as u32;
+    }
+    let mut hits: Vec<(u32, f32, Bm25Hit)> = chunk_scores
+        .iter()
+        .enumerate()
+        .filter_map(|(c, &chunk_score)| {
+            let d = documents[c] as usize;
+            (chunk_score > 0.0 && rank[d] != u32::MAX).then_some((
+                rank[d],
+                chunk_score,
+                Bm25Hit {
+                    doc: c as u32,
+                    score: doc_scores[d],
+                },
+            ))
+        })
+        .collect();
+    hits.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)).then(a.2.doc.cmp(&b.2.doc)));
+    hits.into_iter().map(|(_, _, hit)| hit).collect()
+}
+
 impl TermTable {
     /// Builds the table from each chunk's analyzer terms; also returns the chunk lengths.
     pub fn build(docs: &[Vec<String>]) -> (Self, Vec<u32>) {
@@ -532,6 +639,54 @@ mod tests {
         assert_eq!(once.iter().map(|h| h.doc).collect::<Vec<_>>(), vec![0, 1]);
         assert!(index.search(&q(&["zzz"]), Bm25Params::default(), 10).is_empty());
         assert_eq!(index.search(&q(&["a"]), Bm25Params::default(), 1).len(), 1);
+    }
+
+    #[test]
+    fn documents_score_as_one_text_made_of_their_chunks() {
+        // Three documents, the first cut into two chunks: scored by document, it must score as
+        // BM25 over the whole documents does (tf and length summed, IDF over documents), each
+        // chunk carrying its document's score.
+        let chunked = docs(&["tide moon", "moon moon sea", "tide sea", "storm"]);
+        let documents = [0, 0, 1, 2];
+        let whole = docs(&["tide moon moon moon sea", "tide sea", "storm"]);
+        let (table, lengths) = TermTable::build(&chunked);
+        let (whole_table, whole_lengths) = TermTable::build(&whole);
+        let params = Bm25Params::default();
+        let query = [("moon", 1.0), ("tide", 1.0)];
+        let avgdl = average(&lengths);
+        let by_documents = |k| {
+            score_documents_weighted(
+                &query,
+                &|t: &str| table.lookup(t),
+                &lengths,
+                avgdl,
+                &documents,
+                params,
+                k,
+            )
+        };
+        let by_document = by_documents(10);
+        let reference = score_weighted(
+            &query,
+            &|t: &str| whole_table.lookup(t),
+            &whole_lengths,
+            average(&whole_lengths),
+            params,
+            10,
+        );
+        // Document 0's chunks (both words first, then "moon" twice), then document 1's, each
+        // with its document's score.
+        assert_eq!(by_document.iter().map(|h| h.doc).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(reference.len(), 2);
+        for (d, r) in [(0, 0), (1, 0), (2, 1)] {
+            assert!(
+                (by_document[d].score - reference[r].score).abs() < 1e-5,
+                "{by_document:?} vs {reference:?}"
+            );
+        }
+        // k counts documents.
+        let best = by_documents(1);
+        assert_eq!(best.iter().map(|h| h.doc).collect::<Vec<_>>(), [0, 1]);
     }
 
     #[test]

@@ -29,11 +29,12 @@ pub const MAX_RERANK_DEPTH: usize = 200;
 pub const DEFAULT_RERANK_DEPTH: usize = 20;
 /// Largest token budget for framed context.
 pub const MAX_TOKEN_BUDGET: usize = 100_000;
-/// The dense list's weight in a convex fusion unless asked otherwise: chosen by 5-fold
-/// cross-validation on Cranfield (BENCHMARKS.md, "Retrieval quality (issue 12)"). With cosine
-/// normalised over its theoretical floor of −1 its scores spread less than BM25's, so 0.7 is
-/// close to an even mix.
-pub const DEFAULT_DENSE_WEIGHT: f64 = 0.7;
+/// The dense list's weight in a convex fusion unless asked otherwise: chosen by `sextant eval
+/// --sweep` across Cranfield, NPL and two documentation sites (the best mean, losing
+/// significantly on none, and 5-fold cross-validated: BENCHMARKS.md, "Defaults chosen across
+/// collections (issue 23)"). With cosine normalised over its theoretical floor of −1 its scores
+/// spread less than BM25's, so 0.8 is still far from dense alone.
+pub const DEFAULT_DENSE_WEIGHT: f64 = 0.8;
 /// Candidates taken from each retriever per result asked for, unless asked otherwise (the default
 /// depth is `DEPTH_PER_RESULT · k`, at least [`MIN_DEPTH`], at most [`MAX_DEPTH`]):
 /// cross-validation on Cranfield chose depth 100 for 10 results; deeper lists let a convex
@@ -163,12 +164,22 @@ pub struct SearchOptions {
     /// reader sees when results are grouped by page, as the drop-in UI does). Default false.
     pub fuse_documents: bool,
     /// Expand keyword queries with terms of their top chunks (RM3 pseudo-relevance feedback):
-    /// more keyword recall, one more step per query (a split index fetches those chunks'
-    /// fragments and the new terms' shards). Default true.
+    /// more keyword recall on some collections, less precision on others, and one more step per
+    /// query (a split index fetches those chunks' fragments and the new terms' shards). Default
+    /// false: it lost on NPL (BENCHMARKS.md, issue 23).
     pub query_expansion: bool,
     /// With `fuse_documents`, how a page's chunks score it in each retriever's list: `max` (its
     /// best chunk, the default) or `sum3` (its best three added up).
     pub page_score: PageScore,
+    /// With results by document (`per_document`, `fuse_documents` or `sub_results`), BM25 scores
+    /// each document whole (term counts and lengths summed over its chunks, IDF over documents)
+    /// instead of by its best chunk; each matching chunk carries its document's score. Default
+    /// true (it ranked documents better on every collection measured: BENCHMARKS.md, issue 23).
+    pub document_bm25: bool,
+    /// At most this many chunks of each document, 1–[`MAX_K`] (a page's sub-results, when
+    /// results are grouped by page with `fuse_documents`: `k` then counts chunks, so a page
+    /// cannot fill the list alone). Default none: any number; `per_document` is 1.
+    pub sub_results: Option<usize>,
     /// With a cross-encoder loaded (`[rerank]` in `sextant.toml`, `loadReranker()`): how many of
     /// the best results it reads again with the query and puts in its order, 0–
     /// [`MAX_RERANK_DEPTH`] (0: none). Without one, nothing. Default
@@ -190,8 +201,10 @@ impl Default for SearchOptions {
             fusion: Fusion::Convex,
             dense_weight: DEFAULT_DENSE_WEIGHT,
             fuse_documents: false,
-            query_expansion: true,
+            query_expansion: false,
             page_score: PageScore::Max,
+            document_bm25: true,
+            sub_results: None,
             rerank_depth: DEFAULT_RERANK_DEPTH,
         }
     }
@@ -206,6 +219,22 @@ impl SearchOptions {
             .max(self.k)
     }
 
+    /// The most chunks of one document the results hold: 1 with `per_document`, else
+    /// `sub_results`.
+    pub fn chunks_per_document(&self) -> Option<usize> {
+        if self.per_document {
+            Some(1)
+        } else {
+            self.sub_results
+        }
+    }
+
+    /// Whether BM25 scores whole documents ([`SearchOptions::document_bm25`], with results by
+    /// document).
+    pub fn scores_documents(&self) -> bool {
+        self.document_bm25 && (self.per_document || self.fuse_documents || self.sub_results.is_some())
+    }
+
     /// Checks every option against its documented range.
     pub fn validate(&self) -> Result<(), BadOption> {
         if !(1..=MAX_K).contains(&self.k) {
@@ -216,6 +245,9 @@ impl SearchOptions {
                 "depth",
                 format!("use at most {MAX_DEPTH} candidates per retriever"),
             ));
+        }
+        if self.sub_results.is_some_and(|n| !(1..=MAX_K).contains(&n)) {
+            return Err(bad("sub_results", format!("use 1 to {MAX_K} chunks of each document")));
         }
         if let Some(p) = &self.bm25 {
             p.validate().map_err(|e| bad("bm25", e.to_string()))?;

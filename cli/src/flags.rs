@@ -79,6 +79,13 @@ pub struct SearchFlags {
     /// (its best three added up).
     #[arg(long, default_value_t = SearchOptions::default().page_score, value_parser = page_score_parser())]
     pub page_score: PageScore,
+    /// With results by document (--per-document or --fuse-documents true), BM25 scores each
+    /// document whole rather than by its best chunk: true or false.
+    #[arg(long, default_value_t = SearchOptions::default().document_bm25, action = clap::ArgAction::Set)]
+    pub document_bm25: bool,
+    /// At most this many chunks of each document (a page's sub-results; default any number).
+    #[arg(long)]
+    pub sub_results: Option<usize>,
     /// With a cross-encoder in the --config's [rerank]: how many of the best results it reranks
     /// (0: none).
     #[arg(long, default_value_t = SearchOptions::default().rerank_depth)]
@@ -121,6 +128,8 @@ impl SearchFlags {
             query_expansion: self.query_expansion,
             rerank_depth: self.rerank_depth,
             page_score: self.page_score,
+            document_bm25: self.document_bm25,
+            sub_results: self.sub_results,
         }
     }
 }

@@ -378,10 +378,10 @@ fn eval_sweep_chooses_across_collections_and_cross_validates() {
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["lights", "logs"]);
-    // 2 expansions × 5 depths × 3 levels (chunks, pages by max, by sum3) × (rrf + 7 convex
-    // weights); 2 expansions × (4 k1 × 4 b + the index's own).
-    assert_eq!(v["hybrid"].as_array().unwrap().len(), 240);
-    assert_eq!(v["keyword"].as_array().unwrap().len(), 34);
+    // 2 expansions × 2 BM25 levels × 3 depths × 3 levels (chunks, pages by max, by sum3) ×
+    // (rrf + 7 convex weights); 2 expansions × 2 BM25 levels × (4 k1 × 4 b + the index's own).
+    assert_eq!(v["hybrid"].as_array().unwrap().len(), 288);
+    assert_eq!(v["keyword"].as_array().unwrap().len(), 68);
     assert_eq!(v["dense"].as_array().unwrap().len(), 1);
     for decision in [&v["hybrid_decision"], &v["keyword_decision"]] {
         // One score per collection; the chosen configuration is one of the table's.
@@ -989,7 +989,7 @@ fn an_excluded_word_removes_its_chunks_in_every_mode() {
 }
 
 #[test]
-fn a_query_the_index_has_no_word_of_falls_back_to_the_nearest_terms() {
+fn a_word_the_index_does_not_hold_falls_back_to_the_nearest_terms() {
     let bundle = tiny_bundle();
     let search = |query: &str| -> serde_json::Value {
         let out = ok(&["search", s(bundle), query, "--mode", "keyword", "-k", "3", "--json"]);
@@ -1003,9 +1003,11 @@ fn a_query_the_index_has_no_word_of_falls_back_to_the_nearest_terms() {
         assert_eq!(v["fallback"], serde_json::json!(["lighthous"]), "{typo}: {v}");
         assert_eq!(v["results"], exact["results"].clone(), "{typo}");
     }
-    // A query with one word the index holds is searched as written.
+    // Beside a word the index holds, the typo is searched as its nearest term too: the
+    // results are those of both words.
     let v = search("lighthuose keeper");
-    assert_eq!(v["fallback"], serde_json::json!([]));
+    assert_eq!(v["fallback"], serde_json::json!(["lighthous"]), "{v}");
+    assert_eq!(v["results"], search("lighthouse keeper")["results"].clone());
     assert!(search("qqqqqqq")["results"].as_array().unwrap().is_empty());
 }
 

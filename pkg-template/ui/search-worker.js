@@ -101,8 +101,9 @@ async function handle(data) {
     try {
       const response = await engine.search(data.query, options);
       // The words BM25 matched, from the core's own analyzer (stems included), for highlighting.
-      // Results found by the query's nearest words (a typo) mark those words.
-      const marked = response.fallback?.length ? response.fallback.join(' ') : data.query;
+      // Words the index does not hold (a typo) were searched for as their nearest words: those
+      // are marked too.
+      const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
       for (const result of response.results) result.highlights = highlights(result.text, marked);
       reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? defaults().search.mode : 'keyword', ...response });
     } finally {

@@ -9,9 +9,11 @@
 const here = new URL('.', import.meta.url); // …/sextant/
 const siteRoot = new URL('..', here);
 const SETTINGS_KEY = 'sextant-llm';
-// Results asked for while typing: more than one page's worth, so results group by page with
-// heading sub-results; each needs its text fragment, so not many more (BENCHMARKS.md, issue 10).
-const SEARCH_RESULTS = 10;
+// Results asked for while typing: several pages (fused as pages), each with at most
+// SUB_RESULTS matching sections, so one page cannot fill the list; each result needs its text
+// fragment, so not many more (BENCHMARKS.md, issue 10).
+const SEARCH_RESULTS = 15;
+const SUB_RESULTS = 3;
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -273,8 +275,9 @@ class SearchBox {
     const worker = await this.start();
     let response;
     try {
-      // Results are shown grouped by page, so pages are what hybrid search fuses.
-      response = await worker.request({ type: 'search', query, options: { k: SEARCH_RESULTS, fuse_documents: true } }).done;
+      // Results are shown grouped by page, so pages are what hybrid search fuses, each with its
+      // best few sections.
+      response = await worker.request({ type: 'search', query, options: { k: SEARCH_RESULTS, fuse_documents: true, sub_results: SUB_RESULTS } }).done;
     } catch (e) {
       if (ticket === this.latest) this.status.textContent = e.message;
       return;
@@ -295,8 +298,8 @@ class SearchBox {
       this.results.replaceChildren();
       return;
     }
-    // With no word of the query in the index, the results are of its nearest words.
-    this.status.textContent = !results.length ? `No results for “${query}”` : fallback?.length ? `No exact matches for “${query}”: showing near matches` : '';
+    // Words of the query the index does not hold were searched for as their nearest words.
+    this.status.textContent = !results.length ? `No results for “${query}”` : fallback?.length ? `Not every word of “${query}” is in these pages: showing near matches` : '';
     const pages = new Map();
     for (const r of results) {
       if (!pages.has(r.doc_id)) pages.set(r.doc_id, []);
@@ -310,7 +313,7 @@ class SearchBox {
       if (pageHref) title.href = pageHref;
       this.links.push(title);
       const subs = el('ul', { class: 'sextant-subresults' });
-      for (const hit of hits.slice(0, 4)) {
+      for (const hit of hits.slice(0, SUB_RESULTS)) {
         const crumbs = hit.heading_path.filter((h, i) => !(i === 0 && h === hit.title));
         // A section's text starts with its own heading, already shown as the breadcrumb.
         const heading = hit.heading_path.at(-1);

@@ -4,14 +4,16 @@
 //! A query is read once into a [`plan::QueryPlan`] ([`query::Query`] parses its syntax) and runs
 //! the stages of [`pipeline::stages`], each a [`Step`]: words written
 //! `-word` exclude their chunks and `"quoted phrases"` keep only the chunks holding them; BM25
-//! takes its top `depth` chunks (`depth` defaults to `max(10·k, 100)`), or, when the index holds
-//! none of the query's words, those of their nearest terms ([`pipeline::fallback_terms`]),
-//! expanded by RM3 from its top chunks unless `query_expansion` is off; the dense retriever
+//! takes its top `depth` chunks (`depth` defaults to `max(10·k, 100)`; with `document_bm25` and
+//! results by document, the chunks of its top `depth` documents scored whole), a query word the
+//! index does not hold searched for as its nearest terms ([`pipeline::fallback_terms`]),
+//! expanded by RM3 from its top chunks when `query_expansion` is on; the dense retriever
 //! scores every chunk's binary code, rescoring the best `layout.rescore` (at least `depth`) with
 //! their int8 vectors; hybrid fuses the two lists (a convex combination of normalised scores, or
 //! RRF), chunk by chunk or page by page; an attached cross-encoder reranks the best
-//! `rerank_depth`; then results under `score_threshold` are dropped, with `per_document` only the
-//! best chunk of each document is kept, and the first `k` are assembled from the text fragments.
+//! `rerank_depth`; then results under `score_threshold` are dropped, at most `sub_results` chunks
+//! of each document are kept (one with `per_document`), and the first `k` are assembled from the
+//! text fragments.
 //! The options are [`crate::options::SearchOptions`].
 //!
 //! The engine reads no files: over a split index a query answers [`Step::Need`] with the files it
@@ -261,6 +263,29 @@ mod tests {
         );
         assert_eq!(typo.fallback, ["lamp"]);
         assert_eq!(typo.timings, StageTimings::default(), "no clock, no timings");
+        // One word of two misspelled: the other is searched as written, the typo as its
+        // nearest term, so both count ("lens" alone would rank b#0 only by "lens").
+        let keyword = SearchOptions {
+            mode: Mode::Keyword,
+            ..Default::default()
+        };
+        let (partial, _) = search_split("lmap oil", &keyword, None);
+        assert_eq!(partial.fallback, ["lamp"]);
+        assert_eq!(ids(&partial), ["a#0", "b#0"], "lamp and oil, then lamp alone");
+        let (exact, _) = search_split("lamp oil", &keyword, None);
+        assert!(exact.fallback.is_empty(), "every word held: no fallback");
+        // A quoted phrase is taken as written.
+        let (phrase, _) = search_split("\"lmap oil\"", &keyword, None);
+        assert!(phrase.fallback.is_empty() && phrase.results.is_empty());
+        // By document, BM25 scores a's two chunks together: "lamp fog" matches both of a's
+        // chunks (a document holding both words) above b's single "lamp".
+        let by_document = SearchOptions {
+            per_document: true,
+            ..keyword
+        };
+        let (pages, _) = search_split("lamp fog", &by_document, None);
+        assert_eq!(ids(&pages)[0].split('#').next(), Some("a"));
+        assert_eq!(pages.results.len(), 2, "one result per document");
     }
 
     #[test]

@@ -11,7 +11,9 @@
 
 pub mod stages;
 
-use crate::bm25::{score_weighted, Bm25Params};
+use std::collections::HashMap;
+
+use crate::bm25::{score_documents_weighted, score_weighted, Bm25Params};
 use crate::fusion::{
     convex_combination, documents_scored, reciprocal_rank_fusion, FusedHit, Fusion, PageScore, ScoredList, RRF_K,
 };
@@ -25,11 +27,27 @@ use super::types::{RetrieverHit, SearchResult};
 /// One retriever's candidates, best first: (chunk number, that retriever's score).
 pub type Ranked = Vec<(u32, f32)>;
 
+/// What BM25 scores: chunks, or whole documents (each then stands as its best chunk:
+/// [`score_documents_weighted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bm25Level {
+    /// Each chunk on its own.
+    Chunks,
+    /// Each document as the sum of its chunks.
+    Documents,
+}
+
 /// The BM25 candidates for a query's analyzer terms: the top `depth` (the store holds the norms
 /// and the shards of these terms).
-pub fn keyword_candidates(store: &IndexStore, terms: &[String], params: Bm25Params, depth: usize) -> Ranked {
+pub fn keyword_candidates(
+    store: &IndexStore,
+    terms: &[String],
+    params: Bm25Params,
+    depth: usize,
+    level: Bm25Level,
+) -> Ranked {
     let weighted: Vec<(String, f32)> = terms.iter().map(|t| (t.clone(), 1.0)).collect();
-    weighted_keyword_candidates(store, &weighted, params, depth)
+    weighted_keyword_candidates(store, &weighted, params, depth, level)
 }
 
 /// Index terms searched for at most, for each word of a query none of whose words the index holds.
@@ -157,19 +175,25 @@ pub fn weighted_keyword_candidates(
     query: &[(String, f32)],
     params: Bm25Params,
     depth: usize,
+    level: Bm25Level,
 ) -> Ranked {
     let Some(norms) = store.norms() else {
         return Vec::new();
     };
     let weighted: Vec<(&str, f32)> = query.iter().map(|(t, w)| (t.as_str(), *w)).collect();
-    score_weighted(
-        &weighted,
-        &|t: &str| store.postings(t),
-        &norms.lengths,
-        norms.avgdl,
-        params,
-        depth,
-    )
+    let lookup = |t: &str| store.postings(t);
+    match level {
+        Bm25Level::Chunks => score_weighted(&weighted, &lookup, &norms.lengths, norms.avgdl, params, depth),
+        Bm25Level::Documents => score_documents_weighted(
+            &weighted,
+            &lookup,
+            &norms.lengths,
+            norms.avgdl,
+            &norms.documents,
+            params,
+            depth,
+        ),
+    }
     .into_iter()
     .map(|h| (h.doc, h.score))
     .collect()
@@ -331,17 +355,17 @@ pub fn fuse(
     }
 }
 
-/// The first `k` candidates scoring at least `score_threshold`, with `per_document` only the
-/// first of each document (`document_of` maps a chunk to its document; chunks it does not know
-/// are dropped).
+/// The first `k` candidates scoring at least `score_threshold`, at most `per_document` of each
+/// document (`None`: any number; `document_of` maps a chunk to its document; chunks it does not
+/// know are dropped).
 pub fn filter(
     candidates: Vec<Candidate>,
     k: usize,
     score_threshold: Option<f64>,
-    per_document: bool,
+    per_document: Option<usize>,
     document_of: impl Fn(u32) -> Option<u32>,
 ) -> Vec<Candidate> {
-    let mut seen_documents = std::collections::HashSet::new();
+    let mut seen: HashMap<u32, usize> = HashMap::new();
     let mut kept = Vec::with_capacity(k.min(candidates.len()));
     for candidate in candidates {
         if kept.len() >= k {
@@ -353,9 +377,11 @@ pub fn filter(
         let Some(document) = document_of(candidate.chunk) else {
             continue;
         };
-        if per_document && !seen_documents.insert(document) {
+        let shown = seen.entry(document).or_default();
+        if per_document.is_some_and(|most| *shown >= most) {
             continue;
         }
+        *shown += 1;
         kept.push(candidate);
     }
     kept
@@ -552,16 +578,25 @@ mod tests {
                 .map(|h| h.chunk)
                 .collect()
         };
-        assert_eq!(kept(10, Some(0.4), true), [0, 4, 6]);
-        assert_eq!(kept(2, None, false), [0, 1]);
-        assert_eq!(kept(10, None, false), [0, 1, 2, 4, 6]);
+        assert_eq!(kept(10, Some(0.4), Some(1)), [0, 4, 6]);
+        assert_eq!(kept(2, None, None), [0, 1]);
+        assert_eq!(kept(10, None, None), [0, 1, 2, 4, 6]);
+        // Two of each document: 1 follows 0, and k still counts chunks.
+        assert_eq!(kept(10, None, Some(2)), [0, 1, 2, 4, 6]);
+        assert_eq!(kept(3, None, Some(2)), [0, 1, 2]);
     }
 
     #[test]
     fn retrieval_steps_rank_by_their_own_scores() {
         let store = full_store(&tiny());
         let analyzer = crate::analyzer::Analyzer::english();
-        let keyword = keyword_candidates(&store, &analyzer.terms("lamp lens"), Bm25Params::default(), 10);
+        let keyword = keyword_candidates(
+            &store,
+            &analyzer.terms("lamp lens"),
+            Bm25Params::default(),
+            10,
+            Bm25Level::Chunks,
+        );
         let order: Vec<u32> = keyword.iter().map(|(c, _)| *c).collect();
         assert_eq!(order, [2, 0], "both words beat one; the fog chunk has neither");
         let query = [0.0, 0.6, 0.8];

@@ -175,9 +175,9 @@ pub struct SearchResponse {
     pub timings: StageTimings,
     /// Dense method used, if the dense retriever ran.
     pub vector_method: Option<VectorMethod>,
-    /// The index terms keyword search looked for instead, when the index holds none of the
-    /// query's words (a typo, or a word still being typed): the nearest terms to each word
-    /// ([`pipeline::fallback_terms`]). Empty when the query's own words were searched for.
+    /// The index terms keyword search looked for in place of the query's words the index does
+    /// not hold (a typo, or a word still being typed): the nearest terms to each such word
+    /// ([`pipeline::fallback_terms`]). Empty when every word was searched for as written.
     pub fallback: Vec<String>,
 }
 

@@ -57,11 +57,20 @@ test('typing a query shows results with the expected page first', async () => {
     ['a failed build never leaves a half-written bundle behind', '/cli/'],
     ['retry rate limits with exponential backoff', '/js-api/'],
     ['run the worker locally with workerd', '/workers/'],
+    // The example queries of the README and the demo's own pages.
+    ['what stops prompt injection', '/security/'],
+    ['prompt injection', '/security/'],
+    ['bundle checksums', '/bundle-format/'],
+    ['how is the bundle verified', '/bundle-format/'],
   ];
   for (const [query, expected] of expectations) {
     await searchFor(page, query);
     const href = await page.locator('.sextant-page-title').first().getAttribute('href');
     assert.equal(new URL(href).pathname, expected, query);
+    // Several pages, each with at most three sections: one page never fills the box.
+    const pages = await page.locator('.sextant-page').evaluateAll((items) => items.map((p) => p.querySelectorAll('.sextant-subresult').length));
+    assert.ok(pages.length >= 3, `${query}: ${pages.length} pages shown`);
+    assert.ok(pages.every((n) => n >= 1 && n <= 3), `${query}: sub-results per page ${pages}`);
   }
   // Snippets highlight query terms and link to heading anchors.
   await searchFor(page, 'prompt injection');
@@ -82,10 +91,10 @@ test('typing a query shows results with the expected page first', async () => {
     assert.ok(!/[\p{L}\p{N}]/u.test(before) && !/[\p{L}\p{N}]/u.test(after), `"${before}[${word}]${after}" highlights part of a word`);
   }
   await page.screenshot({ path: path.join(artifacts, 'search-results.png'), fullPage: true });
-  // A typo: no word of the query is in the index, so its nearest word is searched for, said
+  // A typo: a word of the query is not in the index, so its nearest word is searched for, said
   // and marked.
   await searchFor(page, 'injecton');
-  assert.match(await page.locator('.sextant-status').textContent(), /No exact matches for “injecton”: showing near matches/);
+  assert.match(await page.locator('.sextant-status').textContent(), /Not every word of “injecton” is in these pages: showing near matches/);
   const typoMarks = await page.locator('.sextant-snippet mark').allTextContents();
   assert.ok(typoMarks.some((w) => /^injection$/i.test(w)), `marked: ${typoMarks}`);
   assert.deepEqual(page.errors, []);

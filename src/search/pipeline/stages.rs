@@ -19,7 +19,7 @@ use crate::search::types::{SearchError, SearchResult, Step};
 
 use super::{
     assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, keyword_candidates, rescore,
-    weighted_keyword_candidates, Candidate, FuseOptions, Ranked, VectorMethod, FEEDBACK_CHUNKS,
+    weighted_keyword_candidates, Bm25Level, Candidate, FuseOptions, Ranked, VectorMethod, FEEDBACK_CHUNKS,
 };
 
 /// Keyword shards a fallback reads at most for one word before it narrows its range.
@@ -51,6 +51,19 @@ impl Admissible {
         list.into_iter().filter(|(c, _)| self.allows(*c)).take(depth).collect()
     }
 
+    /// The admissible chunks of the first `depth` documents of `list` (a list of whole
+    /// documents' chunks, [`Bm25Level::Documents`]).
+    pub fn cut_documents(&self, list: Ranked, depth: usize, document_of: impl Fn(u32) -> Option<u32>) -> Ranked {
+        let mut documents = HashSet::new();
+        list.into_iter()
+            .filter(|(c, _)| self.allows(*c))
+            .filter(|(c, _)| {
+                let d = document_of(*c);
+                documents.contains(&d) || (documents.len() < depth && documents.insert(d))
+            })
+            .collect()
+    }
+
     /// How far down a retriever ranks so that `depth` admissible chunks remain after the cut:
     /// every chunk (of `chunks`) with phrases, else `depth` plus the banned.
     pub fn width(&self, depth: usize, chunks: usize) -> usize {
@@ -62,7 +75,7 @@ impl Admissible {
 }
 
 /// The keyword retriever's list, and the index terms it searched for instead of the query's
-/// words when the index holds none of them.
+/// words the index does not hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct KeywordHits {
     /// Best first.
@@ -169,7 +182,7 @@ impl Stages<'_> {
     }
 
     /// The keyword retriever: BM25 over the query's terms, the top `depth` admissible chunks;
-    /// when the index holds none of the words, their nearest terms instead; then, unless
+    /// the words the index does not hold replaced by their nearest terms; then, unless
     /// `query_expansion` is off, RM3 expansion from the top chunks, rescored. Nothing in dense
     /// mode.
     pub fn keyword(&self, admissible: &Admissible) -> Step<KeywordHits> {
@@ -182,27 +195,38 @@ impl Stages<'_> {
         let wide = admissible.width(depth, manifest.counts.chunks);
         let mut terms = self.plan.terms.clone();
         let mut fallback = Vec::new();
-        let mut hits = admissible.cut(keyword_candidates(self.store, &terms, params, wide), depth);
-        if hits.is_empty()
-            && self.plan.phrases.is_empty()
-            && !terms.is_empty()
-            && terms.iter().all(|t| self.store.postings(t).is_none())
-        {
-            // No word of the query is in the index: its nearest terms are searched for. A quoted
-            // phrase is taken as written.
-            fallback = match self.fallback(&terms) {
+        let level = if self.options.scores_documents() {
+            Bm25Level::Documents
+        } else {
+            Bm25Level::Chunks
+        };
+        let missing: Vec<String> = terms
+            .iter()
+            .filter(|t| self.store.postings(t).is_none())
+            .cloned()
+            .collect();
+        if self.plan.phrases.is_empty() && !missing.is_empty() {
+            // A word of the query the index does not hold (a typo, or a word being typed) is
+            // searched for as its nearest terms, beside the words it holds. A quoted phrase is
+            // taken as written.
+            fallback = match self.fallback(&missing) {
                 Step::Done(f) => f,
                 Step::Need(need) => return Step::Need(need),
             };
-            terms.clone_from(&fallback);
-            hits = admissible.cut(keyword_candidates(self.store, &terms, params, wide), depth);
+            terms.retain(|t| !missing.contains(t));
+            terms.extend(fallback.iter().cloned());
         }
+        let cut = |list: Ranked| match level {
+            Bm25Level::Chunks => admissible.cut(list, depth),
+            Bm25Level::Documents => admissible.cut_documents(list, depth, |c| self.document_of(c)),
+        };
+        let mut hits = cut(keyword_candidates(self.store, &terms, params, wide, level));
         if self.options.query_expansion && !hits.is_empty() {
             let expanded = match self.expansion(&terms, &hits) {
                 Step::Done(e) => e,
                 Step::Need(need) => return Step::Need(need),
             };
-            hits = admissible.cut(weighted_keyword_candidates(self.store, &expanded, params, wide), depth);
+            hits = cut(weighted_keyword_candidates(self.store, &expanded, params, wide, level));
         }
         Step::Done(KeywordHits { hits, fallback })
     }
@@ -357,13 +381,18 @@ impl Stages<'_> {
         }))
     }
 
-    /// The first `k` candidates scoring at least `score_threshold` (with `per_document` the best
-    /// of each document), assembled from their fragments once those are here.
+    /// The first `k` candidates scoring at least `score_threshold` (at most
+    /// [`SearchOptions::chunks_per_document`] of each document), assembled from their fragments
+    /// once those are here.
     pub fn results(&self, reranked: Reranked, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Step<Vec<SearchResult>> {
         let o = self.options;
-        let kept = filter(reranked.candidates, o.k, o.score_threshold, o.per_document, |c| {
-            self.document_of(c)
-        });
+        let kept = filter(
+            reranked.candidates,
+            o.k,
+            o.score_threshold,
+            o.chunks_per_document(),
+            |c| self.document_of(c),
+        );
         let need = self.store.fragment_needs(kept.iter().map(|c| c.chunk));
         if !need.is_empty() {
             return Step::Need(need);

@@ -56,6 +56,10 @@ pub struct EvalArgs {
     /// With --fuse-documents true, how a page's chunks score it: max or sum3.
     #[arg(long, default_value_t = SearchOptions::default().page_score, value_parser = page_score_parser())]
     page_score: PageScore,
+    /// BM25 scores each document whole rather than by its best chunk: true or false (the
+    /// metrics count documents).
+    #[arg(long, default_value_t = SearchOptions::default().document_bm25, action = clap::ArgAction::Set)]
+    document_bm25: bool,
     /// BM25's k1 for the queries (default: the index's).
     #[arg(long)]
     k1: Option<f32>,
@@ -63,8 +67,8 @@ pub struct EvalArgs {
     #[arg(long)]
     b: Option<f32>,
     /// Evaluate every hybrid fusion (rrf; convex at dense weights 0.3–0.9), level (chunks;
-    /// documents by their best chunk or best three), depth (20–1000) and query expansion, under
-    /// every build variant, and BM25's k1 and b with and without expansion; choose the best mean
+    /// documents by their best chunk or best three), depth (50, 100, 200), query expansion and BM25 by
+    /// chunk or by document, under every build variant, and BM25's k1 and b likewise; choose the best mean
     /// over collections that loses significantly on none, and cross-validate that choice.
     #[arg(long, conflicts_with_all = ["all_modes", "mode"])]
     sweep: bool,
@@ -114,6 +118,7 @@ impl EvalArgs {
             fuse_documents: self.fuse_documents,
             query_expansion: self.query_expansion,
             page_score: self.page_score,
+            document_bm25: self.document_bm25,
             bm25,
             ..Default::default()
         }

@@ -35,6 +35,8 @@ struct Config {
     pages: Option<PageScore>,
     depth: usize,
     query_expansion: bool,
+    /// BM25 scores whole documents (the sweep's results are by document).
+    document_bm25: bool,
     k1: Option<f32>,
     b: Option<f32>,
 }
@@ -51,6 +53,7 @@ impl Config {
             page_score: self.pages.unwrap_or_default(),
             depth: Some(self.depth),
             query_expansion: self.query_expansion,
+            document_bm25: self.document_bm25,
             bm25: (self.k1.is_some() || self.b.is_some()).then_some(Bm25Override { k1: self.k1, b: self.b }),
             ..Default::default()
         }
@@ -72,6 +75,7 @@ impl Config {
             pages: d.fuse_documents.then_some(d.page_score),
             depth: d.depth(),
             query_expansion: d.query_expansion,
+            document_bm25: d.document_bm25,
             k1: None,
             b: None,
         }
@@ -81,6 +85,7 @@ impl Config {
         self.at == other.at
             && self.mode == other.mode
             && self.query_expansion == other.query_expansion
+            && self.document_bm25 == other.document_bm25
             && self.k1 == other.k1
             && self.b == other.b
             && (self.mode != Mode::Hybrid
@@ -93,7 +98,12 @@ impl Config {
 
 impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let expansion = if self.query_expansion { " +rm3" } else { "" };
+        let expansion = match (self.query_expansion, self.document_bm25) {
+            (false, false) => "",
+            (true, false) => " +rm3",
+            (false, true) => " +docbm25",
+            (true, true) => " +rm3 +docbm25",
+        };
         let variant = if self.at > 0 || self.variant != "defaults" {
             format!(" [{}]", self.variant)
         } else {
@@ -284,12 +294,13 @@ fn decide(table: &Table, baseline: usize, names: &[String], args: &EvalArgs) -> 
     }
 }
 
-/// Every hybrid configuration under every variant.
+/// Every hybrid configuration under every variant: with and without expansion, BM25 by chunk
+/// and by document.
 fn hybrid_grid(variants: &[Variant]) -> Vec<Config> {
     let mut configs = Vec::new();
     for (at, variant) in variants.iter().enumerate() {
-        for query_expansion in [false, true] {
-            for depth in [20, 50, 100, 200, 1000] {
+        for (query_expansion, document_bm25) in [(false, false), (true, false), (false, true), (true, true)] {
+            for depth in [50, 100, 200] {
                 for pages in [None, Some(PageScore::Max), Some(PageScore::Sum3)] {
                     let rrf = Config {
                         variant: variant.name.clone(),
@@ -300,6 +311,7 @@ fn hybrid_grid(variants: &[Variant]) -> Vec<Config> {
                         pages,
                         depth,
                         query_expansion,
+                        document_bm25,
                         k1: None,
                         b: None,
                     };
@@ -318,12 +330,12 @@ fn hybrid_grid(variants: &[Variant]) -> Vec<Config> {
     configs
 }
 
-/// Keyword search under every variant, with and without expansion, at BM25 parameters around
-/// the textbook ones (and the index's own).
+/// Keyword search under every variant, with and without expansion, by chunk and by document, at
+/// BM25 parameters around the textbook ones (and the index's own).
 fn keyword_grid(variants: &[Variant]) -> Vec<Config> {
     let mut configs = Vec::new();
     for (at, variant) in variants.iter().enumerate() {
-        for query_expansion in [false, true] {
+        for (query_expansion, document_bm25) in [(false, false), (true, false), (false, true), (true, true)] {
             let mut params: Vec<(Option<f32>, Option<f32>)> = vec![(None, None)];
             for k1 in [0.9, 1.2, 1.5, 2.0] {
                 for b in [0.4, 0.6, 0.75, 0.9] {
@@ -335,6 +347,7 @@ fn keyword_grid(variants: &[Variant]) -> Vec<Config> {
                     k1,
                     b,
                     query_expansion,
+                    document_bm25,
                     mode: Mode::Keyword,
                     ..Config::defaults(Mode::Keyword, &variant.name).at(at)
                 });
