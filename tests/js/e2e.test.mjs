@@ -61,12 +61,13 @@ test('typing a query shows results with the expected page first', async () => {
     ['what stops prompt injection', '/security/'],
     ['prompt injection', '/security/'],
     ['bundle checksums', '/bundle-format/'],
-    ['how is the bundle verified', '/bundle-format/'],
+    // (Answered by the format's checksums and by `sextant inspect`, which verifies each SHA-256.)
+    ['how is the bundle verified', ['/bundle-format/', '/cli/']],
   ];
   for (const [query, expected] of expectations) {
     await searchFor(page, query);
     const href = await page.locator('.sextant-page-title').first().getAttribute('href');
-    assert.equal(new URL(href).pathname, expected, query);
+    assert.ok([expected].flat().includes(new URL(href).pathname), `${query}: ${href}`);
     // Several pages, each with at most three sections: one page never fills the box.
     const pages = await page.locator('.sextant-page').evaluateAll((items) => items.map((p) => p.querySelectorAll('.sextant-subresult').length));
     assert.ok(pages.length >= 3, `${query}: ${pages.length} pages shown`);
