@@ -355,6 +355,16 @@ fn eval_runs_over_collection_folders_and_their_mean() {
     std::fs::write(bare.join("corpus.jsonl"), "{\"_id\": \"1\", \"text\": \"x\"}\n").unwrap();
     let err = fails(&["eval", s(&bare), "--mode", "keyword"]);
     assert!(err.contains("queries.jsonl"), "{err}");
+    // A corpus linked to a site that is not there says so.
+    let linked = tmp("collections-linked");
+    let _ = std::fs::remove_dir_all(&linked);
+    std::fs::create_dir_all(&linked).unwrap();
+    for f in ["queries.jsonl", "qrels.tsv"] {
+        std::fs::copy(root.join("logs").join(f), linked.join(f)).unwrap();
+    }
+    std::os::unix::fs::symlink(linked.join("no-such-site"), linked.join("corpus")).unwrap();
+    let err = fails(&["eval", s(&linked), "--mode", "keyword"]);
+    assert!(err.contains("is a link to") && err.contains("no-such-site"), "{err}");
 }
 
 #[test]

@@ -179,6 +179,16 @@ impl CollectionDir {
         } else {
             None
         };
+        let link = dir.join("corpus");
+        if corpus.is_none() {
+            if let Ok(target) = std::fs::read_link(&link) {
+                bail!(
+                    "{}'s corpus is a link to {}, which is not a folder here; put the site there (or link to where it is)",
+                    dir.display(),
+                    target.display()
+                );
+            }
+        }
         let (Some(corpus), Some(qrels), true) = (corpus, qrels, queries.is_file()) else {
             bail!(
                 "{} is not a collection folder: it needs queries.jsonl, qrels.tsv (or qrels/test.tsv) and a corpus \
