@@ -44,6 +44,10 @@ pub struct Section {
     pub anchor: Option<String>,
     /// Plain text, paragraphs separated by blank lines.
     pub text: String,
+    /// The text of each code block in `text` (`<pre>`, fenced or indented Markdown code), as the
+    /// loader added it: which lines of a chunk are code, for `fields.code_weight`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub code: Vec<String>,
 }
 
 /// Chunking parameters.
@@ -153,6 +157,35 @@ pub struct Chunk {
     pub text: String,
     /// Lower-case hex SHA-256 of `text`.
     pub content_hash: String,
+    /// Byte ranges of `text` that are lines of a code block of its section (what
+    /// `fields.code_weight` weighs). Known where the chunk was cut from its section; not stored
+    /// in the index.
+    #[serde(skip)]
+    pub code: Vec<(u32, u32)>,
+}
+
+/// The byte ranges of the lines of `text` that are, trimmed, a line of one of `blocks` (code
+/// blocks), in order. A line of prose that happens to equal a line of code counts as code.
+pub fn code_lines(text: &str, blocks: &[String]) -> Vec<(u32, u32)> {
+    if blocks.is_empty() {
+        return Vec::new();
+    }
+    let lines: HashSet<&str> = blocks
+        .iter()
+        .flat_map(|b| b.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        if lines.contains(body.trim()) {
+            out.push((at as u32, (at + body.len()) as u32));
+        }
+        at += line.len();
+    }
+    out
 }
 
 const SEPARATORS: [&str; 5] = ["\n\n", "\n", ". ", " ", ""];
@@ -424,6 +457,7 @@ pub fn collect_chunks(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> 
                     index: this,
                     url,
                     heading_path: section.heading_path.clone(),
+                    code: code_lines(&text, &section.code),
                     text,
                     content_hash,
                 });
@@ -648,11 +682,13 @@ mod tests {
                     heading_path: vec!["Intro".into()],
                     anchor: None,
                     text: "Shared boilerplate line.".into(),
+                    code: Vec::new(),
                 },
                 Section {
                     heading_path: vec!["Intro".into(), "Usage".into()],
                     anchor: Some("usage".into()),
                     text: text.into(),
+                    code: Vec::new(),
                 },
             ],
             ..Default::default()
@@ -663,6 +699,7 @@ mod tests {
             heading_path: vec!["Outro".into()],
             anchor: None,
             text: "beta text".into(),
+            code: Vec::new(),
         });
         let corpus = chunk_documents(&docs, params(50, 5), &words).unwrap();
         assert_eq!((corpus.duplicates_dropped, corpus.shared), (1, 1));

@@ -309,6 +309,7 @@ impl Collection {
                 heading_path: chunk.heading_path.clone(),
                 anchor,
                 text: chunk.text.clone(),
+                code: Vec::new(),
             });
             texts.push(vec![chunk.text.clone()]);
             if same_model {
@@ -714,6 +715,7 @@ mod tests {
                 heading_path: vec![],
                 anchor: None,
                 text: "fog ".repeat(400),
+                code: Vec::new(),
             }],
         }];
         assert!(c.add_documents("big.pdf", pages, model.tokenizer()).is_err());

@@ -20,6 +20,7 @@
 //! title_weight = 1        # BM25 reads the document's title this many times (0: not at all)
 //! heading_weight = 1      # and the heading path this many times
 //! embed_context = true    # the model reads "Title › Heading" before the text
+//! code_weight = 1         # lines of code blocks count this many times (0: not searchable)
 //!
 //! [layout]     # see index::Layout: how the index is cut into files
 //! keyword_shard_bytes = 8192

@@ -203,6 +203,7 @@ mod tests {
                 heading_path: vec![id.to_uppercase()],
                 anchor: None,
                 text: text.into(),
+                code: Vec::new(),
             }],
         }
     }

@@ -98,6 +98,15 @@ pub struct Fields {
     /// Whether the model embeds the title and heading path before the text (`Title › Heading ›
     /// Sub` on a line of its own), so a chunk's vector knows what page and section it is in.
     pub embed_context: bool,
+    /// How many times the lines of code blocks (`<pre>`, Markdown code) count, 0–10 (0: code is
+    /// not keyword-searchable, and does not lengthen its chunk). Recorded only when not 1, so
+    /// an index built with the default reads in earlier releases.
+    #[serde(skip_serializing_if = "is_one")]
+    pub code_weight: u32,
+}
+
+fn is_one(weight: &u32) -> bool {
+    *weight == 1
 }
 
 impl Default for Fields {
@@ -106,6 +115,7 @@ impl Default for Fields {
             title_weight: 1,
             heading_weight: 1,
             embed_context: true,
+            code_weight: 1,
         }
     }
 }
@@ -117,6 +127,7 @@ impl Fields {
         title_weight: 0,
         heading_weight: 1,
         embed_context: false,
+        code_weight: 1,
     };
 
     /// The most a field may weigh.
@@ -127,6 +138,7 @@ impl Fields {
         for (name, weight) in [
             ("title_weight", self.title_weight),
             ("heading_weight", self.heading_weight),
+            ("code_weight", self.code_weight),
         ] {
             if weight > Self::MAX_WEIGHT {
                 return Err(format!(
@@ -139,13 +151,15 @@ impl Fields {
     }
 
     /// The BM25 terms of a chunk: the title's, the heading path's and the text's, each field's
-    /// repeated its weight's times.
+    /// repeated its weight's times; the byte ranges `code` of the text (its lines of code,
+    /// [`crate::chunk::Chunk::code`]) count `code_weight` times, the rest of the text once.
     pub fn terms(
         &self,
         analyzer: &crate::analyzer::Analyzer,
         title: &str,
         heading_path: &[String],
         text: &str,
+        code: &[(u32, u32)],
     ) -> Vec<String> {
         let mut terms = Vec::new();
         for (weight, field) in [
@@ -159,7 +173,24 @@ impl Fields {
                 }
             }
         }
-        terms.extend(analyzer.terms(text));
+        if self.code_weight == 1 || code.is_empty() {
+            terms.extend(analyzer.terms(text));
+            return terms;
+        }
+        let mut at = 0usize;
+        for &(from, to) in code {
+            let (from, to) = (from as usize, to as usize);
+            let (Some(prose), Some(lines)) = (text.get(at..from), text.get(from..to)) else {
+                continue;
+            };
+            terms.extend(analyzer.terms(prose));
+            let code_terms = analyzer.terms(lines);
+            for _ in 0..self.code_weight {
+                terms.extend(code_terms.iter().cloned());
+            }
+            at = to;
+        }
+        terms.extend(analyzer.terms(text.get(at..).unwrap_or("")));
         terms
     }
 

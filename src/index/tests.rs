@@ -56,6 +56,7 @@ pub(crate) fn chunk(id: &str, doc: u32, text: &str) -> Chunk {
         heading_path: vec!["H".into()],
         text: text.into(),
         content_hash: crate::digest::sha256_hex(text.as_bytes()),
+        code: Vec::new(),
     }
 }
 
@@ -166,6 +167,44 @@ fn clustered(seed: u64, n: usize, clusters: usize) -> (Vec<String>, Vec<Vec<f32>
 }
 
 #[test]
+fn code_lines_count_code_weight_times() {
+    let analyzer = crate::analyzer::Analyzer::english();
+    let text = "Run the lamp.\nlamp --on\nThen wait.";
+    let code = crate::chunk::code_lines(text, &["lamp --on".to_string()]);
+    assert_eq!(code, [(14, 23)], "the second line is the code block's");
+    let weighed = |code_weight| {
+        Fields {
+            title_weight: 0,
+            heading_weight: 0,
+            embed_context: false,
+            code_weight,
+        }
+        .terms(&analyzer, "", &[], text, &code)
+    };
+    assert_eq!(weighed(1), analyzer.terms(text), "1: code counts as prose");
+    assert_eq!(weighed(0), ["run", "lamp", "wait"], "0: code is not searchable");
+    assert_eq!(weighed(2), ["run", "lamp", "lamp", "lamp", "wait"]);
+    // Recorded only when not 1: an index built with the default has the manifest it had.
+    let json = serde_json::to_string(&Fields::default()).unwrap();
+    assert!(!json.contains("code_weight"), "{json}");
+    let zero: Fields = serde_json::from_str(
+        &serde_json::to_string(&Fields {
+            code_weight: 0,
+            ..Fields::default()
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(zero.code_weight, 0);
+    assert!(Fields {
+        code_weight: 11,
+        ..Fields::default()
+    }
+    .validate()
+    .is_err());
+}
+
+#[test]
 fn fields_weigh_the_title_and_headings_and_give_the_model_its_context() {
     let analyzer = crate::analyzer::Analyzer::english();
     let headings = ["Install".to_string(), "From source".to_string()];
@@ -173,13 +212,14 @@ fn fields_weigh_the_title_and_headings_and_give_the_model_its_context() {
         title_weight: 2,
         heading_weight: 1,
         embed_context: true,
+        code_weight: 1,
     };
     assert_eq!(
-        fields.terms(&analyzer, "Lamp guide", &headings, "Run make."),
+        fields.terms(&analyzer, "Lamp guide", &headings, "Run make.", &[]),
         ["lamp", "guid", "lamp", "guid", "instal", "sourc", "run", "make"]
     );
     assert_eq!(
-        Fields::UNRECORDED.terms(&analyzer, "Lamp guide", &headings, "Run make."),
+        Fields::UNRECORDED.terms(&analyzer, "Lamp guide", &headings, "Run make.", &[]),
         ["instal", "sourc", "run", "make"],
         "indexes without fields: the heading path once, no title"
     );

@@ -133,7 +133,11 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let terms: Vec<Vec<String>> = input
         .chunks
         .iter()
-        .map(|c| input.fields.terms(&analyzer, title_of(c), &c.heading_path, &c.text))
+        .map(|c| {
+            input
+                .fields
+                .terms(&analyzer, title_of(c), &c.heading_path, &c.text, &c.code)
+        })
         .collect();
     let (table, lengths) = TermTable::build(&terms);
     let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();

@@ -111,7 +111,7 @@ impl Walker {
         self.current = Section {
             heading_path: self.stack.iter().map(|(_, t)| t.clone()).collect(),
             anchor,
-            text: String::new(),
+            ..Section::default()
         };
         push_block(&mut self.current.text, &title);
     }
@@ -172,6 +172,8 @@ impl Walker {
 
     /// What closing element `name` does: end a `pre`, separate table cells, end a block.
     fn leave(&mut self, name: &str) {
+        // A block that ends inside a `pre` (or ends it) is code.
+        let in_code = self.in_pre > 0;
         if name == "pre" {
             self.in_pre = self.in_pre.saturating_sub(1);
         }
@@ -180,6 +182,10 @@ impl Walker {
         } else if BLOCKS.contains(&name) {
             let trimmed = self.block.trim_end_matches(" | ").to_string();
             self.block = trimmed;
+            let code = self.block.trim();
+            if in_code && !code.is_empty() {
+                self.current.code.push(code.to_string());
+            }
             self.flush_block();
         }
     }
@@ -401,6 +407,9 @@ mod tests {
             s.text,
             "build\n\nBuilds a bundle.\n\nsextant build docs\n  -o out.sxt\n\none\n\ntwo\n\nflag | meaning\n\n-o | output"
         );
+        // The pre block is known as code (inline <code> is prose); the first section has none.
+        assert_eq!(s.code, ["sextant build docs\n  -o out.sxt"]);
+        assert!(doc.sections[0].code.is_empty());
         let all: String = doc.sections.iter().map(|s| s.text.as_str()).collect();
         for gone in ["Home Docs", "Site header", "Footer text", "Ignored ad", "alert", "¶"] {
             assert!(!all.contains(gone), "{gone} leaked into {all:?}");

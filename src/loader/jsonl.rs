@@ -62,6 +62,7 @@ pub fn load_jsonl(path: &str, text: &str) -> Result<Vec<Document>, LoadError> {
                 heading_path: Vec::new(),
                 anchor: None,
                 text: section,
+                code: Vec::new(),
             }],
         });
     }

@@ -111,7 +111,7 @@ pub fn load_markdown(path: &str, text: &str, input: &InputConfig) -> Result<Docu
                 current = Section {
                     heading_path: stack.iter().map(|(_, t)| t.clone()).collect(),
                     anchor: (!anchor.is_empty()).then_some(anchor),
-                    text: String::new(),
+                    ..Section::default()
                 };
                 push_block(&mut current.text, &title);
             }
@@ -133,9 +133,16 @@ pub fn load_markdown(path: &str, text: &str, input: &InputConfig) -> Result<Docu
             }
             Event::HardBreak => block.push('\n'),
             Event::End(TagEnd::TableCell) => block.push_str(" | "),
+            Event::End(TagEnd::CodeBlock) => {
+                let code = block.trim();
+                if !code.is_empty() {
+                    current.code.push(code.to_string());
+                }
+                push_block(&mut current.text, &block);
+                block.clear();
+            }
             Event::End(
                 TagEnd::Paragraph
-                | TagEnd::CodeBlock
                 | TagEnd::Item
                 | TagEnd::TableRow
                 | TagEnd::TableHead
@@ -196,6 +203,9 @@ mod tests {
         assert_eq!(s[2].heading_path, vec!["Install", "From source"]);
         assert_eq!(s[2].anchor.as_deref(), Some("src"));
         assert_eq!(s[2].text, "From source\n\nBuild it.\n\nmake");
+        // The fenced block is known as code; inline `it` is prose.
+        assert_eq!(s[2].code, ["make"]);
+        assert!(s[1].code.is_empty());
         assert_eq!(s[3].text, "Use\n\none\n\ntwo");
         assert_eq!(s[4].heading_path, vec!["Use", "Install"]);
         assert_eq!(s[4].anchor.as_deref(), Some("install-1"));

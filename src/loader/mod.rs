@@ -164,6 +164,7 @@ pub fn load_text(path: &str, text: &str) -> Document {
             heading_path: Vec::new(),
             anchor: None,
             text: text.replace("\r\n", "\n").trim().to_string(),
+            code: Vec::new(),
         }],
     }
 }

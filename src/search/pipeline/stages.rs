@@ -285,7 +285,10 @@ impl Stages<'_> {
                 let fragment = self.store.fragment(c)?;
                 let chunk = fragment.chunk(c)?;
                 let title = fragment.document(chunk.doc).map_or("", |d| d.title.as_str());
-                Some((fields.terms(self.analyzer, title, &chunk.heading_path, &chunk.text), s))
+                Some((
+                    fields.terms(self.analyzer, title, &chunk.heading_path, &chunk.text, &chunk.code),
+                    s,
+                ))
             })
             .collect();
         let expanded = expand_query(terms, &feedback);
