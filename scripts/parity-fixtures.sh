@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Cranfield bundle built by the native CLI and the CLI's own results for the first 25
 # queries in every mode (`sextant search --json`), with int8 weights (the default: expected.jsonl)
-# and f32 weights (expected-f32.jsonl): what the wasm and Worker parity tests compare against.
+# and f32 weights (expected-f32.jsonl), and by page (expected-pages.jsonl): what the wasm and
+# Worker parity tests compare against.
 # Rebuilt only when the CLI, this script or the corpus changes. Prints the folder.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -23,6 +24,12 @@ if [ "$(cat "$dir/key" 2>/dev/null)" != "$key" ]; then
     done
     mv "$out.tmp" "$out"
   done
+  # Results by page (BM25 of whole documents): keyword one per document, hybrid pages fused with
+  # three sections each at most, as the drop-in UI asks.
+  : > "$dir/expected-pages.jsonl.tmp"
+  "$SEXTANT_BIN" search "$dir/cranfield.sxt" --queries "$dir/queries.jsonl" --mode keyword --per-document -k 10 --json >> "$dir/expected-pages.jsonl.tmp"
+  "$SEXTANT_BIN" search "$dir/cranfield.sxt" --queries "$dir/queries.jsonl" --mode hybrid --fuse-documents true --sub-results 3 -k 10 --json >> "$dir/expected-pages.jsonl.tmp"
+  mv "$dir/expected-pages.jsonl.tmp" "$dir/expected-pages.jsonl"
   echo "$key" > "$dir/key"
 fi
 echo "$dir"

@@ -19,6 +19,7 @@ static GOLDEN: &str = include_str!("fixtures/golden/minilm-int8-embeddings.jsonl
 static BUNDLE: &[u8] = include_bytes!(concat!(env!("SEXTANT_PARITY_DIR"), "/cranfield.sxt"));
 static EXPECTED: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected.jsonl"));
 static EXPECTED_F32: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected-f32.jsonl"));
+static EXPECTED_PAGES: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected-pages.jsonl"));
 
 fn embedder() -> TractEmbedder {
     TractEmbedder::from_bytes(MODEL, TOKENIZER, &ModelOptions::default()).unwrap()
@@ -152,6 +153,47 @@ fn cranfield_results_match_the_native_cli() {
             TractEmbedder::from_vec_with(MODEL.to_vec(), TOKENIZER, &ModelOptions::default(), weights).unwrap();
         results_match(Arc::new(embedder), expected, weights);
     }
+}
+
+/// Results by page (BM25 of whole documents, its IDF's logarithm computed at query time): keyword
+/// one per document, hybrid pages fused with three sections each, as the native CLI gives them.
+#[wasm_bindgen_test]
+fn cranfield_page_results_match_the_native_cli() {
+    let mut engine = Engine::from_bytes(BUNDLE).unwrap();
+    engine.attach_model(Arc::new(embedder())).unwrap();
+    let mut checked = 0;
+    for line in EXPECTED_PAGES.lines() {
+        let expected: ExpectedLine = serde_json::from_str(line).unwrap();
+        let mode: Mode = expected.mode.parse().unwrap();
+        let options = SearchOptions {
+            k: 10,
+            mode,
+            per_document: mode == Mode::Keyword,
+            fuse_documents: mode == Mode::Hybrid,
+            sub_results: (mode == Mode::Hybrid).then_some(3),
+            ..Default::default()
+        };
+        assert!(options.scores_documents());
+        let got = engine
+            .search(&expected.query, &options, &NoClock)
+            .unwrap()
+            .done()
+            .unwrap()
+            .results;
+        let got: Vec<(&str, f32)> = got.iter().map(|r| (r.chunk_id.as_str(), r.score)).collect();
+        let want: Vec<(&str, f32)> = expected
+            .results
+            .iter()
+            .map(|r| (r.chunk_id.as_str(), r.score))
+            .collect();
+        let context = format!(
+            "query {} by page in {} mode: {got:?} in wasm, {want:?} native",
+            expected.query_id, expected.mode
+        );
+        assert_same_ranking(&got, &want, &context);
+        checked += 1;
+    }
+    assert_eq!(checked, 50, "25 queries in keyword and hybrid mode");
 }
 
 fn results_match(embedder: Arc<TractEmbedder>, expected_lines: &str, weights: Weights) {
