@@ -159,78 +159,70 @@ fn cranfield_results_match_the_native_cli() {
 /// one per document, hybrid pages fused with three sections each, as the native CLI gives them.
 #[wasm_bindgen_test]
 fn cranfield_page_results_match_the_native_cli() {
-    let mut engine = Engine::from_bytes(BUNDLE).unwrap();
-    engine.attach_model(Arc::new(embedder())).unwrap();
-    let mut checked = 0;
-    for line in EXPECTED_PAGES.lines() {
-        let expected: ExpectedLine = serde_json::from_str(line).unwrap();
-        let mode: Mode = expected.mode.parse().unwrap();
-        let options = SearchOptions {
-            k: 10,
-            mode,
-            per_document: mode == Mode::Keyword,
-            fuse_documents: mode == Mode::Hybrid,
-            sub_results: (mode == Mode::Hybrid).then_some(3),
-            ..Default::default()
-        };
-        assert!(options.scores_documents());
-        let got = engine
-            .search(&expected.query, &options, &NoClock)
-            .unwrap()
-            .done()
-            .unwrap()
-            .results;
-        let got: Vec<(&str, f32)> = got.iter().map(|r| (r.chunk_id.as_str(), r.score)).collect();
-        let want: Vec<(&str, f32)> = expected
-            .results
-            .iter()
-            .map(|r| (r.chunk_id.as_str(), r.score))
-            .collect();
-        let context = format!(
-            "query {} by page in {} mode: {got:?} in wasm, {want:?} native",
-            expected.query_id, expected.mode
-        );
-        assert_same_ranking(&got, &want, &context);
-        checked += 1;
-    }
-    assert_eq!(checked, 50, "25 queries in keyword and hybrid mode");
+    let by_page = |mode: Mode| SearchOptions {
+        k: 10,
+        mode,
+        per_document: mode == Mode::Keyword,
+        fuse_documents: mode == Mode::Hybrid,
+        sub_results: (mode == Mode::Hybrid).then_some(3),
+        ..Default::default()
+    };
+    assert!(by_page(Mode::Keyword).scores_documents() && by_page(Mode::Hybrid).scores_documents());
+    let checked = lines_match(Arc::new(embedder()), EXPECTED_PAGES, &by_page, "by page");
+    assert_eq!(
+        checked.values().sum::<usize>(),
+        50,
+        "25 queries in keyword and hybrid mode: {checked:?}"
+    );
 }
 
 fn results_match(embedder: Arc<TractEmbedder>, expected_lines: &str, weights: Weights) {
-    let mut engine = Engine::from_bytes(BUNDLE).unwrap();
-    engine.attach_model(embedder).unwrap();
-    let mut checked = std::collections::BTreeMap::<String, usize>::new();
-    for line in expected_lines.lines() {
-        let expected: ExpectedLine = serde_json::from_str(line).unwrap();
-        let mode: Mode = expected.mode.parse().unwrap();
-        let options = SearchOptions {
-            k: 10,
-            mode,
-            ..Default::default()
-        };
-        let got = engine
-            .search(&expected.query, &options, &NoClock)
-            .unwrap()
-            .done()
-            .unwrap()
-            .results;
-        let got: Vec<(&str, f32)> = got.iter().map(|r| (r.chunk_id.as_str(), r.score)).collect();
-        let want: Vec<(&str, f32)> = expected
-            .results
-            .iter()
-            .map(|r| (r.chunk_id.as_str(), r.score))
-            .collect();
-        let context = format!(
-            "query {} ({}) in {} mode, {weights:?} weights: {got:?} in wasm, {want:?} native",
-            expected.query_id, expected.query, expected.mode
-        );
-        assert_same_ranking(&got, &want, &context);
-        *checked.entry(expected.mode).or_default() += 1;
-    }
+    let defaults = |mode: Mode| SearchOptions {
+        k: 10,
+        mode,
+        ..Default::default()
+    };
+    let checked = lines_match(embedder, expected_lines, &defaults, &format!("{weights:?} weights"));
     for mode in ["hybrid", "dense", "keyword"] {
         assert!(
             checked.get(mode).copied().unwrap_or(0) >= 25,
             "fewer than 25 {mode} queries checked: {checked:?}"
         );
     }
+}
+
+/// Runs each expected line's query with `options` for its mode and checks the wasm ranking is the
+/// native one; returns how many lines of each mode were checked.
+fn lines_match(
+    embedder: Arc<TractEmbedder>,
+    expected_lines: &str,
+    options: &dyn Fn(Mode) -> SearchOptions,
+    how: &str,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut engine = Engine::from_bytes(BUNDLE).unwrap();
+    engine.attach_model(embedder).unwrap();
+    let mut checked = std::collections::BTreeMap::<String, usize>::new();
+    for line in expected_lines.lines() {
+        let expected: ExpectedLine = serde_json::from_str(line).unwrap();
+        let mode: Mode = expected.mode.parse().unwrap();
+        let got = engine
+            .search(&expected.query, &options(mode), &NoClock)
+            .unwrap()
+            .done()
+            .unwrap()
+            .results;
+        let got: Vec<(&str, f32)> = got.iter().map(|r| (r.chunk_id.as_str(), r.score)).collect();
+        let want: Vec<(&str, f32)> = expected
+            .results
+            .iter()
+            .map(|r| (r.chunk_id.as_str(), r.score))
+            .collect();
+        let context = format!(
+            "query {} ({}) in {} mode, {how}: {got:?} in wasm, {want:?} native",
+            expected.query_id, expected.query, expected.mode
+        );
+        assert_same_ranking(&got, &want, &context);
+        *checked.entry(expected.mode).or_default() += 1;
+    }
+    checked
 }
