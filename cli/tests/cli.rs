@@ -91,10 +91,20 @@ fn same_inputs_give_byte_identical_bundles() {
     let a = tmp("det-a.sxt");
     let b = tmp("det-b.sxt");
     let tiny = fixtures().join("tiny");
+    let c = tmp("det-c.sxt");
     ok(&["build", s(&tiny), "-o", s(&a)]);
     ok(&["build", s(&tiny), "-o", s(&b)]);
-    let (a, b) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    // One thread or one per core: the same index.
+    ok(&["build", s(&tiny), "-o", s(&c), "--threads", "1", "--no-cache"]);
+    let (a, b, c) = (
+        std::fs::read(a).unwrap(),
+        std::fs::read(b).unwrap(),
+        std::fs::read(c).unwrap(),
+    );
     assert!(a == b, "two builds of the same inputs differ");
+    assert!(a == c, "a build on one thread differs");
+    let err = fails(&["build", s(&tiny), "-o", s(&tmp("det-d.sxt")), "--threads", "0"]);
+    assert!(err.contains("--threads"), "{err}");
 }
 
 #[test]

@@ -45,6 +45,10 @@ pub struct BuildArgs {
     exclude: Vec<String>,
     #[command(flatten)]
     cache: crate::cache::CacheArgs,
+    /// Threads that load, chunk and embed (default: one per core). The index is the same
+    /// whatever the count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -104,6 +108,17 @@ struct SkippedJson {
 }
 
 pub fn run(args: BuildArgs) -> Result<()> {
+    match args.threads {
+        None => build(args),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(n))
+            .build()
+            .context("starting the build's threads")?
+            .install(|| build(args)),
+    }
+}
+
+fn build(args: BuildArgs) -> Result<()> {
     let started = Instant::now();
     let mut config = read_config(args.config.as_deref())?;
     config.input.include.extend(args.include.iter().cloned());
