@@ -247,20 +247,8 @@ fn report(judged: &[Vec<Judged>], variants: &[Variant], modes: &[Mode], args: &E
             for (mode, per) in &results {
                 let m = [0, 1, 2].map(|i| mean_of(per, METRICS[i].1));
                 collection_means.push((*mode, m));
-                if args.json {
-                    let line = serde_json::json!({"collection": j.name, "variant": variant.name, "mode": mode.name(), "ndcg@10": m[0], "mrr@10": m[1], "recall@100": m[2], "queries": per.len()});
-                    writeln!(out, "{line}")?;
-                } else {
-                    writeln!(
-                        out,
-                        "{:<8} nDCG@10 {:.4}  MRR@10 {:.4}  Recall@100 {:.4}  ({} queries)",
-                        mode.name(),
-                        m[0],
-                        m[1],
-                        m[2],
-                        per.len()
-                    )?;
-                }
+                let over = ("queries", per.len());
+                print_means(&mut out, args.json, (&j.name, &variant.name), *mode, m, over)?;
             }
             means.push(collection_means);
             compare_modes(&mut out, j, variant, &results, args)?;
@@ -271,24 +259,51 @@ fn report(judged: &[Vec<Judged>], variants: &[Variant], modes: &[Mode], args: &E
             }
             for (at, mode) in modes.iter().enumerate() {
                 let m = [0, 1, 2].map(|i| means.iter().map(|c| c[at].1[i]).sum::<f64>() / means.len() as f64);
-                if args.json {
-                    let line = serde_json::json!({"collection": "mean", "variant": variant.name, "mode": mode.name(), "ndcg@10": m[0], "mrr@10": m[1], "recall@100": m[2], "collections": row.len()});
-                    writeln!(out, "{line}")?;
-                } else {
-                    writeln!(
-                        out,
-                        "{:<8} nDCG@10 {:.4}  MRR@10 {:.4}  Recall@100 {:.4}",
-                        mode.name(),
-                        m[0],
-                        m[1],
-                        m[2]
-                    )?;
-                }
+                print_means(
+                    &mut out,
+                    args.json,
+                    ("mean", &variant.name),
+                    *mode,
+                    m,
+                    ("collections", row.len()),
+                )?;
             }
         }
     }
     if let Some(path) = &args.per_query {
         std::fs::write(path, per_query_lines).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// One mode's three means on a collection (or over collections): a JSON object or a line of
+/// text; `over` is what they are the mean of (`queries` or `collections`) and how many.
+fn print_means(
+    out: &mut impl Write,
+    json: bool,
+    (collection, variant): (&str, &str),
+    mode: Mode,
+    m: [f64; 3],
+    over: (&str, usize),
+) -> Result<()> {
+    if json {
+        let mut line = serde_json::json!({"collection": collection, "variant": variant, "mode": mode.name(), "ndcg@10": m[0], "mrr@10": m[1], "recall@100": m[2]});
+        line[over.0] = over.1.into();
+        writeln!(out, "{line}")?;
+    } else {
+        let count = if over.0 == "queries" {
+            format!("  ({} queries)", over.1)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{:<8} nDCG@10 {:.4}  MRR@10 {:.4}  Recall@100 {:.4}{count}",
+            mode.name(),
+            m[0],
+            m[1],
+            m[2]
+        )?;
     }
     Ok(())
 }
