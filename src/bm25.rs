@@ -233,6 +233,43 @@ pub fn score_weighted<'a>(
     hits
 }
 
+/// What BM25 over whole documents needs beside the chunk norms: each document's length (the sum
+/// of its chunks', by document number), how many documents have chunks, and their mean length.
+/// Computed once from the norms ([`DocumentLengths::new`]), not per query.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DocumentLengths {
+    /// Analyzer terms per document number (0 for a number no chunk names).
+    pub lengths: Vec<u64>,
+    /// Documents with at least one chunk.
+    pub count: u32,
+    /// Their mean length (1 when there are none).
+    pub avgdl: f32,
+}
+
+impl DocumentLengths {
+    /// From each chunk's length and document number (`documents` non-decreasing, as the norms
+    /// store it).
+    pub fn new(lengths: &[u32], documents: &[u32]) -> Self {
+        let slots = documents.iter().max().map_or(0, |&d| d as usize + 1);
+        let mut per = vec![0u64; slots];
+        for (&l, &d) in lengths.iter().zip(documents) {
+            per[d as usize] += u64::from(l);
+        }
+        let count = (documents.windows(2).filter(|w| w[0] != w[1]).count() + usize::from(!documents.is_empty())) as u32;
+        let total: u64 = per.iter().sum();
+        let avgdl = if count > 0 && total > 0 {
+            (total as f64 / f64::from(count)) as f32
+        } else {
+            1.0
+        };
+        Self {
+            lengths: per,
+            count,
+            avgdl,
+        }
+    }
+}
+
 /// The IDF of a term in `df` of `n` documents, computed at query time: [`idf`]'s formula with
 /// `libm`'s logarithm, so native and wasm agree bit for bit.
 fn query_time_idf(n: u32, df: u32) -> f32 {
@@ -244,8 +281,9 @@ fn query_time_idf(n: u32, df: u32) -> f32 {
 /// cut into several chunks. A document's term frequency is the sum over its chunks, its length
 /// the sum of theirs (`avgdl` their mean over the documents that have chunks), and a term's IDF
 /// counts the documents holding it (`N`: documents with chunks), computed here from the
-/// postings. `documents[c]` is chunk `c`'s document (non-decreasing, as the norms store it);
-/// `lengths` and `chunk_avgdl` are the chunks' as [`score_weighted`] takes them.
+/// postings. `documents[c]` is chunk `c`'s document (non-decreasing, as the norms store it) and
+/// `by_document` their lengths; `lengths` and `chunk_avgdl` are the chunks' as
+/// [`score_weighted`] takes them.
 ///
 /// Returns the matching chunks of the `k` best documents, each chunk scored with its document's
 /// score: documents best first (ties to the lower document), and a document's chunks in the
@@ -257,22 +295,13 @@ pub fn score_documents_weighted<'a>(
     lengths: &[u32],
     chunk_avgdl: f32,
     documents: &[u32],
+    by_document: &DocumentLengths,
     params: Bm25Params,
     k: usize,
 ) -> Vec<Bm25Hit> {
     let chunks = lengths.len().min(documents.len());
-    let slots = documents[..chunks].last().map_or(0, |&d| d as usize + 1);
-    let mut doc_lengths = vec![0u64; slots];
-    for (&l, &d) in lengths.iter().zip(documents).take(chunks) {
-        doc_lengths[d as usize] += u64::from(l);
-    }
-    let n = documents[..chunks].windows(2).filter(|w| w[0] != w[1]).count() as u32 + u32::from(chunks > 0);
-    let total: u64 = doc_lengths.iter().sum();
-    let avgdl = if n > 0 && total > 0 {
-        (total as f64 / f64::from(n)) as f32
-    } else {
-        1.0
-    };
+    let slots = by_document.lengths.len();
+    let (n, avgdl) = (by_document.count, by_document.avgdl);
     let (k1, b) = (params.k1, params.b);
     let chunk_avgdl = if chunk_avgdl > 0.0 { chunk_avgdl } else { 1.0 };
     let mut chunk_scores = vec![0f32; chunks];
@@ -292,6 +321,9 @@ pub fn score_documents_weighted<'a>(
             let (Some(&dl), Some(&d)) = (lengths.get(chunk as usize), documents.get(chunk as usize)) else {
                 break;
             };
+            if d as usize >= slots {
+                break; // document lengths of other norms: nothing sound to score
+            }
             let norm = k1 * (1.0 - b + b * (dl as f32) / chunk_avgdl);
             chunk_scores[chunk as usize] += weight * entry.idf * tf as f32 * (k1 + 1.0) / (tf as f32 + norm);
             if tf_of[d as usize] == 0 {
@@ -302,7 +334,7 @@ pub fn score_documents_weighted<'a>(
         let idf = query_time_idf(n, holding.len() as u32);
         for d in holding {
             let tf = std::mem::take(&mut tf_of[d as usize]) as f32;
-            let dl = doc_lengths[d as usize] as f32;
+            let dl = by_document.lengths[d as usize] as f32;
             let norm = k1 * (1.0 - b + b * dl / avgdl);
             if doc_scores[d as usize] == 0.0 {
                 touched.push(d);
@@ -654,6 +686,11 @@ mod tests {
         let params = Bm25Params::default();
         let query = [("moon", 1.0), ("tide", 1.0)];
         let avgdl = average(&lengths);
+        let by_document = DocumentLengths::new(&lengths, &documents);
+        assert_eq!(
+            (by_document.lengths.as_slice(), by_document.count),
+            (&[5u64, 2, 1][..], 3)
+        );
         let by_documents = |k| {
             score_documents_weighted(
                 &query,

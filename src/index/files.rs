@@ -108,9 +108,29 @@ pub struct Norms {
     pub documents: Vec<u32>,
     /// The mean of `lengths`.
     pub avgdl: f32,
+    /// The documents' lengths, for BM25 over whole documents (computed from the two above).
+    pub by_document: crate::bm25::DocumentLengths,
 }
 
 impl Norms {
+    /// The norms of chunks of these lengths in these documents (numbers non-decreasing), with
+    /// their means computed.
+    pub fn new(lengths: Vec<u32>, documents: Vec<u32>) -> Self {
+        let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+        let avgdl = if lengths.is_empty() {
+            0.0
+        } else {
+            (total as f64 / lengths.len() as f64) as f32
+        };
+        let by_document = crate::bm25::DocumentLengths::new(&lengths, &documents);
+        Self {
+            lengths,
+            documents,
+            avgdl,
+            by_document,
+        }
+    }
+
     /// `SXnm`, chunk count, lengths, document-number deltas (varints).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = NORMS_MAGIC.to_vec();
@@ -156,13 +176,7 @@ impl Norms {
             docs.push(doc);
         }
         r.finish("norms trailing bytes")?;
-        let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
-        let avgdl = if n == 0 { 0.0 } else { (total as f64 / n as f64) as f32 };
-        Ok(Self {
-            lengths,
-            documents: docs,
-            avgdl,
-        })
+        Ok(Self::new(lengths, docs))
     }
 }
 

@@ -596,11 +596,7 @@ fn a_document_count_the_chunks_do_not_bear_out_is_refused() {
             "{documents} documents, minor {minor}: {result:?}"
         );
     }
-    let norms = |documents: Vec<u32>| Norms {
-        lengths: vec![1; documents.len()],
-        documents,
-        avgdl: 1.0,
-    };
+    let norms = |documents: Vec<u32>| Norms::new(vec![1; documents.len()], documents);
     assert!(norms(vec![0, 0, 1, 2, 2]).names_every_document(3));
     assert!(!norms(vec![0, 2]).names_every_document(3), "a gap");
     assert!(!norms(vec![0, 1]).names_every_document(3), "one short");

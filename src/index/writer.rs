@@ -140,16 +140,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         })
         .collect();
     let (table, lengths) = TermTable::build(&terms);
-    let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
-    let norms = Norms {
-        avgdl: if lengths.is_empty() {
-            0.0
-        } else {
-            (total as f64 / lengths.len() as f64) as f32
-        },
-        lengths,
-        documents: input.chunks.iter().map(|c| c.doc).collect(),
-    };
+    let norms = Norms::new(lengths, input.chunks.iter().map(|c| c.doc).collect());
     let norms_name = add("norms", "bin", norms.to_bytes());
     let keyword: Vec<ShardRef> = table
         .split(input.layout.keyword_shard_bytes)

@@ -190,6 +190,7 @@ pub fn weighted_keyword_candidates(
             &norms.lengths,
             norms.avgdl,
             &norms.documents,
+            &norms.by_document,
             params,
             depth,
         ),

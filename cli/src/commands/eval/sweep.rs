@@ -504,13 +504,7 @@ fn write_decision(out: &mut impl Write, what: &str, d: &Decision, names: &[Strin
         cells(&d.defaults_ndcg),
         cells(&d.defaults_mrr)
     )?;
-    for (ci, name) in d.chosen_minus_defaults.iter().zip(names) {
-        writeln!(
-            out,
-            "  chosen minus defaults on {name}: {:+.4} [{:+.4}, {:+.4}]",
-            ci.mean, ci.low, ci.high
-        )?;
-    }
+    differences_by_collection(out, "chosen minus defaults", &d.chosen_minus_defaults, names)?;
     for (config, collection, loss) in d.refused.iter().take(5) {
         writeln!(
             out,
@@ -538,10 +532,15 @@ fn write_decision(out: &mut impl Write, what: &str, d: &Decision, names: &[Strin
         cells(&d.cv_ndcg),
         d.cv_mean
     )?;
-    for (ci, name) in d.cv_minus_defaults.iter().zip(names) {
+    differences_by_collection(out, "cross-validated minus defaults", &d.cv_minus_defaults, names)
+}
+
+/// One line per collection: `what` on it, the mean difference and its 95% interval.
+fn differences_by_collection(out: &mut impl Write, what: &str, cis: &[Interval], names: &[String]) -> Result<()> {
+    for (ci, name) in cis.iter().zip(names) {
         writeln!(
             out,
-            "  cross-validated minus defaults on {name}: {:+.4} [{:+.4}, {:+.4}]",
+            "  {what} on {name}: {:+.4} [{:+.4}, {:+.4}]",
             ci.mean, ci.low, ci.high
         )?;
     }
