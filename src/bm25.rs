@@ -281,9 +281,9 @@ fn query_time_idf(n: u32, df: u32) -> f32 {
 /// cut into several chunks. A document's term frequency is the sum over its chunks, its length
 /// the sum of theirs (`avgdl` their mean over the documents that have chunks), and a term's IDF
 /// counts the documents holding it (`N`: documents with chunks), computed here from the
-/// postings. `documents[c]` is chunk `c`'s document (non-decreasing, as the norms store it) and
-/// `by_document` their lengths; `lengths` and `chunk_avgdl` are the chunks' as
-/// [`score_weighted`] takes them.
+/// postings. `chunks` are the chunks' lengths and their mean, as [`score_weighted`] takes them;
+/// `documents` each chunk's document number (non-decreasing, as the norms store it) and the
+/// documents' lengths.
 ///
 /// Returns the matching chunks of the `k` best documents, each chunk scored with its document's
 /// score: documents best first (ties to the lower document), and a document's chunks in the
@@ -292,10 +292,8 @@ fn query_time_idf(n: u32, df: u32) -> f32 {
 pub fn score_documents_weighted<'a>(
     query_terms: &[(&str, f32)],
     lookup: &dyn Fn(&str) -> Option<Postings<'a>>,
-    lengths: &[u32],
-    chunk_avgdl: f32,
-    documents: &[u32],
-    by_document: &DocumentLengths,
+    (lengths, chunk_avgdl): (&[u32], f32),
+    (documents, by_document): (&[u32], &DocumentLengths),
     params: Bm25Params,
     k: usize,
 ) -> Vec<Bm25Hit> {
@@ -686,18 +684,17 @@ mod tests {
         let params = Bm25Params::default();
         let query = [("moon", 1.0), ("tide", 1.0)];
         let avgdl = average(&lengths);
-        let by_document = DocumentLengths::new(&lengths, &documents);
+        let document_lengths = DocumentLengths::new(&lengths, &documents);
         assert_eq!(
-            (by_document.lengths.as_slice(), by_document.count),
+            (document_lengths.lengths.as_slice(), document_lengths.count),
             (&[5u64, 2, 1][..], 3)
         );
         let by_documents = |k| {
             score_documents_weighted(
                 &query,
                 &|t: &str| table.lookup(t),
-                &lengths,
-                avgdl,
-                &documents,
+                (&lengths, avgdl),
+                (&documents, &document_lengths),
                 params,
                 k,
             )

@@ -187,10 +187,8 @@ pub fn weighted_keyword_candidates(
         Bm25Level::Documents => score_documents_weighted(
             &weighted,
             &lookup,
-            &norms.lengths,
-            norms.avgdl,
-            &norms.documents,
-            &norms.by_document,
+            (&norms.lengths, norms.avgdl),
+            (&norms.documents, &norms.by_document),
             params,
             depth,
         ),
