@@ -226,3 +226,37 @@ fn lines_match(
     }
     checked
 }
+
+/// Passages embedded here with the default int8 weights give the vectors the native CLI wrote
+/// into the Cranfield bundle, bit for bit: every chunk of the first fragments, embedded as the
+/// index says (title and headings before the text), quantized as the writer quantizes, equals
+/// the stored int8 vector and scale.
+#[wasm_bindgen_test]
+fn passages_embed_to_the_native_index_bits() {
+    let store = sextant::index::packed::unpack(BUNDLE).unwrap();
+    let manifest = store.manifest();
+    assert_eq!(
+        manifest.model.weights,
+        Weights::Int8,
+        "the bundle was built with int8 passages"
+    );
+    let embedder = TractEmbedder::from_vec(MODEL.to_vec(), TOKENIZER, &manifest.model.options()).unwrap();
+    let mut checked = 0;
+    for chunk in 0..60u32 {
+        let fragment = store.fragment(chunk).unwrap();
+        let c = &fragment.chunks[(chunk - fragment.first) as usize];
+        let title = fragment
+            .documents
+            .iter()
+            .find(|(n, _)| *n == c.doc)
+            .map_or("", |(_, d)| d.title.as_str());
+        let input = manifest.fields.embed_input(title, &c.heading_path, &c.text);
+        let vector = embedder.embed(&input, TextKind::Passage).unwrap();
+        let block = sextant::index::files::BlockFile::quantize(&[chunk], &[&vector], vector.len());
+        let here: Vec<u32> = block.vector(chunk).unwrap().iter().map(|x| x.to_bits()).collect();
+        let native: Vec<u32> = store.vector(chunk).unwrap().iter().map(|x| x.to_bits()).collect();
+        assert_eq!(here, native, "chunk {chunk} ({}): {input:?}", c.id);
+        checked += 1;
+    }
+    assert_eq!(checked, 60);
+}

@@ -64,10 +64,14 @@ impl EmbeddingCache {
     /// Opens (or starts) the cache of `spec` in `dir`. An unreadable cache is started afresh.
     pub fn open(dir: &Path, spec: &ModelSpec) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating the embedding cache {}", dir.display()))?;
-        let setup = format!(
+        let mut setup = format!(
             "{} {} {} {:?} {} {:?}",
             spec.sha256, spec.tokenizer_sha256, spec.max_tokens, spec.pooling, spec.normalize, spec.passage_prefix
         );
+        // f32 vectors keep the file they had before int8 passages.
+        if !spec.weights.is_f32() {
+            setup.push_str(&format!(" {}", spec.weights.name()));
+        }
         let key = &sha256_hex(setup.as_bytes())[..24];
         let path = dir.join(format!("{key}.vectors"));
         let dims = spec.dims;

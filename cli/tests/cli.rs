@@ -207,7 +207,7 @@ fn frame_quotes_and_blocks_injected_delimiters() {
 fn inspect_verifies_and_reports_the_manifest() {
     let out = ok(&["inspect", s(tiny_bundle()), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["format"], "2.2");
+    assert_eq!(v["format"], "2.3");
     assert_eq!(v["manifest"]["model"]["dims"], 384);
     assert_eq!(
         v["manifest"]["model"]["sha256"],
@@ -900,25 +900,36 @@ fn every_search_option_has_its_flag() {
 
 #[test]
 fn a_build_of_the_tiny_corpus_is_the_golden_index() {
-    // The golden index with fields (golden-v2-fields.sxt) was built from tests/fixtures/tiny with
-    // the defaults. The same inputs still give the same norms, keyword shards and fragments byte
-    // for byte; the quantized vectors agree to float rounding (tract's kernels differ between
-    // CPUs).
+    // The golden index with int8 passages (golden-v2-int8.sxt, format 2.3) was built from
+    // tests/fixtures/tiny with the defaults and no embedding cache. The same inputs give the same
+    // bytes, vectors included: int8 passages have the same bits on every CPU.
+    let golden = std::fs::read(fixtures().join("golden-v2-int8.sxt")).unwrap();
+    let built = std::fs::read(tiny_bundle()).unwrap();
+    assert!(
+        golden == built,
+        "the tiny corpus no longer builds to golden-v2-int8.sxt"
+    );
+    // The golden index of format 2.1 (f32 passages, golden-v2-fields.sxt) has the same norms,
+    // keyword shards and fragments byte for byte, and vectors that agree to float rounding.
     use sextant::index::packed::unpack;
-    let golden = unpack(&std::fs::read(fixtures().join("golden-v2-fields.sxt")).unwrap()).unwrap();
-    let built = unpack(&std::fs::read(tiny_bundle()).unwrap()).unwrap();
-    let (g, b) = (&golden.manifest().files, &built.manifest().files);
+    let old = unpack(&std::fs::read(fixtures().join("golden-v2-fields.sxt")).unwrap()).unwrap();
+    let built = unpack(&built).unwrap();
+    let (g, b) = (&old.manifest().files, &built.manifest().files);
     assert_eq!(g.norms, b.norms);
     assert_eq!(g.keyword, b.keyword);
     assert_eq!(g.fragments, b.fragments);
-    let (gm, bm) = (golden.manifest(), built.manifest());
+    let (gm, bm) = (old.manifest(), built.manifest());
     assert_eq!(
-        (&gm.counts, &gm.model, &gm.layout, &gm.fields, &gm.analyzer),
-        (&bm.counts, &bm.model, &bm.layout, &bm.fields, &bm.analyzer)
+        (&gm.counts, &gm.layout, &gm.fields, &gm.analyzer),
+        (&bm.counts, &bm.layout, &bm.fields, &bm.analyzer)
+    );
+    assert_eq!(
+        (gm.model.weights, bm.model.weights),
+        (sextant::embed::Weights::F32, sextant::embed::Weights::Int8)
     );
     let probe: Vec<f32> = (0..384).map(|i| ((i * 37) % 11) as f32 / 11.0 - 0.5).collect();
     for chunk in 0..gm.counts.chunks as u32 {
-        let (x, y) = (golden.dot(chunk, &probe), built.dot(chunk, &probe));
+        let (x, y) = (old.dot(chunk, &probe), built.dot(chunk, &probe));
         assert!(
             x.is_none() && y.is_none() || (x.unwrap() - y.unwrap()).abs() < 0.02,
             "chunk {chunk}: {x:?} vs {y:?}"

@@ -20,6 +20,8 @@
 //! `p` holds 16 bytes, `q[2p][8j + c]` and `q[2p + 1][8j + c]` for `c` in `0..8` (zero past the
 //! edges), which is exactly what one 16-bit multiply-add pair instruction wants.
 
+pub mod exact;
+
 /// Columns per panel of packed weights.
 pub const PANEL: usize = 8;
 

@@ -16,6 +16,8 @@
 //! never depends on what it was batched with (the CLI gets its parallelism from threads).
 
 #[cfg(feature = "model")]
+mod exact;
+#[cfg(feature = "model")]
 mod onnx;
 #[cfg(feature = "model")]
 mod qmatmul;
@@ -77,6 +79,11 @@ pub struct ModelSpec {
     pub query_prefix: String,
     /// Prepended to passages before tokenising (e.g. `"passage: "` for E5). Empty by default.
     pub passage_prefix: String,
+    /// The arithmetic the passages' vectors were computed with: `int8` (integer products and
+    /// fixed-order sums, the same bits on every machine and in WebAssembly) since 2026-12-02;
+    /// absent (`f32`, the model's own arithmetic) in indexes built before.
+    #[serde(default = "Weights::before_int8_passages", skip_serializing_if = "Weights::is_f32")]
+    pub weights: Weights,
 }
 
 impl ModelSpec {
@@ -88,6 +95,7 @@ impl ModelSpec {
             normalize: self.normalize,
             query_prefix: self.query_prefix.clone(),
             passage_prefix: self.passage_prefix.clone(),
+            weights: self.weights,
         }
     }
 }
@@ -106,6 +114,10 @@ pub struct ModelOptions {
     pub query_prefix: String,
     /// Prefix for passages. Default empty.
     pub passage_prefix: String,
+    /// How the weights are held and multiplied: `int8` (default; the same vectors, bit for bit,
+    /// natively on every CPU and in WebAssembly) or `f32` (the model's own arithmetic, as
+    /// `sextant build` embedded passages before 2026-12-02).
+    pub weights: Weights,
 }
 
 impl Default for ModelOptions {
@@ -116,6 +128,7 @@ impl Default for ModelOptions {
             normalize: true,
             query_prefix: String::new(),
             passage_prefix: String::new(),
+            weights: Weights::Int8,
         }
     }
 }
@@ -125,17 +138,33 @@ impl Default for ModelOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Weights {
-    /// Dequantised to f32 once, at load, and multiplied in f32: the model's own arithmetic,
-    /// about 31 MB more memory for all-MiniLM-L6-v2, and in WebAssembly about twice the query
-    /// time of [`Weights::Int8`]. `sextant build` and collections embed passages with it, so an
-    /// index's vectors are the reference's; `--weights f32` queries with it.
+    /// Dequantised to f32 once, at load, and multiplied in f32 by tract: the model's own
+    /// arithmetic, about 31 MB more memory for all-MiniLM-L6-v2, and in WebAssembly about twice
+    /// the query time of [`Weights::Int8`]. Its last bits differ between machines (fused
+    /// multiply-adds, SIMD sums). `[model] weights = "f32"` builds with it, `--weights f32`
+    /// queries with it.
     F32,
     /// Kept int8, packed once at load, and multiplied in integers, each row of activations
-    /// rounded to 15 bits of its largest value (fewer only for weights with huge columns) (`embed::qmatmul`): the fastest queries
-    /// (WebAssembly: about half [`Weights::F32`]'s time) and the least memory, vectors within
-    /// cosine 0.99999 of f32's. The default for engines loaded in JavaScript.
+    /// rounded to 15 bits of its largest value (fewer only for weights with huge columns)
+    /// (`embed::qmatmul`); attention's products, softmax and layer normalisation in one fixed
+    /// order of f32 operations (`embed::exact`): the same bits natively on every CPU and in
+    /// WebAssembly, the fastest queries (WebAssembly: about half [`Weights::F32`]'s time), the
+    /// least memory, vectors within cosine 0.99999 of f32's. The default everywhere: passages
+    /// (`sextant build`, collections) and queries.
     #[default]
     Int8,
+}
+
+impl Weights {
+    /// What an index built before int8 passages (no `weights` in its model record) used.
+    pub fn before_int8_passages() -> Self {
+        Weights::F32
+    }
+
+    /// Whether this is [`Weights::F32`] (left out of an index's model record, as before).
+    pub fn is_f32(&self) -> bool {
+        *self == Weights::F32
+    }
 }
 
 named_enum!(Weights { F32 => "f32", Int8 => "int8" });

@@ -37,11 +37,16 @@ pub(super) struct Prepared {
 /// int8 weights folded ([`Weights::F32`]) or turned into inputs ([`Weights::Int8`]), and the
 /// initializers no node reads any more dropped.
 pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> TractResult<Prepared> {
-    if let Some(node) = graph.node.iter().find(|n| n.op_type == super::onnx::INT8_MATMUL_OP) {
+    const RESERVED: [&str; 4] = [
+        super::onnx::INT8_MATMUL_OP,
+        super::exact::LAYER_NORM_OP,
+        super::exact::SOFTMAX_OP,
+        super::exact::MATMUL_OP,
+    ];
+    if let Some(node) = graph.node.iter().find(|n| RESERVED.contains(&n.op_type.as_str())) {
         return Err(TractError::msg(format!(
-            "node {:?} uses the op type {}, which sextant reserves for its own int8 products; rename it",
-            node.name,
-            super::onnx::INT8_MATMUL_OP
+            "node {:?} uses the op type {}, which sextant reserves for its own operators; rename it",
+            node.name, node.op_type
         )));
     }
     dequantize_gathered_rows(graph);
@@ -50,12 +55,36 @@ pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> Tra
         Weights::F32 => prepared.folded = extract_folded_weights(graph)?,
         Weights::Int8 => {
             int8_matmuls(graph)?;
+            exact_ops(graph);
             scale_after_matmul(graph);
             prepared.runtime_weights = int8_weights_as_inputs(graph)?;
         }
     }
     drop_unread_initializers(graph);
     Ok(prepared)
+}
+
+/// [`Weights::Int8`]: renames the nodes `exact::Exact` computes with one fixed order of
+/// operations (the same bits on every machine): layer normalisation and softmax over the last
+/// axis (`axis` -1) with only their first output read, and products whose two inputs are
+/// computed (attention's; the products with weights are `SextantMatMulInt8` by now).
+fn exact_ops(graph: &mut pb::GraphProto) {
+    let initializers: HashSet<String> = graph.initializer.iter().map(|t| t.name.clone()).collect();
+    let last_axis = |node: &pb::NodeProto| node.attribute.iter().any(|a| a.name == "axis" && a.i == -1);
+    for node in &mut graph.node {
+        let one_output = node.output.iter().skip(1).all(String::is_empty);
+        let renamed = match node.op_type.as_str() {
+            "LayerNormalization" if last_axis(node) && one_output && node.input.len() == 3 => {
+                super::exact::LAYER_NORM_OP
+            }
+            "Softmax" if last_axis(node) => super::exact::SOFTMAX_OP,
+            "MatMul" if node.input.iter().all(|i| !initializers.contains(i)) => super::exact::MATMUL_OP,
+            _ => continue,
+        };
+        node.op_type = renamed.to_string();
+        node.output.truncate(1);
+        node.attribute.retain(|a| a.name == "epsilon");
+    }
 }
 
 /// A weight dequantised inside the graph: `output = Mul(Cast(q), scale)` with `q` and `scale`
@@ -1061,8 +1090,9 @@ pub(super) mod tests {
             Some(pb::type_proto::Value::TensorType(t)) => assert_eq!(t.elem_type, DataType::Int8 as i32),
             other => panic!("{other:?}"),
         }
+        // Its product is computed in the fixed order (`exact`): the weight is computed too.
         assert!(
-            names(graph).contains(&"MatMul:hidden,w".to_string()),
+            names(graph).contains(&"SextantMatMul:hidden,w".to_string()),
             "{:?}",
             names(graph)
         );

@@ -44,16 +44,17 @@ impl TractEmbedder {
     pub fn from_bytes(model: &[u8], tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
         let sha = sha256_hex(model);
         let proto = decode_model(model)?;
-        Self::from_proto(proto, sha, tokenizer, options, Weights::F32)
+        Self::from_proto(proto, sha, tokenizer, options, options.weights)
     }
 
     /// Like [`TractEmbedder::from_bytes`], but frees the model bytes as soon as they are parsed,
     /// which lowers the peak memory of a load (WebAssembly memory never shrinks).
     pub fn from_vec(model: Vec<u8>, tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
-        Self::from_vec_with(model, tokenizer, options, Weights::F32)
+        Self::from_vec_with(model, tokenizer, options, options.weights)
     }
 
-    /// Like [`TractEmbedder::from_vec`], holding the weights as `weights` says.
+    /// Like [`TractEmbedder::from_vec`], holding the weights as `weights` says (whatever
+    /// `options.weights` says).
     pub fn from_vec_with(
         model: Vec<u8>,
         tokenizer: &[u8],
@@ -88,6 +89,7 @@ impl TractEmbedder {
                 normalize: options.normalize,
                 query_prefix: options.query_prefix.clone(),
                 passage_prefix: options.passage_prefix.clone(),
+                weights,
             },
         };
         let probe = embedder.embed("probe", TextKind::Query)?;
@@ -407,6 +409,12 @@ pub(super) fn onnx_parser() -> tract_onnx::Onnx {
     let mut onnx = tract_onnx::onnx();
     onnx.op_register
         .insert(super::onnx::INT8_MATMUL_OP, super::qmatmul::parse);
+    onnx.op_register
+        .insert(super::exact::LAYER_NORM_OP, super::exact::parse_layer_norm);
+    onnx.op_register
+        .insert(super::exact::SOFTMAX_OP, super::exact::parse_softmax);
+    onnx.op_register
+        .insert(super::exact::MATMUL_OP, super::exact::parse_matmul);
     onnx
 }
 

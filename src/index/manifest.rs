@@ -15,8 +15,8 @@ use super::error::IndexError;
 /// The format major of split and packed indexes.
 pub const INDEX_MAJOR: u16 = 2;
 /// The format minor written (minors only add files or manifest fields, or tighten what the
-/// writer guarantees: 2.2 counts only documents that have chunks).
-pub const INDEX_MINOR: u16 = 2;
+/// writer guarantees: 2.2 counts only documents that have chunks; 2.3 records `model.weights`).
+pub const INDEX_MINOR: u16 = 3;
 /// The first minor whose every document has a chunk (so the norms name every document number).
 pub const EVERY_DOCUMENT_HAS_CHUNKS: u16 = 2;
 /// The oldest major a packed file may have: format 1, read only to convert it

@@ -44,6 +44,7 @@ pub(crate) fn model(dims: usize) -> ModelSpec {
         normalize: true,
         query_prefix: String::new(),
         passage_prefix: String::new(),
+        weights: crate::embed::Weights::F32,
     }
 }
 

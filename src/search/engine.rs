@@ -115,6 +115,8 @@ impl Engine {
         let mut expected = built.clone();
         expected.sha256.clone_from(&spec.sha256);
         expected.tokenizer_sha256.clone_from(&spec.tokenizer_sha256);
+        // Queries may be embedded with other weights than the passages were.
+        expected.weights = spec.weights;
         if &expected != spec {
             return Err(IndexError::ModelMismatch {
                 what: "model options",

@@ -1,0 +1,426 @@
+//! f32 arithmetic that gives the same bits on every CPU and in WebAssembly: the parts of a
+//! sentence model's forward pass that are not products with weights (attention's two products,
+//! softmax, layer normalisation), so that a text's vector is the same everywhere it is embedded.
+//!
+//! IEEE 754 makes each addition, multiplication, division and square root exact to the last bit;
+//! what differs between machines is the *order* of a sum (a SIMD reduction adds in lanes, a
+//! scalar one left to right), fused multiply-adds (one rounding instead of two) and library
+//! functions (`exp`). So here every sum has one fixed order ([`sum`]: eight running lanes, then a
+//! fixed tree), no multiply-add is fused (Rust never contracts `a * b + c` on its own), and `exp`
+//! is a polynomial of basic operations ([`exp`]). Loops run across independent outputs, which the
+//! compiler vectorises without changing any output's order of operations: the SIMD width changes
+//! the speed, never the bits.
+
+/// `log2(e)`.
+const LOG2_E: f32 = std::f32::consts::LOG2_E;
+/// The high part of ln 2 (its last 12 bits zero, so `n · LN2_HIGH` is exact).
+#[allow(clippy::excessive_precision)]
+const LN2_HIGH: f32 = 0.693_145_751_953_125;
+/// The rest of ln 2.
+#[allow(clippy::excessive_precision)]
+const LN2_LOW: f32 = 1.428_606_765_330_187_0e-6;
+/// 1.5 · 2^23: added to a float under 2^22 in magnitude, its last bit is worth 1.
+const ROUNDER: f32 = 12_582_912.0;
+
+/// Running lanes of a fixed-order sum.
+const LANES: usize = 8;
+
+#[inline(always)]
+/// `Σ values` in one fixed order: value `i` into lane `i mod 8`, then the lanes as
+/// `((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))`.
+pub fn sum(values: &[f32]) -> f32 {
+    let mut lanes = [0f32; LANES];
+    let mut chunks = values.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            *lane += v;
+        }
+    }
+    for (lane, v) in lanes.iter_mut().zip(chunks.remainder()) {
+        *lane += v;
+    }
+    ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
+}
+
+/// `e^x` within 2 ulp for `x` in `[-87, 88]`, 0 below, `e^88` above (NaN stays NaN), from basic
+/// operations only and without branches (so a loop of it vectorises): `x = n·ln 2 + r` with
+/// `|r| ≤ ln 2 / 2` (ln 2 in two parts, Cody and Waite), `e^r` by its Taylor polynomial of degree
+/// 7, times `2^n` built from the exponent bits.
+#[allow(clippy::excessive_precision)]
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    let c = x.clamp(-87.0, 88.0);
+    // n = round(c / ln 2) to the nearest even, read from the low bits of a float of magnitude
+    // 1.5 · 2^23 (whose last bit is worth 1): no float-to-integer conversion, no `floor`.
+    let shifted = c * LOG2_E + ROUNDER;
+    let n = shifted - ROUNDER;
+    let r = (c - n * LN2_HIGH) - n * LN2_LOW;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    // n is in [-126, 127], so 2^n is a normal f32 (a NaN leaves p NaN).
+    let power = (shifted.to_bits().wrapping_sub(ROUNDER.to_bits()).wrapping_add(127)) << 23;
+    let y = f32::from_bits(power) * p;
+    if x < -87.0 {
+        0.0
+    } else {
+        y
+    }
+}
+
+/// The largest value (NaNs ignored; `-∞` for none), in eight lanes so that it vectorises (a
+/// maximum is exact in any order).
+#[inline(always)]
+fn largest(values: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut chunks = values.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane = if v > *lane { v } else { *lane };
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(chunks.remainder()) {
+        *lane = if v > *lane { v } else { *lane };
+    }
+    lanes
+        .into_iter()
+        .fold(f32::NEG_INFINITY, |m, v| if v > m { v } else { m })
+}
+
+/// Softmax of each row of `x` (`rows × len` values, row-major), in place:
+/// `e^(x − max) / Σ e^(x − max)`.
+pub fn softmax(x: &mut [f32], len: usize) {
+    if len == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is on this CPU (checked just above).
+        unsafe { softmax_avx2(x, len) };
+        return;
+    }
+    softmax_rows(x, len);
+}
+
+/// [`softmax_rows`] compiled for AVX2 (the same operations, wider registers, `floor` in one
+/// instruction).
+///
+/// # Safety
+///
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn softmax_avx2(x: &mut [f32], len: usize) {
+    use std::arch::x86_64::*;
+    for row in x.chunks_exact_mut(len) {
+        let largest = largest(row);
+        let mut chunks = row.chunks_exact_mut(8);
+        for chunk in &mut chunks {
+            // SAFETY: 8 values in `chunk`; AVX2 is the caller's contract.
+            unsafe {
+                let v = _mm256_sub_ps(_mm256_loadu_ps(chunk.as_ptr()), _mm256_set1_ps(largest));
+                _mm256_storeu_ps(chunk.as_mut_ptr(), exp_avx2(v));
+            }
+        }
+        for v in chunks.into_remainder() {
+            *v = exp(*v - largest);
+        }
+        let total = sum(row);
+        for v in row.iter_mut() {
+            *v /= total;
+        }
+    }
+}
+
+/// [`exp`] of eight values, operation for operation.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::excessive_precision)]
+fn exp_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let (low, high) = (_mm256_set1_ps(-87.0), _mm256_set1_ps(88.0));
+    let below = _mm256_cmp_ps::<_CMP_LT_OQ>(x, low);
+    let above = _mm256_cmp_ps::<_CMP_GT_OQ>(x, high);
+    let c = _mm256_blendv_ps(_mm256_blendv_ps(x, low, below), high, above);
+    let rounder = _mm256_set1_ps(ROUNDER);
+    let shifted = _mm256_add_ps(_mm256_mul_ps(c, _mm256_set1_ps(LOG2_E)), rounder);
+    let n = _mm256_sub_ps(shifted, rounder);
+    let r = _mm256_sub_ps(
+        _mm256_sub_ps(c, _mm256_mul_ps(n, _mm256_set1_ps(LN2_HIGH))),
+        _mm256_mul_ps(n, _mm256_set1_ps(LN2_LOW)),
+    );
+    let mut p = _mm256_set1_ps(1.0 / 5040.0);
+    for coefficient in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = _mm256_add_ps(_mm256_set1_ps(coefficient), _mm256_mul_ps(r, p));
+    }
+    let power = _mm256_slli_epi32::<23>(_mm256_add_epi32(
+        _mm256_sub_epi32(
+            _mm256_castps_si256(shifted),
+            _mm256_set1_epi32(ROUNDER.to_bits() as i32),
+        ),
+        _mm256_set1_epi32(127),
+    ));
+    let y = _mm256_mul_ps(_mm256_castsi256_ps(power), p);
+    _mm256_blendv_ps(y, _mm256_setzero_ps(), below)
+}
+
+#[inline(always)]
+fn softmax_rows(x: &mut [f32], len: usize) {
+    for row in x.chunks_exact_mut(len) {
+        let largest = largest(row);
+        for v in row.iter_mut() {
+            *v = exp(*v - largest);
+        }
+        let total = sum(row);
+        for v in row.iter_mut() {
+            *v /= total;
+        }
+    }
+}
+
+/// Layer normalisation of each row of `x` (`rows × len` values), in place:
+/// `(x − mean) / √(variance + epsilon) · gamma + beta`, `gamma` and `beta` of `len` values.
+pub fn layer_norm(x: &mut [f32], len: usize, gamma: &[f32], beta: &[f32], epsilon: f32) {
+    assert!(
+        gamma.len() == len && beta.len() == len,
+        "gamma and beta must have {len} values"
+    );
+    if len == 0 {
+        return;
+    }
+    let n = len as f32;
+    for row in x.chunks_exact_mut(len) {
+        let mean = sum(row) / n;
+        for v in row.iter_mut() {
+            *v -= mean;
+        }
+        let mut squares = [0f32; LANES];
+        let mut chunks = row.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (s, v) in squares.iter_mut().zip(chunk) {
+                *s += v * v;
+            }
+        }
+        for (s, v) in squares.iter_mut().zip(chunks.remainder()) {
+            *s += v * v;
+        }
+        let deviation = (sum(&squares) / n + epsilon).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = *v / deviation * g + b;
+        }
+    }
+}
+
+/// Rows of `a` per step of [`matmul`].
+const ROWS: usize = 4;
+/// Columns of `b` per step of [`matmul`].
+const COLUMNS: usize = 16;
+
+/// `a · b` for `a` of `m × k` and `b` of `k × n` (row-major): `m × n` values, each
+/// `((a₀b₀ + a₁b₁) + a₂b₂) + …` in the order of `k`, whatever the tiling or the SIMD width.
+pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    assert!(
+        a.len() == m * k && b.len() == k * n,
+        "a is not {m} × {k} or b not {k} × {n}"
+    );
+    let mut out = vec![0f32; m * n];
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is on this CPU (checked just above).
+        unsafe { matmul_avx2(a, b, &mut out, m, k, n) };
+        return out;
+    }
+    matmul_into(a, b, &mut out, m, k, n);
+    out
+}
+
+/// [`matmul_into`] compiled for AVX2 (the same operations, wider registers).
+///
+/// # Safety
+///
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn matmul_avx2(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
+    use std::arch::x86_64::*;
+    let full_rows = m - m % ROWS;
+    let full_columns = n - n % COLUMNS;
+    for row in (0..full_rows).step_by(ROWS) {
+        for column in (0..full_columns).step_by(COLUMNS) {
+            let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+            for i in 0..k {
+                // SAFETY: `i < k`, `column + 16 <= n` and `row + 4 <= m`, and the slices are
+                // `m × k` and `k × n` (asserted by `matmul`).
+                unsafe {
+                    let b_low = _mm256_loadu_ps(b.as_ptr().add(i * n + column));
+                    let b_high = _mm256_loadu_ps(b.as_ptr().add(i * n + column + 8));
+                    for (r, acc) in acc.iter_mut().enumerate() {
+                        let a_value = _mm256_set1_ps(*a.get_unchecked((row + r) * k + i));
+                        acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(a_value, b_low));
+                        acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(a_value, b_high));
+                    }
+                }
+            }
+            for (r, acc) in acc.iter().enumerate() {
+                // SAFETY: 16 values at `(row + r) * n + column`, inside `m × n`.
+                unsafe {
+                    _mm256_storeu_ps(out.as_mut_ptr().add((row + r) * n + column), acc[0]);
+                    _mm256_storeu_ps(out.as_mut_ptr().add((row + r) * n + column + 8), acc[1]);
+                }
+            }
+        }
+    }
+    // The edges: the same order of operations, one value at a time.
+    for r in 0..m {
+        let columns = if r < full_rows { full_columns..n } else { 0..n };
+        for c in columns {
+            let mut s = 0f32;
+            for i in 0..k {
+                s += a[r * k + i] * b[i * n + c];
+            }
+            out[r * n + c] = s;
+        }
+    }
+}
+
+#[inline(always)]
+fn matmul_into(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
+    let mut row = 0;
+    while row < m {
+        let rows = ROWS.min(m - row);
+        let mut column = 0;
+        while column < n {
+            let columns = COLUMNS.min(n - column);
+            if rows == ROWS && columns == COLUMNS {
+                let a_rows: [&[f32]; ROWS] = std::array::from_fn(|r| &a[(row + r) * k..][..k]);
+                let mut acc = [[0f32; COLUMNS]; ROWS];
+                for (i, b_row) in b.chunks_exact(n).enumerate() {
+                    let b_tile = &b_row[column..column + COLUMNS];
+                    for (acc, a_row) in acc.iter_mut().zip(a_rows) {
+                        let a_value = a_row[i];
+                        for (s, &bv) in acc.iter_mut().zip(b_tile) {
+                            *s += a_value * bv;
+                        }
+                    }
+                }
+                for (r, acc) in acc.iter().enumerate() {
+                    out[(row + r) * n + column..][..COLUMNS].copy_from_slice(acc);
+                }
+            } else {
+                for r in row..row + rows {
+                    for c in column..column + columns {
+                        let mut s = 0f32;
+                        for i in 0..k {
+                            s += a[r * k + i] * b[i * n + c];
+                        }
+                        out[r * n + c] = s;
+                    }
+                }
+            }
+            column += columns;
+        }
+        row += rows;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_within_two_ulp_of_f64() {
+        let mut worst = 0f64;
+        let mut x = -86.9f32;
+        while x < 87.9 {
+            let (got, want) = (f64::from(exp(x)), f64::from(x).exp());
+            worst = worst.max(((got - want) / want).abs());
+            x += 0.013;
+        }
+        assert!(worst < 2.5e-7, "largest relative error {worst}");
+        assert_eq!(exp(0.0), 1.0);
+        assert_eq!(exp(-100.0), 0.0);
+        assert_eq!(exp(100.0), exp(88.0));
+        assert!(exp(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn the_simd_exp_and_softmax_give_the_scalar_bits() {
+        let row: Vec<f32> = (0..37).map(|i| i as f32 * 3.7 - 90.0).collect();
+        let mut scalar = row.clone();
+        softmax_rows(&mut scalar, 37);
+        let mut dispatched = row.clone();
+        softmax(&mut dispatched, 37);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        assert_eq!(bits(&scalar), bits(&dispatched));
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            for start in [-100.0f32, -60.0, -3.3, 0.0, 40.0, 85.0] {
+                let x: [f32; 8] = std::array::from_fn(|i| start + i as f32 * 0.77);
+                let mut got = [0f32; 8];
+                // SAFETY: AVX2 checked above; 8 values each way.
+                unsafe {
+                    use std::arch::x86_64::*;
+                    _mm256_storeu_ps(got.as_mut_ptr(), exp_avx2(_mm256_loadu_ps(x.as_ptr())));
+                }
+                assert_eq!(bits(&got), bits(&x.map(exp)), "from {start}");
+            }
+        }
+    }
+
+    #[test]
+    fn sums_in_one_fixed_order() {
+        let values: Vec<f32> = (0..19).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+        let mut lanes = [0f32; 8];
+        for (i, v) in values.iter().enumerate() {
+            lanes[i % 8] += v;
+        }
+        let want = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+        assert_eq!(sum(&values).to_bits(), want.to_bits());
+        assert_eq!(sum(&[]), 0.0);
+    }
+
+    #[test]
+    fn softmax_and_layer_norm_by_hand() {
+        let mut x = [0.0, 2f32.ln(), 0.0, 0.0];
+        softmax(&mut x, 2);
+        assert!(
+            (x[0] - 1.0 / 3.0).abs() < 1e-7 && (x[1] - 2.0 / 3.0).abs() < 1e-7,
+            "{x:?}"
+        );
+        assert_eq!(&x[2..], [0.5, 0.5]);
+        let mut y = [1.0, 3.0];
+        layer_norm(&mut y, 2, &[2.0, 1.0], &[0.0, 10.0], 0.0);
+        assert_eq!(y, [-2.0, 11.0]);
+    }
+
+    #[test]
+    fn every_tiling_of_the_product_adds_in_the_order_of_k() {
+        let seed = 0x5eed_0024_u64;
+        println!("seed {seed:#x}");
+        let mut state = seed;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 20_001) as f32 / 7_000.0 - 1.4
+        };
+        for (m, k, n) in [(1, 1, 1), (4, 32, 16), (5, 33, 17), (9, 7, 40), (8, 64, 32)] {
+            let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+            let b: Vec<f32> = (0..k * n).map(|_| next()).collect();
+            let got = matmul(&a, &b, m, k, n);
+            let mut portable = vec![0f32; m * n];
+            matmul_into(&a, &b, &mut portable, m, k, n);
+            for r in 0..m {
+                for c in 0..n {
+                    let mut s = 0f32;
+                    for i in 0..k {
+                        s += a[r * k + i] * b[i * n + c];
+                    }
+                    assert_eq!(got[r * n + c].to_bits(), s.to_bits(), "{m}×{k}×{n} [{r},{c}]");
+                    assert_eq!(portable[r * n + c].to_bits(), s.to_bits());
+                }
+            }
+        }
+    }
+}
