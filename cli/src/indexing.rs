@@ -7,9 +7,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use sextant::chunk::Document;
+use sextant::chunk::{ChunkedCorpus, Document};
 use sextant::config::{BuildConfig, InputConfig};
-use sextant::embed::{Embedder, TextKind};
+use sextant::embed::{Embedder, TextKind, TractEmbedder};
 use sextant::index::writer::BuiltIndex;
 use sextant::indexer::{assemble, collect, split, validate};
 use sextant::loader::{load_file, LoadError};
@@ -106,16 +106,19 @@ impl BuildStats {
     }
 }
 
-/// Chunks and embeds (on all cores, reusing the embedding cache in `cache_dir` when given) and
-/// builds the index files in memory.
-pub fn build_index(
-    documents: &[Document],
-    config: &BuildConfig,
-    model_arg: Option<&Path>,
-    cache_dir: Option<&Path>,
-) -> Result<(BuiltIndex, BuildStats)> {
-    let dir = model::model_dir(model_arg)?;
-    let embedder = model::load(&dir, &config.model)?;
+/// Documents chunked, with what the model reads for each chunk and that text's cache key.
+pub struct Chunked {
+    /// The chunks, numbered.
+    pub corpus: ChunkedCorpus,
+    /// What the model reads for each chunk: its text, after its title and headings if
+    /// `fields.embed_context`.
+    pub inputs: Vec<String>,
+    /// The embedding cache key of each input (passage prefix included).
+    pub keys: Vec<[u8; 32]>,
+}
+
+/// Checks the configuration and chunks the documents on all cores.
+pub fn chunk_documents(documents: &[Document], config: &BuildConfig, embedder: &TractEmbedder) -> Result<Chunked> {
     validate(documents, config, embedder.tokenizer())?;
     let progress = bar(documents.len() as u64, "chunking");
     let splits = documents
@@ -128,14 +131,7 @@ pub fn build_index(
         .collect::<Result<Vec<_>, _>>()?;
     progress.finish_and_clear();
     let corpus = collect(documents, splits)?;
-
-    let mut cache = match cache_dir {
-        Some(dir) => Some(EmbeddingCache::open(dir, embedder.spec())?),
-        None => None,
-    };
     let prefix = &embedder.spec().passage_prefix;
-    // What the model reads for each chunk: its text, after its title and headings if
-    // `fields.embed_context`.
     let inputs: Vec<String> = corpus
         .chunks
         .iter()
@@ -145,19 +141,43 @@ pub fn build_index(
         })
         .collect();
     let keys: Vec<[u8; 32]> = inputs.iter().map(|t| text_key(&format!("{prefix}{t}"))).collect();
+    Ok(Chunked { corpus, inputs, keys })
+}
+
+/// The vectors of the chunks `wanted` says (by chunk number), from the embedding cache in
+/// `cache_dir` when given, else embedded now on all cores (each distinct input once) and added
+/// to the cache; `None` for the chunks not wanted.
+pub fn embed_chunks(
+    chunked: &Chunked,
+    embedder: &TractEmbedder,
+    cache_dir: Option<&Path>,
+    wanted: &(dyn Fn(usize) -> bool + Sync),
+) -> Result<(Vec<Option<Vec<f32>>>, BuildStats)> {
+    let Chunked { inputs, keys, .. } = chunked;
+    let mut cache = match cache_dir {
+        Some(dir) => Some(EmbeddingCache::open(dir, embedder.spec())?),
+        None => None,
+    };
     let mut vectors: Vec<Option<Vec<f32>>> = keys
         .iter()
-        .map(|k| cache.as_ref().and_then(|c| c.get(k)).cloned())
+        .enumerate()
+        .map(|(i, k)| {
+            if !wanted(i) {
+                return None;
+            }
+            cache.as_ref().and_then(|c| c.get(k)).cloned()
+        })
         .collect();
     // Each input the cache lacks is embedded once, however many chunks (of documents sharing
     // text) read it.
     let mut first_of: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
     let todo: Vec<usize> = (0..vectors.len())
-        .filter(|&i| vectors[i].is_none() && *first_of.entry(keys[i]).or_insert(i) == i)
+        .filter(|&i| wanted(i) && vectors[i].is_none() && *first_of.entry(keys[i]).or_insert(i) == i)
         .collect();
+    let chunks = (0..vectors.len()).filter(|&i| wanted(i)).count();
     let mut stats = BuildStats {
-        chunks: corpus.chunks.len(),
-        reused: corpus.chunks.len() - todo.len(),
+        chunks,
+        reused: chunks - todo.len(),
         embedded: todo.len(),
         ..BuildStats::default()
     };
@@ -184,8 +204,8 @@ pub fn build_index(
         }
         embedded.insert(keys[i], v);
     }
-    for (v, key) in vectors.iter_mut().zip(&keys) {
-        if v.is_none() {
+    for (i, (v, key)) in vectors.iter_mut().zip(keys).enumerate() {
+        if v.is_none() && wanted(i) {
             *v = embedded.get(key).cloned();
         }
     }
@@ -198,8 +218,23 @@ pub fn build_index(
             eprintln!("warning: the embedding cache was not updated: {e:#}");
         }
     }
+    Ok((vectors, stats))
+}
+
+/// Chunks and embeds (on all cores, reusing the embedding cache in `cache_dir` when given) and
+/// builds the index files in memory.
+pub fn build_index(
+    documents: &[Document],
+    config: &BuildConfig,
+    model_arg: Option<&Path>,
+    cache_dir: Option<&Path>,
+) -> Result<(BuiltIndex, BuildStats)> {
+    let dir = model::model_dir(model_arg)?;
+    let embedder = model::load(&dir, &config.model)?;
+    let chunked = chunk_documents(documents, config, &embedder)?;
+    let (vectors, stats) = embed_chunks(&chunked, &embedder, cache_dir, &|_| true)?;
     let vectors: Vec<Vec<f32>> = vectors.into_iter().map(Option::unwrap_or_default).collect();
-    let built = assemble(documents, &corpus, &vectors, embedder.spec(), config)?;
+    let built = assemble(documents, &chunked.corpus, &vectors, embedder.spec(), config)?;
     Ok((built, stats))
 }
 

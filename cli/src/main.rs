@@ -15,6 +15,7 @@ mod indexing;
 mod inputs;
 mod model;
 mod owned;
+mod shard;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,6 +34,9 @@ struct Cli {
 enum Command {
     /// Index documents (Markdown/MDX, HTML, text, BEIR JSONL; files or directories), or a built static site.
     Build(commands::build::BuildArgs),
+    /// Build a site's search from the partials of a sharded build (`build --site --shard I/N`),
+    /// byte for byte what one machine's build gives.
+    Merge(commands::build::MergeArgs),
     /// Search an index.
     Search(commands::search::SearchArgs),
     /// Search an index and print the results framed as LLM context.
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Build(args) => commands::build::run(args),
+        Command::Merge(args) => commands::build::merge(args),
         Command::Search(args) => commands::search::run(args),
         Command::Frame(args) => commands::frame::run(args),
         Command::Embed(args) => commands::embed::run(args),

@@ -1119,3 +1119,127 @@ fn a_quoted_phrase_keeps_only_chunks_that_hold_it_in_every_mode() {
         );
     }
 }
+
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_site_built_in_shards_by_separate_processes_merges_to_the_single_build_bytes() {
+    let pages: Vec<(String, String)> = (0..12)
+        .map(|i| {
+            (
+                format!("p{i}/index.html"),
+                format!(
+                    "<main><h1>Page {i}</h1><p>The lamp of tower {i} turns {} times at dusk.</p><h2 id=\"fog\">Fog</h2><p>Horn {i} sounds in fog and rain.</p></main>",
+                    i * 3 + 1
+                ),
+            )
+        })
+        .collect();
+    let make_site = |name: &str| {
+        let site = tmp(name);
+        let _ = std::fs::remove_dir_all(&site);
+        for (path, html) in &pages {
+            let file = site.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, html).unwrap();
+        }
+        site
+    };
+    let package = fake_package();
+    let single = make_site("shard-single");
+    ok(&["build", "--site", s(&single), "--package", s(&package), "--no-cache"]);
+
+    // Two shards at once, as two job runners would run them, then the merge.
+    let sharded = make_site("shard-merged");
+    let partial = |i: usize| tmp(&format!("shard-{i}.sxs"));
+    let runs: Vec<std::process::Child> = (0..2)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_sextant"))
+                .args(["build", "--site", s(&sharded), "--no-cache", "--json", "--shard"])
+                .arg(format!("{i}/2"))
+                .arg("--partial")
+                .arg(partial(i))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut in_share = 0;
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["pages"], 12);
+        in_share += summary["pages_in_share"].as_u64().unwrap();
+    }
+    assert_eq!(in_share, 12, "every page in exactly one share");
+    assert!(
+        !sharded.join("sextant").exists(),
+        "a shard writes nothing into the site"
+    );
+    let merge = |extra: &[&str]| {
+        let mut args = vec!["merge", "--site", s(&sharded), "--package", s(&package)];
+        args.extend_from_slice(extra);
+        sextant(&args)
+    };
+    let (p0, p1) = (partial(0), partial(1));
+    let failed = |out: Output| {
+        assert!(!out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let out = merge(&[s(&p0), s(&p1)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (want, got) = (tree(&single.join("sextant")), tree(&sharded.join("sextant")));
+    assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        got.keys().collect::<Vec<_>>(),
+        "the same files"
+    );
+    for (name, bytes) in &want {
+        assert!(
+            &got[name] == bytes,
+            "{name} differs between the single and the merged build"
+        );
+    }
+
+    // A missing shard is named; a shard of another configuration is refused with what differs.
+    let e = failed(merge(&[s(&p1)]));
+    assert!(e.contains("shard 0/2 is missing"), "{e}");
+    let config = tmp("shard-config.toml");
+    std::fs::write(&config, "[chunking]\nchunk_size = 100\n").unwrap();
+    let e = failed(merge(&["--config", s(&config), s(&p0), s(&p1)]));
+    assert!(e.contains("chunking.chunk_size: 100 here, 200 in the shard"), "{e}");
+    // A truncated partial is a typed error naming the file.
+    let bytes = std::fs::read(&p1).unwrap();
+    std::fs::write(&p1, &bytes[..bytes.len() - 7]).unwrap();
+    let e = failed(merge(&[s(&p0), s(&p1)]));
+    assert!(e.contains("shard-1.sxs") && e.contains("truncated or damaged"), "{e}");
+    // A partial is never written inside the site.
+    let e = fails(&[
+        "build",
+        "--site",
+        s(&sharded),
+        "--shard",
+        "0/2",
+        "--partial",
+        s(&sharded.join("p.sxs")),
+    ]);
+    assert!(e.contains("inside the site"), "{e}");
+}

@@ -49,12 +49,62 @@ pub struct BuildArgs {
     /// whatever the count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    /// With --site: embed only this share of the pages (`I/N`, 0 <= I < N; a page's share is its
+    /// content's hash), writing their vectors to --partial; then `sextant merge` the N partials.
+    #[arg(long, value_name = "I/N", requires_all = ["site", "partial"])]
+    shard: Option<crate::shard::Shard>,
+    /// With --shard: the partial file to write (outside the site).
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    partial: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
 }
 
-impl BuildArgs {}
+/// `sextant merge`: the site's search from the partials of a sharded build.
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// The partial files, one per shard (`sextant build --site DIR --shard I/N --partial FILE`).
+    #[arg(required = true)]
+    partials: Vec<PathBuf>,
+    /// The built static site the shards read (the same pages).
+    #[arg(long, value_name = "SITE")]
+    site: PathBuf,
+    /// The built sextant-search package (as for `build --site`).
+    #[arg(long)]
+    package: Option<PathBuf>,
+    /// The sextant.toml the shards were built with.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Folder with model.onnx and tokenizer.json (the shards' model).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// The --include globs the shards were given.
+    #[arg(long)]
+    include: Vec<String>,
+    /// The --exclude globs the shards were given.
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `sextant merge`.
+pub fn merge(args: MergeArgs) -> Result<()> {
+    let mut config = read_config(args.config.as_deref())?;
+    config.input.include.extend(args.include.iter().cloned());
+    config.input.exclude.extend(args.exclude.iter().cloned());
+    super::site::run(super::site::SiteBuild {
+        site: args.site,
+        config,
+        model: args.model,
+        package: args.package,
+        cache: None,
+        json: args.json,
+        plan: super::site::SitePlan::Merge(args.partials),
+    })
+}
 
 #[derive(Serialize)]
 struct SectionSize {
@@ -132,6 +182,10 @@ fn build(args: BuildArgs) -> Result<()> {
             package: args.package,
             cache,
             json: args.json,
+            plan: match (args.shard, args.partial) {
+                (Some(shard), Some(partial)) => super::site::SitePlan::Shard { shard, partial },
+                _ => super::site::SitePlan::Whole,
+            },
         });
     }
     let (include, exclude) = (&config.input.include, &config.input.exclude);

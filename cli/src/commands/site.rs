@@ -38,6 +38,24 @@ pub struct SiteBuild {
     pub cache: Option<PathBuf>,
     /// `--json`.
     pub json: bool,
+    /// The whole site, one share of it, or a merge of shares.
+    pub plan: SitePlan,
+}
+
+/// What a site build does with its pages.
+#[derive(Debug)]
+pub enum SitePlan {
+    /// Embeds every page and writes the site's search.
+    Whole,
+    /// Embeds one share of the pages and writes their vectors to `partial` (`crate::shard`).
+    Shard {
+        /// Which share.
+        shard: crate::shard::Shard,
+        /// The partial file to write.
+        partial: PathBuf,
+    },
+    /// Writes the site's search from the vectors of every share's partial, embedding nothing.
+    Merge(Vec<PathBuf>),
 }
 
 /// The output folder inside the site.
@@ -198,6 +216,52 @@ pub fn site_documents(site: &Path, input: &InputConfig) -> Result<(Vec<Document>
     Ok((documents, skipped))
 }
 
+/// `--shard I/N`: embeds the share's pages and writes the partial (never inside the site).
+fn run_shard(
+    site: &Path,
+    config: &BuildConfig,
+    model_arg: Option<&Path>,
+    cache: Option<&Path>,
+    shard: crate::shard::Shard,
+    partial: &Path,
+    json: bool,
+) -> Result<()> {
+    let parent = partial
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let (Ok(dir), Ok(site_dir)) = (parent.canonicalize(), site.canonicalize()) {
+        if dir.starts_with(&site_dir) {
+            bail!(
+                "the partial {} is inside the site {}; write it outside the site (a shard never writes into the site)",
+                partial.display(),
+                site.display()
+            );
+        }
+    }
+    let (documents, _skipped) = site_documents(site, &config.input)?;
+    let embedder = crate::model::load(&crate::model::model_dir(model_arg)?, &config.model)?;
+    let summary = crate::shard::build_shard(&documents, config, &embedder, cache, shard, partial)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, &summary)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "shard {}: {} of {} pages, {} vectors written to {} in {:.1} s",
+        summary.shard, summary.pages_in_share, summary.pages, summary.vectors, summary.partial, summary.seconds
+    )?;
+    summary.embedding.print(&mut out)?;
+    writeln!(
+        out,
+        "  when every shard is done: sextant merge --site {} PARTIAL…",
+        site.display()
+    )?;
+    Ok(())
+}
+
 /// Builds the site's search: see the module docs.
 pub fn run(build: SiteBuild) -> Result<()> {
     let started = Instant::now();
@@ -208,12 +272,24 @@ pub fn run(build: SiteBuild) -> Result<()> {
         package: package_arg,
         cache,
         json,
+        plan,
     } = build;
     let site = site.as_path();
     if !site.is_dir() {
         bail!(
             "site folder {} does not exist; pass the folder your site generator wrote (e.g. public/ or _site/)",
             site.display()
+        );
+    }
+    if let SitePlan::Shard { shard, partial } = &plan {
+        return run_shard(
+            site,
+            &config,
+            model_arg.as_deref(),
+            cache.as_deref(),
+            *shard,
+            partial,
+            json,
         );
     }
     let package = package_dir(package_arg.as_deref())?;
@@ -233,7 +309,13 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let fixed: Vec<(&str, &[u8])> = ui.iter().map(|(f, b)| (*f, b.as_slice())).collect();
     let owned = Owned::check(site, &out, &sw_path, &sw, &fixed)?;
     let (documents, skipped) = site_documents(site, &config.input)?;
-    let (built, stats) = build_index(&documents, &config, Some(&model_dir), cache.as_deref())?;
+    let (built, stats) = match plan {
+        SitePlan::Merge(partials) => {
+            let embedder = crate::model::load(&model_dir, &config.model)?;
+            crate::shard::merge_index(&documents, &config, &embedder, &partials)?
+        }
+        _ => build_index(&documents, &config, Some(&model_dir), cache.as_deref())?,
+    };
     let manifest = &built.manifest;
 
     // Every file the build writes, planned first, so that a pending record names them all before
