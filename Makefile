@@ -4,7 +4,7 @@ SHELL := /bin/bash
 # Seconds each fuzz target runs under `make fuzz`.
 FUZZ_SECONDS ?= 60
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-layout bench-adversarial bench-collection bench-fields fuzz unicode-tables clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-shards bench-layout bench-adversarial bench-collection bench-fields fuzz unicode-tables clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -55,6 +55,9 @@ bench-session: setup wasm
 
 bench-build: setup wasm
 	scripts/bench-build.sh
+
+bench-shards: setup wasm
+	scripts/bench-shards.sh
 
 bench-layout: setup wasm
 	scripts/bench-layout.sh

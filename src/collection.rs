@@ -28,8 +28,11 @@ pub fn text_key(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
-/// The first bytes of saved vectors.
-const VECTORS_MAGIC: &[u8; 8] = b"SXTVECS\x01";
+/// The first bytes of saved vectors computed with f32 weights (all saved vectors before int8
+/// passages, 2026-12-02).
+const VECTORS_MAGIC_F32: &[u8; 8] = b"SXTVECS\x01";
+/// The first bytes of saved vectors computed with int8 weights.
+const VECTORS_MAGIC_INT8: &[u8; 8] = b"SXTVECS\x02";
 
 /// Why a collection refused a change.
 #[derive(Debug, thiserror::Error)]
@@ -498,12 +501,21 @@ impl Collection {
         Ok(assemble(&documents, &corpus, &vectors, spec, &self.config)?)
     }
 
+    /// The magic of saved vectors made with this collection's weights.
+    fn vectors_magic(&self) -> &'static [u8; 8] {
+        if self.spec.weights.is_f32() {
+            VECTORS_MAGIC_F32
+        } else {
+            VECTORS_MAGIC_INT8
+        }
+    }
+
     /// The vectors, to save: sorted by key, so the same vectors give the same bytes.
     pub fn vectors_to_bytes(&self) -> Vec<u8> {
         let mut keys: Vec<&[u8; 32]> = self.vectors.keys().collect();
         keys.sort_unstable();
         let mut out = Vec::with_capacity(16 + keys.len() * (32 + 4 * self.dims));
-        out.extend_from_slice(VECTORS_MAGIC);
+        out.extend_from_slice(self.vectors_magic());
         out.extend_from_slice(&(self.dims as u32).to_le_bytes());
         out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
         for k in keys {
@@ -520,8 +532,12 @@ impl Collection {
         let bad = |e: String| CollectionError::BadVectors(e);
         let mut r = ByteReader::new(bytes);
         let magic = r.take(8).map_err(|e| bad(e.to_string()))?;
-        if magic != VECTORS_MAGIC {
-            return Err(bad("not a sextant vectors file".into()));
+        if magic != self.vectors_magic() {
+            return Err(bad(if magic == VECTORS_MAGIC_F32 || magic == VECTORS_MAGIC_INT8 {
+                "vectors saved with the other weights (f32 and int8 passages differ in their last bits); they are embedded again".into()
+            } else {
+                "not a sextant vectors file".into()
+            }));
         }
         let dims = r.u32().map_err(|e| bad(e.to_string()))? as usize;
         if dims != self.dims {
@@ -651,10 +667,15 @@ mod tests {
         assert!(c.pending().is_empty());
         // Damaged bytes: an error and nothing changed.
         let mut fresh = collection().0;
-        for bad in [&saved[..saved.len() - 1], b"SXTVECS\x01", b"not vectors at all"] {
+        for bad in [&saved[..saved.len() - 1], b"SXTVECS\x02", b"not vectors at all"] {
             let e = fresh.load_vectors(bad).unwrap_err();
             assert_eq!(e.code().as_str(), "CORRUPT_BUNDLE", "{e}");
         }
+        // Vectors saved with f32 passages (before int8 passages) are embedded again, not mixed in.
+        let mut old = saved.clone();
+        old[..8].copy_from_slice(b"SXTVECS\x01");
+        let e = fresh.load_vectors(&old).unwrap_err();
+        assert!(e.to_string().contains("embedded again"), "{e}");
         assert_eq!(fresh.vectors_to_bytes().len(), 16, "still empty");
     }
 
