@@ -118,7 +118,7 @@ pub struct ShardSummary {
     pub shard: String,
     /// The partial file written.
     pub partial: String,
-    /// Pages of the site, and in this share.
+    /// Pages of the site.
     pub pages: usize,
     /// Pages in this share.
     pub pages_in_share: usize,

@@ -140,7 +140,7 @@ fn matmul_shape<D: DimLike>(a: &[D], b: &[D]) -> TractResult<TVec<D>> {
     let shared = b.len() == 2 || (b.len() == rank && b[..rank.saturating_sub(2)].iter().all(|d| d.is_one()));
     ensure!(
         rank >= 2 && (shared || (b.len() == rank && a[..rank - 2] == b[..rank - 2])),
-        "a product of shapes {a:?} and {b:?} broadcasts in a way sextant's exact product does not"
+        "a product of shapes {a:?} and {b:?} broadcasts in a way sextant's exact product does not; load this model with weights \"f32\" ([model] weights in sextant.toml, --weights f32)"
     );
     let mut out: TVec<D> = a.iter().cloned().collect();
     out[rank - 1] = b[b.len() - 1].clone();
@@ -234,6 +234,12 @@ pub(super) fn parse_layer_norm(
     let kind = ExactKind::LayerNorm {
         epsilon: epsilon.to_bits(),
     };
+    parse_as(kind)
+}
+
+/// The parser of a node whose op type alone says what it computes (`SextantSoftmax`,
+/// `SextantMatMul`).
+fn parse_as(kind: ExactKind) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     Ok((Box::new(Exact { kind }), vec![]))
 }
 
@@ -242,12 +248,7 @@ pub(super) fn parse_softmax(
     _ctx: &ParsingContext,
     _node: &pb::NodeProto,
 ) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    Ok((
-        Box::new(Exact {
-            kind: ExactKind::Softmax,
-        }),
-        vec![],
-    ))
+    parse_as(ExactKind::Softmax)
 }
 
 /// Parses a `SextantMatMul` node.
@@ -255,10 +256,5 @@ pub(super) fn parse_matmul(
     _ctx: &ParsingContext,
     _node: &pb::NodeProto,
 ) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
-    Ok((
-        Box::new(Exact {
-            kind: ExactKind::MatMul,
-        }),
-        vec![],
-    ))
+    parse_as(ExactKind::MatMul)
 }
