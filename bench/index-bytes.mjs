@@ -1,5 +1,6 @@
 // The index bytes a visitor's session fetches from a site's split index, by file kind, as a host
-// serves them (each file gzip-compressed), without a browser: the built package in Node reads the
+// serves them (each whole file gzip-compressed; a byte range of a pack as stored, which hosts do
+// not compress: the objects in packs are stored deflated where that pays), without a browser: the built package in Node reads the
 // files from disk and every file it asks for is counted once. Each query runs as the drop-in UI
 // runs it: keyword results first, then the same query hybrid (one engine, so the keyword shards
 // are fetched once, as the UI's engines share them), k = 10 with the result text shown.
@@ -28,9 +29,21 @@ const count = (name, bytes) => {
   kinds[kind].files += 1;
   kinds[kind].gzip_bytes += gzipSync(bytes).length;
 };
-const fromDisk = async (url) => {
+const countRange = (name, length) => {
+  const kind = `${name.split('.')[0]} range`;
+  kinds[kind] ??= { files: 0, gzip_bytes: 0 };
+  kinds[kind].files += 1;
+  kinds[kind].gzip_bytes += length;
+};
+const fromDisk = async (url, init) => {
   const file = fileURLToPath(url);
   const bytes = readFileSync(file);
+  const range = /^bytes=(\d+)-(\d+)$/.exec(init?.headers?.Range ?? '');
+  if (range) {
+    const part = bytes.subarray(Number(range[1]), Number(range[2]) + 1);
+    countRange(path.basename(file), part.length);
+    return new Response(part, { status: 206 });
+  }
   count(path.basename(file), bytes);
   return new Response(bytes);
 };

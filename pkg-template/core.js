@@ -236,9 +236,18 @@ export function makeApi(wasm, initialise) {
       return call(() => this.#engine.manifest());
     }
 
-    /** Fetches every file of a split index not fetched yet (for offline use); resolves when done. */
+    /**
+     * Fetches every file of a split index not fetched yet (for offline use): the files the
+     * manifest names (its packs, whole), then whatever their pages name that is still missing.
+     */
     async prefetch() {
-      if (this.#files !== NO_FILES) await this.#files.add(this.#engine, call(() => this.#engine.fileNames()));
+      if (this.#files === NO_FILES) return;
+      await this.#files.add(this.#engine, call(() => this.#engine.fileNames()));
+      for (let round = 0; round < 4; round++) {
+        const missing = call(() => this.#engine.missing());
+        if (!missing.length) return;
+        await this.#files.add(this.#engine, missing);
+      }
     }
 
     embed(text) {
@@ -252,8 +261,10 @@ export function makeApi(wasm, initialise) {
      */
     async get(id) {
       if (typeof id !== 'string') throw new SextantError('BAD_ARGUMENT', 'get() takes an id (a string): a chunk_id or a doc_id from search results');
-      // Each round reads at least one fragment not held yet: as many rounds as fragments always end.
-      const fragments = this.manifest().files.fragments.files.length;
+      // Each round reads at least one fragment (or page) not held yet: as many rounds as
+      // fragments and pages always end.
+      const { files, counts } = this.manifest();
+      const fragments = Math.ceil(counts.chunks / files.fragments.chunks_per_file) + files.fragments.files.length;
       return untilDone(this.#engine, this.#files, () => this.#engine.lookup(id), this.#maxIndexBytes, fragments + 3);
     }
 

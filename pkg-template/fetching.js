@@ -12,15 +12,28 @@ export function isUrlLike(value) {
  * without a Content-Length). Fails with code FETCH_FAILED.
  */
 export async function fetchBytes(url, file, on_progress, fetchImpl = globalThis.fetch) {
+  return (await fetchResponse(url, file, on_progress, fetchImpl)).bytes;
+}
+
+/**
+ * fetchBytes with request options (`init`, e.g. a Range header): `{bytes, status}`, the status
+ * telling a range (206) from the whole file (200).
+ */
+export async function fetchResponse(url, file, on_progress, fetchImpl = globalThis.fetch, init = undefined) {
   const failed = (reason) =>
     new SextantError('FETCH_FAILED', `fetching the ${file} from ${url} failed: ${reason}; check the URL and that the server serves that file`);
   let response;
   try {
-    response = await fetchImpl(url);
+    response = await (init === undefined ? fetchImpl(url) : fetchImpl(url, init));
   } catch (e) {
     throw failed(e?.message ?? String(e));
   }
   if (!response.ok) throw failed(`HTTP status ${response.status}`);
+  return { bytes: await readBody(response, file, on_progress, failed), status: response.status };
+}
+
+/** The body of `response`, reporting progress. */
+async function readBody(response, file, on_progress, failed) {
   const length = Number(response.headers.get('content-length'));
   const total = Number.isFinite(length) && length > 0 ? length : null;
   const report = (loaded) => on_progress?.({ file, loaded, total });

@@ -1,16 +1,27 @@
 // The split index's file loop: an engine over a split index answers a step, or the files it needs
 // (`{need: [names]}`); they are fetched from beside the manifest, added, and the step asked again.
 import { SextantError, call } from './errors.js';
-import { fetchBytes } from './fetching.js';
+import { fetchBytes, fetchResponse } from './fetching.js';
+
+/** The most bytes one request reads when it joins adjacent objects of a pack. */
+const MAX_JOINED_BYTES = 1 << 20;
 
 /**
  * The files of a split index, fetched from beside its manifest as the engine asks for them: in
- * parallel, each once (a file being fetched is awaited, not fetched again).
+ * parallel, each once (a file being fetched is awaited, not fetched again). An object stored in a
+ * pack (format 2.4) is read with an HTTP Range request, adjacent objects of one pack in one
+ * request; a host that answers a Range with the whole pack (200) still works: each pack is then
+ * kept whole and read once, and the engine takes every object it needs from it (build with
+ * `[layout] pack_bytes = 0` for such a host: a file per object).
  */
 export class IndexFiles {
   #base;
   #fetch;
   #pending = new Map();
+  /** Whether the host answers Range requests: null until its first answer to one. */
+  #ranges = null;
+  /** Whole packs, once a host answered a Range with the whole file: pack → Promise of bytes. */
+  #wholePacks = new Map();
 
   constructor(base, fetchImpl) {
     this.#base = base;
@@ -19,21 +30,75 @@ export class IndexFiles {
 
   /** Fetches `names` and adds each to `engine` (which checks it against its hash). */
   async add(engine, names) {
-    await Promise.all(
-      names.map((name) => {
-        if (!this.#pending.has(name)) {
-          const url = new URL(name, this.#base).href;
-          const added = fetchBytes(url, 'index file', null, this.#fetch).then((bytes) => call(() => engine.addFile(name, bytes)));
-          // Only while in flight: once added (or failed), a later query that needs the file
-          // again (the engine let go of it, or the fetch failed) fetches it again.
-          const settle = () => this.#pending.delete(name);
-          added.then(settle, settle);
-          this.#pending.set(name, added);
-        }
-        return this.#pending.get(name);
-      }),
-    );
+    const ranges = new Map(); // pack → [{name, start, end}]
+    for (const name of names) {
+      if (this.#pending.has(name)) continue;
+      const place = typeof engine.locate === 'function' ? call(() => engine.locate(name)) : null;
+      if (!place) {
+        this.#track([name], this.#whole(engine, name));
+        continue;
+      }
+      if (!ranges.has(place.file)) ranges.set(place.file, []);
+      ranges.get(place.file).push({ name, start: place.start, end: place.end });
+    }
+    for (const [pack, objects] of ranges) {
+      for (const run of joined(objects)) this.#track(run.map((o) => o.name), this.#range(engine, pack, run));
+    }
+    await Promise.all(names.map((name) => this.#pending.get(name)));
   }
+
+  /** Marks `names` as in flight until `added` settles. */
+  #track(names, added) {
+    // Only while in flight: once added (or failed), a later query that needs the file again (the
+    // engine let go of it, or the fetch failed) fetches it again.
+    const settle = () => names.forEach((name) => this.#pending.delete(name));
+    added.then(settle, settle);
+    names.forEach((name) => this.#pending.set(name, added));
+  }
+
+  async #whole(engine, name) {
+    const bytes = await fetchBytes(new URL(name, this.#base).href, 'index file', null, this.#fetch);
+    call(() => engine.addFile(name, bytes));
+  }
+
+  /** Reads the objects `run` (adjacent, in order) of `pack` with one Range request. */
+  async #range(engine, pack, run) {
+    const url = new URL(pack, this.#base).href;
+    if (this.#ranges === false) {
+      if (!this.#wholePacks.has(pack)) this.#wholePacks.set(pack, fetchBytes(url, 'index pack', null, this.#fetch));
+      const bytes = await this.#wholePacks.get(pack);
+      call(() => engine.addFile(pack, bytes));
+      return;
+    }
+    const [start, end] = [run[0].start, run[run.length - 1].end];
+    const { bytes, status } = await fetchResponse(url, 'index pack', null, this.#fetch, {
+      headers: { Range: `bytes=${start}-${end - 1}` },
+    });
+    if (status !== 206) {
+      // The host ignored the Range: the whole pack came, and gives every object it holds.
+      this.#ranges = false;
+      if (!this.#wholePacks.has(pack)) this.#wholePacks.set(pack, Promise.resolve(bytes));
+      call(() => engine.addFile(pack, bytes));
+      return;
+    }
+    this.#ranges = true;
+    if (bytes.length !== end - start) {
+      throw new SextantError('CORRUPT_BUNDLE', `${pack} answered bytes ${start}–${end - 1} with ${bytes.length} bytes instead of ${end - start}; the host may be serving a truncated file: deploy the index again`);
+    }
+    for (const o of run) call(() => engine.addFile(o.name, bytes.subarray(o.start - start, o.end - start)));
+  }
+}
+
+/** Objects of one pack sorted and joined where each starts where the one before ends. */
+function joined(objects) {
+  const sorted = [...objects].sort((a, b) => a.start - b.start);
+  const runs = [];
+  for (const o of sorted) {
+    const run = runs[runs.length - 1];
+    if (run && run[run.length - 1].end === o.start && o.end - run[0].start <= MAX_JOINED_BYTES) run.push(o);
+    else runs.push([o]);
+  }
+  return runs;
 }
 
 /** A packed index holds every file: the engine never asks for one. */
@@ -47,7 +112,7 @@ export const NO_FILES = {
  * Runs a step of the engine until it needs no more files, fetching what it asks for; then, with
  * `maxIndexBytes`, lets the engine drop the least recently used files beyond it.
  */
-export async function untilDone(engine, files, step, maxIndexBytes, rounds = 8) {
+export async function untilDone(engine, files, step, maxIndexBytes, rounds = 16) {
   let fetchMs = 0;
   let fetched = 0;
   for (let round = 0; round < rounds; round++) {

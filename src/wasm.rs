@@ -397,8 +397,27 @@ impl Engine {
         to_js(self.inner.manifest())
     }
 
-    /// `fileNames()` → every file of the index the manifest lists, each once (what `prefetch`
-    /// fetches).
+    /// `locate(name)` → where an object or page of a split index is stored, `{file, start, end}`
+    /// (a byte range of a pack, `end` exclusive, to fetch with `Range`), or null (a file of its
+    /// own name).
+    pub fn locate(&self, name: &str) -> JsValue {
+        match self.inner.locate(name) {
+            None => JsValue::NULL,
+            Some((file, at)) => {
+                let place = serde_json::json!({"file": file, "start": at.offset, "end": at.offset + at.len});
+                to_js(&place).unwrap_or(JsValue::NULL)
+            }
+        }
+    }
+
+    /// `missing()` → every object and page of a split index not added yet whose name is known;
+    /// adding them and asking again until none is left reads the whole index (`prefetch`).
+    pub fn missing(&self) -> Vec<String> {
+        self.inner.missing()
+    }
+
+    /// `fileNames()` → every file the manifest itself names, each once: its packs, or the
+    /// norms, calibration and pages (what `prefetch` fetches first).
     #[wasm_bindgen(js_name = fileNames)]
     pub fn file_names(&self) -> Vec<String> {
         self.inner

@@ -76,15 +76,15 @@ pub fn open(path: &Path, model_arg: Option<&Path>, weights: Option<Weights>) -> 
     let mut engine = if bytes.first() == Some(&b'{') {
         let mut engine = Engine::from_manifest(&bytes).with_context(|| format!("opening {}", path.display()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        let names: Vec<String> = engine.manifest().file_names().into_iter().map(String::from).collect();
-        for name in names {
-            let file = dir.join(&name);
-            let body =
-                std::fs::read(&file).with_context(|| format!("reading {}, a file of the index", file.display()))?;
-            engine
-                .add_file(&name, &body)
-                .with_context(|| format!("checking {}", file.display()))?;
-        }
+        engine
+            .load_all(
+                |name| std::fs::read(dir.join(name)),
+                |name, e| sextant::index::IndexError::BadFile {
+                    file: dir.join(name).display().to_string(),
+                    reason: format!("it cannot be read ({e}); copy the whole index folder, or build it again"),
+                },
+            )
+            .with_context(|| format!("reading the files of {}", path.display()))?;
         engine
     } else {
         Engine::from_bytes(&bytes).with_context(|| format!("opening {}", path.display()))?

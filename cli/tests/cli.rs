@@ -75,14 +75,16 @@ fn build_summary_counts_and_skips_unknown_types() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["manifest", "files"]);
-    // The index's files by kind: norms, keyword shards, fragments, calibration, codes, int8 blocks.
+    // The index's objects by kind: centroids, codes, fragments, keyword shards, norms, pages, int8
+    // blocks, calibration.
     let kinds: Vec<&str> = summary["index_files"]["kinds"]
         .as_object()
         .unwrap()
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(kinds, ["codes", "frag", "kw", "norms", "vec", "vmeta"]);
+    assert_eq!(kinds, ["cent", "codes", "frag", "kw", "norms", "page", "vec", "vmeta"]);
+    assert_eq!(summary["index_files"]["files"], 1, "one pack holds a tiny index");
     assert_eq!(summary["embedding"]["chunks"], summary["chunks"]);
 }
 
@@ -207,16 +209,20 @@ fn frame_quotes_and_blocks_injected_delimiters() {
 fn inspect_verifies_and_reports_the_manifest() {
     let out = ok(&["inspect", s(tiny_bundle()), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["format"], "2.3");
+    assert_eq!(v["format"], "2.4");
     assert_eq!(v["manifest"]["model"]["dims"], 384);
     assert_eq!(
         v["manifest"]["model"]["sha256"],
         "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
     );
     assert_eq!(v["manifest"]["layout"]["rescore"], 50);
-    assert!(v["files"].as_u64().unwrap() >= 6);
+    assert_eq!(v["files"], 1, "one pack holds the tiny index");
     let human = ok(&["inspect", s(tiny_bundle())]);
     assert!(human.contains("all digests verified"));
+    assert!(
+        human.contains("1 packs") && human.contains("pages of 128 objects"),
+        "{human}"
+    );
 
     // The same index split (`sextant unpack`): inspected from its manifest, every file checked.
     let dir = tmp("inspect-split");
@@ -233,12 +239,24 @@ fn inspect_verifies_and_reports_the_manifest() {
         (&v["format"], &v["files"], &v["chunks"])
     );
     assert!(ok(&["inspect", s(&manifest)]).contains("each verified against its name"));
-    let norms = dir.join(split["manifest"]["files"]["norms"].as_str().unwrap());
-    let mut bytes = std::fs::read(&norms).unwrap();
+    // A damaged pack: the error names the object read from it and the pack; a truncated one too.
+    let pack = dir.join(split["manifest"]["files"]["packs"][0].as_str().unwrap());
+    let original = std::fs::read(&pack).unwrap();
+    let mut bytes = original.clone();
     bytes[0] ^= 1;
-    std::fs::write(&norms, bytes).unwrap();
+    std::fs::write(&pack, bytes).unwrap();
     let err = fails(&["inspect", s(&manifest)]);
-    assert!(err.contains(norms.file_name().unwrap().to_str().unwrap()), "{err}");
+    let norms = split["manifest"]["files"]["norms"]
+        .as_str()
+        .unwrap()
+        .split('@')
+        .next()
+        .unwrap();
+    let pack_name = pack.file_name().unwrap().to_str().unwrap();
+    assert!(err.contains(norms) && err.contains(pack_name), "{err}");
+    std::fs::write(&pack, &original[..original.len() - 10]).unwrap();
+    let err = fails(&["inspect", s(&manifest)]);
+    assert!(err.contains(pack_name) && err.contains("truncated"), "{err}");
 }
 
 #[test]
@@ -900,28 +918,38 @@ fn every_search_option_has_its_flag() {
 
 #[test]
 fn a_build_of_the_tiny_corpus_is_the_golden_index() {
-    // The golden index with int8 passages (golden-v2-int8.sxt, format 2.3) was built from
+    // The golden index in packs (golden-v2-packs.sxt, format 2.4) was built from
     // tests/fixtures/tiny with the defaults and no embedding cache. The same inputs give the same
     // bytes, vectors included: int8 passages have the same bits on every CPU.
-    let golden = std::fs::read(fixtures().join("golden-v2-int8.sxt")).unwrap();
+    let golden = std::fs::read(fixtures().join("golden-v2-packs.sxt")).unwrap();
     let built = std::fs::read(tiny_bundle()).unwrap();
     assert!(
         golden == built,
-        "the tiny corpus no longer builds to golden-v2-int8.sxt"
+        "the tiny corpus no longer builds to golden-v2-packs.sxt"
     );
-    // The golden index of format 2.1 (f32 passages, golden-v2-fields.sxt) has the same norms,
-    // keyword shards and fragments byte for byte, and vectors that agree to float rounding.
-    use sextant::index::packed::unpack;
+    // Format 2.4 stores the same objects as 2.3 did (golden-v2-int8.sxt), byte for byte: only
+    // where they are stored changed.
+    use sextant::index::packed::{unpack, Packed};
+    let listed = std::fs::read(fixtures().join("golden-v2-int8.sxt")).unwrap();
+    let listed = Packed::parse(&listed).unwrap();
+    let packed = Packed::parse(&built).unwrap();
+    let store = unpack(&built).unwrap();
+    for (name, bytes) in &listed.files {
+        let (pack, at) = store
+            .location(name)
+            .unwrap_or_else(|| panic!("{name} is not in a pack"));
+        let pack = packed.files.iter().find(|(n, _)| *n == pack).unwrap().1;
+        let stored = &pack[at.offset as usize..(at.offset + at.len) as usize];
+        assert_eq!(at.object(stored).unwrap().as_ref(), *bytes, "{name}");
+    }
+    // The golden index of format 2.1 (f32 passages, golden-v2-fields.sxt) has vectors that agree
+    // to float rounding.
     let old = unpack(&std::fs::read(fixtures().join("golden-v2-fields.sxt")).unwrap()).unwrap();
-    let built = unpack(&built).unwrap();
-    let (g, b) = (&old.manifest().files, &built.manifest().files);
-    assert_eq!(g.norms, b.norms);
-    assert_eq!(g.keyword, b.keyword);
-    assert_eq!(g.fragments, b.fragments);
+    let built = store;
     let (gm, bm) = (old.manifest(), built.manifest());
     assert_eq!(
-        (&gm.counts, &gm.layout, &gm.fields, &gm.analyzer),
-        (&bm.counts, &bm.layout, &bm.fields, &bm.analyzer)
+        (&gm.counts, &gm.fields, &gm.analyzer),
+        (&bm.counts, &bm.fields, &bm.analyzer)
     );
     assert_eq!(
         (gm.model.weights, bm.model.weights),

@@ -17,26 +17,28 @@ const running = new Map();
 const FULL_ENGINE_IDLE_MS = 1500;
 
 // Both engines read the same index files (those beside the index manifest): each is fetched
-// once, here, and handed to both. They are immutable (named by their content), so keeping their
-// bytes for the page's life is safe.
+// once, here, and handed to both; a pack's byte ranges each once, by range. They are immutable
+// (named by their content), so keeping their bytes for the page's life is safe.
 let indexDir = null; // the index manifest's folder, once loading starts
 const indexBodies = new Map();
 function sharedFetch(input, init) {
   const url = new URL(String(input instanceof Request ? input.url : input), self.location.href).href;
   if (!indexDir || !url.startsWith(indexDir)) return fetch(input, init);
-  let entry = indexBodies.get(url);
+  const range = new Headers(init?.headers).get('range');
+  const key = range ? `${url}\n${range}` : url;
+  let entry = indexBodies.get(key);
   if (!entry) {
     entry = fetch(input, init).then(async (response) => {
       if (!response.ok) {
-        indexBodies.delete(url); // a later query asks again
+        indexBodies.delete(key); // a later query asks again
         return { response };
       }
-      return { bytes: await response.arrayBuffer() };
+      return { bytes: await response.arrayBuffer(), status: response.status };
     });
-    entry.catch(() => indexBodies.delete(url));
-    indexBodies.set(url, entry);
+    entry.catch(() => indexBodies.delete(key));
+    indexBodies.set(key, entry);
   }
-  return entry.then(({ response, bytes }) => (response ? response.clone() : new Response(bytes)));
+  return entry.then(({ response, bytes, status }) => (response ? response.clone() : new Response(bytes, { status })));
 }
 
 /** Starts loading the full engine, if it is waiting to. */

@@ -10,8 +10,10 @@
 //
 // It keeps only what a cache may keep (a whole 200 answer from this origin that does not say
 // no-store or private, or Vary: *), and what it does not keep passes through as the network
-// answered it: byte ranges are never intercepted, and a failure to store never replaces an
-// answer.
+// answered it: a failure to store never replaces an answer. Byte ranges are not intercepted,
+// except those of the index's packs (immutable, read object by object with Range requests): each
+// range is kept under its own key, and answered from a whole pack when `prefetch()` cached one,
+// so what a visitor searched stays searchable offline.
 const CACHE = 'sextant-v1';
 const scopeUrl = new URL(self.registration.scope);
 const sextantDir = new URL('sextant/', scopeUrl).pathname;
@@ -107,14 +109,55 @@ async function handle(event) {
   return networkFirst(event, request);
 }
 
+/** `bytes=a-b` → [a, b] (inclusive), or null for any other range. */
+function byteRange(header) {
+  const m = /^bytes=(\d+)-(\d+)$/.exec(header ?? '');
+  return m && Number(m[1]) <= Number(m[2]) ? [Number(m[1]), Number(m[2])] : null;
+}
+
+/** A 206 answer of `bytes` (the range [a, b] of a file of `size` bytes, if known). */
+function partial(bytes, [a, b], size) {
+  return new Response(bytes, {
+    status: 206,
+    headers: { 'content-range': `bytes ${a}-${b}/${size ?? '*'}`, 'content-length': String(bytes.byteLength) },
+  });
+}
+
+/** A range of an index pack: from a cached whole pack, a cached range, or the network (kept). */
+async function packRange(event, request) {
+  const range = byteRange(request.headers.get('range'));
+  const { pathname } = new URL(request.url);
+  const entry = await entryManifest();
+  if (!range || !entry?.immutable(pathname.slice(sextantDir.length))) return fetch(request);
+  const cache = await caches.open(CACHE);
+  const whole = await cache.match(request.url).catch(() => undefined);
+  if (whole) {
+    const bytes = await whole.arrayBuffer();
+    if (range[1] < bytes.byteLength) return partial(bytes.slice(range[0], range[1] + 1), range, bytes.byteLength);
+  }
+  const key = new URL(request.url);
+  key.searchParams.set('sextant-range', `${range[0]}-${range[1]}`);
+  const hit = await cache.match(key.href).catch(() => undefined);
+  if (hit) return partial(await hit.arrayBuffer(), range, null);
+  const response = await fetch(request);
+  if (response.status === 206 && response.type === 'basic') {
+    const copy = await response.clone().arrayBuffer();
+    if (copy.byteLength === range[1] - range[0] + 1) event.waitUntil(cache.put(key.href, new Response(copy)).catch(() => {}));
+  }
+  return response;
+}
+
 self.addEventListener('fetch', (event) => {
   const { request } = event;
   // Not intercepted at all: other methods, other hosts (the LLM is never cached), byte ranges
-  // (media, resumed downloads: a cache keeps whole answers only), and requests only a cache may
-  // answer from another context.
+  // other than the index's (media, resumed downloads: a cache keeps whole answers only), and
+  // requests only a cache may answer from another context.
   if (request.method !== 'GET') return;
   if (new URL(request.url).origin !== scopeUrl.origin) return;
-  if (request.headers.has('range')) return;
+  if (request.headers.has('range')) {
+    if (new URL(request.url).pathname.startsWith(sextantDir)) event.respondWith(packRange(event, request));
+    return;
+  }
   if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;
   event.respondWith(handle(event));
 });

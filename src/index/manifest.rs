@@ -10,13 +10,16 @@ use crate::bm25::Bm25Params;
 use crate::chunk::ChunkParams;
 use crate::embed::ModelSpec;
 
+use super::directory::ObjectRef;
 use super::error::IndexError;
+use super::files::valid_file_name;
 
 /// The format major of split and packed indexes.
 pub const INDEX_MAJOR: u16 = 2;
 /// The format minor written (minors only add files or manifest fields, or tighten what the
-/// writer guarantees: 2.2 counts only documents that have chunks; 2.3 records `model.weights`).
-pub const INDEX_MINOR: u16 = 3;
+/// writer guarantees: 2.2 counts only documents that have chunks; 2.3 records `model.weights`;
+/// 2.4 stores objects in packs and lists runs in pages, `super::directory`).
+pub const INDEX_MINOR: u16 = 4;
 /// The first minor whose every document has a chunk (so the norms name every document number).
 pub const EVERY_DOCUMENT_HAS_CHUNKS: u16 = 2;
 /// The oldest major a packed file may have: format 1, read only to convert it
@@ -50,9 +53,10 @@ pub struct Counts {
 
 /// Versions of the crates that shape an index's bytes (pinned with `=` in Cargo.toml; a test
 /// checks these against Cargo.lock): the tokenizer and the model runner make the vectors and the
-/// chunk boundaries.
+/// chunk boundaries, and miniz_oxide deflates the objects stored in packs.
 pub fn crate_versions() -> BTreeMap<String, String> {
     [
+        ("miniz_oxide", "0.8.9"),
         ("sextant", env!("CARGO_PKG_VERSION")),
         ("tokenizers", "0.23.2"),
         ("tract-onnx", "0.23.9"),
@@ -233,13 +237,25 @@ pub struct Layout {
     pub keyword_shard_bytes: usize,
     /// Chunks per text fragment. Default 8.
     pub fragment_chunks: usize,
-    /// Chunks per file of binary codes. Default 8192 (48 bytes a chunk for 384 dimensions).
+    /// Chunks per file of binary codes, a partition of the chunks in cluster order with its
+    /// centroid: a dense query reads the `probe` partitions nearest it. Default 1024 (48 bytes a
+    /// chunk for 384 dimensions); a multiple of `block_chunks`.
     pub code_file_chunks: usize,
     /// Chunks per block of int8 vectors. Default 4.
     pub block_chunks: usize,
     /// Candidates of the binary stage rescored with int8 vectors (at least the query's depth).
     /// Default 50.
     pub rescore: usize,
+    /// Bytes of a pack: objects are stored in packs of about this size (an object larger than
+    /// that alone gets its own), read with HTTP `Range` requests; 0 writes each object as a file
+    /// of its own, for hosts that do not answer `Range`. Default 4 MiB (at most 24 MiB: hosts
+    /// cap a file at 25 MiB).
+    pub pack_bytes: usize,
+    /// Objects listed by one page of a run's directory. Default 128.
+    pub page_entries: usize,
+    /// Partitions (code files) a dense query reads: those whose centroids are nearest the
+    /// query. An index of at most this many reads every code. Default 8.
+    pub probe: usize,
 }
 
 impl Default for Layout {
@@ -247,15 +263,23 @@ impl Default for Layout {
         Self {
             keyword_shard_bytes: 8192,
             fragment_chunks: 8,
-            code_file_chunks: 8192,
+            code_file_chunks: 1024,
             block_chunks: 4,
             rescore: 50,
+            pack_bytes: 4 << 20,
+            page_entries: 128,
+            probe: 8,
         }
     }
 }
 
 impl Layout {
-    /// Checks every value is at least 1 (and shards at least 256 bytes).
+    /// The most bytes a pack may be set to: hosts cap a file at 25 MiB (Cloudflare), and the
+    /// last object may take a pack past its size.
+    pub const MAX_PACK_BYTES: usize = 24 << 20;
+
+    /// Checks every value is at least 1 (shards at least 256 bytes; packs 0 or 4 KiB to
+    /// [`Layout::MAX_PACK_BYTES`]).
     pub fn validate(&self) -> Result<(), String> {
         for (name, value, min) in [
             ("keyword_shard_bytes", self.keyword_shard_bytes, 256),
@@ -263,10 +287,25 @@ impl Layout {
             ("code_file_chunks", self.code_file_chunks, 1),
             ("block_chunks", self.block_chunks, 1),
             ("rescore", self.rescore, 1),
+            ("page_entries", self.page_entries, 1),
+            ("probe", self.probe, 1),
         ] {
             if value < min {
                 return Err(format!("layout.{name} = {value} is too small; use at least {min}"));
             }
+        }
+        if self.code_file_chunks % self.block_chunks != 0 {
+            return Err(format!(
+                "layout.code_file_chunks = {} is not a multiple of layout.block_chunks = {}; make it one, so each vector block lies in one partition",
+                self.code_file_chunks, self.block_chunks
+            ));
+        }
+        if self.pack_bytes != 0 && !(4096..=Self::MAX_PACK_BYTES).contains(&self.pack_bytes) {
+            return Err(format!(
+                "layout.pack_bytes = {} is out of range; use 0 (a file per object) or 4096 to {}",
+                self.pack_bytes,
+                Self::MAX_PACK_BYTES
+            ));
         }
         Ok(())
     }
@@ -282,39 +321,50 @@ pub struct ShardRef {
     pub file: String,
 }
 
-/// Files each holding a run of `chunks_per_file` consecutive chunks (the last may hold fewer).
+/// Objects each holding a run of `chunks_per_file` consecutive chunks (the last may hold fewer).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileRun {
-    /// Chunks per file.
+    /// Chunks per object.
     pub chunks_per_file: usize,
-    /// The files, in chunk order.
+    /// The objects in chunk order (before 2.4), or the pages listing them (2.4: references,
+    /// `files.page_entries` objects a page).
     pub files: Vec<String>,
 }
 
 impl FileRun {
-    /// The file holding `chunk`, with its number, first chunk and chunk count (of `total`).
-    pub(crate) fn of(&self, chunk: u32, total: usize) -> Option<(usize, &str, u32, usize)> {
+    /// The object number holding `chunk`, with its first chunk and chunk count (of `total`).
+    pub(crate) fn of(&self, chunk: u32, total: usize) -> Option<(usize, u32, usize)> {
         let per = self.chunks_per_file.max(1);
         let i = chunk as usize / per;
-        let name = self.files.get(i)?;
         let first = i * per;
-        Some((i, name, first as u32, per.min(total.saturating_sub(first))))
+        (first < total).then(|| (i, first as u32, per.min(total - first)))
     }
 
-    /// Entries in file `i` of a run over `total` chunks.
+    /// Entries in object `i` of a run over `total` chunks.
     pub(crate) fn count(&self, i: usize, total: usize) -> usize {
         let per = self.chunks_per_file.max(1);
         per.min(total.saturating_sub(i * per))
     }
 
-    pub(crate) fn check(&self, total: usize, what: &'static str) -> Result<(), IndexError> {
-        if self.chunks_per_file == 0 || self.files.len() != total.div_ceil(self.chunks_per_file) {
+    /// How many objects the run has over `total` chunks.
+    pub fn objects(&self, total: usize) -> usize {
+        total.div_ceil(self.chunks_per_file.max(1))
+    }
+
+    /// Checks the run lists its objects (`page_entries` 0) or their pages.
+    pub(crate) fn check(&self, total: usize, page_entries: usize, what: &'static str) -> Result<(), IndexError> {
+        let listed = match page_entries {
+            0 => self.objects(total),
+            per_page => self.objects(total).div_ceil(per_page),
+        };
+        if self.chunks_per_file == 0 || self.files.len() != listed {
             return Err(IndexError::BadSection {
                 section: "manifest",
                 reason: format!(
-                    "{} {what} files of {} chunks cannot hold {total} chunks",
+                    "{} {what} {} of {} chunks cannot hold {total} chunks",
                     self.files.len(),
+                    if page_entries == 0 { "files" } else { "pages" },
                     self.chunks_per_file
                 ),
             });
@@ -329,19 +379,37 @@ impl FileRun {
 pub struct VectorFiles {
     /// The calibration.
     pub meta: String,
+    /// (2.4) The centroid of each code file, a partition of the chunks: a dense query reads the
+    /// code files of the `layout.probe` partitions nearest it. Absent: every code file is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub centroids: Option<String>,
     /// Binary codes.
     pub codes: FileRun,
     /// Int8 vectors.
     pub blocks: FileRun,
 }
 
-/// Every file of the index.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Every file of the index. From 2.4 every name is a reference (`super::directory::ObjectRef`:
+/// an object, and its range of a pack), and the runs name pages of `page_entries` objects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IndexFiles {
+    /// The packs objects are stored in (2.4; none: each object is a file of its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packs: Vec<String>,
+    /// Objects a page lists (2.4; 0: the runs list their objects, as before 2.4).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub page_entries: usize,
+    /// How many keyword shards there are (2.4, where `keyword` names their pages).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keyword_shards: usize,
     /// Chunk lengths and document numbers.
     pub norms: String,
-    /// Keyword shards, in term order.
+    /// Keyword shards in term order, or (2.4) their pages, each with its first shard's term.
     pub keyword: Vec<ShardRef>,
     /// Text fragments.
     pub fragments: FileRun,
@@ -403,41 +471,7 @@ impl IndexManifest {
                 ),
             });
         }
-        if let Some(bad) = manifest
-            .file_names()
-            .into_iter()
-            .find(|n| !super::files::valid_file_name(n))
-        {
-            return Err(IndexError::BadSection {
-                section: "manifest",
-                reason: format!(
-                    "it names the file {bad:?}, which is not of the form kind.<16 hex digits>.ext that sextant writes (no paths, no URLs)"
-                ),
-            });
-        }
-        // Chunk and document numbers are u32 in every file: a count or run past them is no index.
-        let runs = [
-            manifest.files.fragments.chunks_per_file,
-            manifest.files.vectors.codes.chunks_per_file,
-            manifest.files.vectors.blocks.chunks_per_file,
-        ];
-        let limit = u32::MAX as usize;
-        if manifest.counts.chunks > limit || manifest.counts.documents > limit || runs.iter().any(|&r| r > limit) {
-            return Err(IndexError::BadSection {
-                section: "manifest",
-                reason: format!("a count or a run of chunks is over {limit}, the most chunk numbers can name"),
-            });
-        }
-        let chunks = manifest.counts.chunks;
-        manifest.files.fragments.check(chunks, "fragment")?;
-        manifest.files.vectors.codes.check(chunks, "code")?;
-        manifest.files.vectors.blocks.check(chunks, "vector block")?;
-        if manifest.files.keyword.windows(2).any(|w| w[0].first >= w[1].first) {
-            return Err(IndexError::BadSection {
-                section: "manifest",
-                reason: "keyword shards are not in term order".into(),
-            });
-        }
+        manifest.check_files()?;
         if manifest.model.dims == 0 {
             return Err(IndexError::BadSection {
                 section: "manifest",
@@ -447,14 +481,87 @@ impl IndexManifest {
         Ok(manifest)
     }
 
-    /// Every file name, each once.
-    pub fn file_names(&self) -> Vec<&str> {
+    /// Checks the files section: every name and reference of the form sextant writes (no paths,
+    /// no URLs), packs only with pages, and runs that cover the counted chunks.
+    fn check_files(&self) -> Result<(), IndexError> {
+        let bad = |reason: String| IndexError::BadSection {
+            section: "manifest",
+            reason,
+        };
         let f = &self.files;
-        let mut out = vec![f.norms.as_str(), f.vectors.meta.as_str()];
-        out.extend(f.keyword.iter().map(|s| s.file.as_str()));
-        out.extend(f.fragments.files.iter().map(String::as_str));
-        out.extend(f.vectors.codes.files.iter().map(String::as_str));
-        out.extend(f.vectors.blocks.files.iter().map(String::as_str));
+        let per_page = f.page_entries;
+        if per_page == 0 && (!f.packs.is_empty() || f.keyword_shards > 0) {
+            return Err(bad("it has packs or counts keyword shards but no pages".into()));
+        }
+        if let Some(pack) = f.packs.iter().find(|p| !p.starts_with("pack.") || !valid_file_name(p)) {
+            return Err(bad(format!(
+                "it names the pack {pack:?}, which is not of the form pack.<16 hex digits>.bin that sextant writes"
+            )));
+        }
+        for reference in self.references() {
+            ObjectRef::parse(reference, f.packs.len()).map_err(bad)?;
+        }
+        // Chunk and document numbers are u32 in every file: a count or run past them is no index.
+        let runs = [
+            f.fragments.chunks_per_file,
+            f.vectors.codes.chunks_per_file,
+            f.vectors.blocks.chunks_per_file,
+        ];
+        let limit = u32::MAX as usize;
+        if self.counts.chunks > limit
+            || self.counts.documents > limit
+            || f.keyword_shards > limit
+            || runs.iter().any(|&r| r > limit)
+        {
+            return Err(bad(format!(
+                "a count or a run of chunks is over {limit}, the most chunk numbers can name"
+            )));
+        }
+        let chunks = self.counts.chunks;
+        f.fragments.check(chunks, per_page, "fragment")?;
+        f.vectors.codes.check(chunks, per_page, "code")?;
+        f.vectors.blocks.check(chunks, per_page, "vector block")?;
+        if per_page > 0 && f.keyword.len() != f.keyword_shards.div_ceil(per_page) {
+            return Err(bad(format!(
+                "{} pages of {per_page} cannot list {} keyword shards",
+                f.keyword.len(),
+                f.keyword_shards
+            )));
+        }
+        if f.keyword.windows(2).any(|w| w[0].first >= w[1].first) {
+            return Err(bad("keyword shards are not in term order".into()));
+        }
+        Ok(())
+    }
+
+    /// How many keyword shards the index has.
+    pub fn keyword_shards(&self) -> usize {
+        match self.files.page_entries {
+            0 => self.files.keyword.len(),
+            _ => self.files.keyword_shards,
+        }
+    }
+
+    /// Every reference the manifest holds (objects, or from 2.4 pages), in no particular order.
+    fn references(&self) -> impl Iterator<Item = &str> {
+        let f = &self.files;
+        [f.norms.as_str(), f.vectors.meta.as_str()]
+            .into_iter()
+            .chain(f.vectors.centroids.as_deref())
+            .chain(f.keyword.iter().map(|s| s.file.as_str()))
+            .chain(
+                [&f.fragments, &f.vectors.codes, &f.vectors.blocks]
+                    .into_iter()
+                    .flat_map(|run| run.files.iter().map(String::as_str)),
+            )
+    }
+
+    /// Every file the manifest itself names, each once: its packs and the references stored in
+    /// files of their own (before 2.4 every object; from 2.4, unpacked, the norms, calibration
+    /// and pages, whose pages name the rest: `IndexStore::missing`).
+    pub fn file_names(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.files.packs.iter().map(String::as_str).collect();
+        out.extend(self.references().filter(|r| !r.contains('@')));
         out.sort_unstable();
         out.dedup();
         out

@@ -20,10 +20,15 @@
 //! query still needs. The packed form (`packed`) is the manifest and every file in one `.sxt`, in
 //! the container of `crate::container` with major 2.
 //!
+//! From 2.4 the objects are stored in packs (files of about `layout.pack_bytes`, read with HTTP
+//! `Range` requests) and the runs are listed by pages of `layout.page_entries` objects, so a host
+//! serves few files and the manifest names pages, not every object (`directory`).
+//!
 //! Modules: `manifest` (the manifest and format 2's vocabulary), `store` ([`IndexStore`]), `files`
-//! (each file kind from and to bytes), `packed`, `error` ([`IndexError`]), and `writer` (feature
-//! `collection`).
+//! (each file kind from and to bytes), `directory` (references, pages and packs), `packed`,
+//! `error` ([`IndexError`]), and `writer` (feature `collection`).
 
+pub mod directory;
 mod error;
 pub mod files;
 mod manifest;

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bm25::TermTable;
 
+use super::directory::{page_from_bytes, Found, Location, ObjectRef, Run, RunTable};
 use super::error::IndexError;
 use super::files::{self, content_matches, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
-use super::manifest::IndexManifest;
+use super::manifest::{FileRun, IndexManifest};
 
 /// What a file is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +21,85 @@ enum Role {
     Meta,
     Codes(usize),
     Blocks(usize),
+    /// Page `p` of a run's directory.
+    Page(Run, usize),
+    /// Pack `p`: every object it holds whose place is known.
+    Pack(usize),
+    /// The code files' centroids.
+    Centroids,
+}
+
+/// The tables of the four runs.
+#[derive(Debug)]
+struct Runs {
+    keyword: RunTable,
+    fragments: RunTable,
+    codes: RunTable,
+    blocks: RunTable,
+}
+
+impl Runs {
+    fn of(&self, run: Run) -> &RunTable {
+        match run {
+            Run::Keyword => &self.keyword,
+            Run::Fragments => &self.fragments,
+            Run::Codes => &self.codes,
+            Run::Blocks => &self.blocks,
+        }
+    }
+
+    fn of_mut(&mut self, run: Run) -> &mut RunTable {
+        match run {
+            Run::Keyword => &mut self.keyword,
+            Run::Fragments => &mut self.fragments,
+            Run::Codes => &mut self.codes,
+            Run::Blocks => &mut self.blocks,
+        }
+    }
+}
+
+/// A reference from a manifest read by `IndexManifest::from_json` (checked there); one built in
+/// memory is taken as a name.
+fn reference(text: &str, packs: usize) -> ObjectRef {
+    ObjectRef::parse(text, packs).unwrap_or_else(|_| ObjectRef {
+        name: text.to_string(),
+        at: None,
+    })
+}
+
+/// The tables of a manifest's runs: listed, or (2.4) paged.
+fn run_tables(manifest: &IndexManifest) -> Runs {
+    let f = &manifest.files;
+    let packs = f.packs.len();
+    let chunks = manifest.counts.chunks;
+    let per_page = f.page_entries;
+    let table = |run: Run, objects: usize, refs: Vec<(Option<String>, &String)>| {
+        let refs = refs
+            .into_iter()
+            .map(|(first, r)| (first, reference(r, packs)))
+            .collect();
+        if per_page == 0 {
+            RunTable::listed(run, refs)
+        } else {
+            RunTable::paged(run, objects, per_page, refs)
+        }
+    };
+    let chunk_run = |run: Run, r: &FileRun| table(run, r.objects(chunks), r.files.iter().map(|n| (None, n)).collect());
+    let shards = if per_page == 0 {
+        f.keyword.len()
+    } else {
+        f.keyword_shards
+    };
+    Runs {
+        keyword: table(
+            Run::Keyword,
+            shards,
+            f.keyword.iter().map(|s| (Some(s.first.clone()), &s.file)).collect(),
+        ),
+        fragments: chunk_run(Run::Fragments, &f.fragments),
+        codes: chunk_run(Run::Codes, &f.vectors.codes),
+        blocks: chunk_run(Run::Blocks, &f.vectors.blocks),
+    }
 }
 
 /// Checks vector block `b` holds the chunks the code files put in it.
@@ -72,13 +152,22 @@ impl<T> Held<T> {
 pub struct IndexStore {
     manifest: IndexManifest,
     roles: HashMap<String, Vec<Role>>,
+    /// Where each packed object and page whose place is known is.
+    located: HashMap<String, Location>,
+    norms_ref: ObjectRef,
+    meta_ref: ObjectRef,
+    runs: Runs,
     norms: Option<Norms>,
     keyword: HashMap<usize, Held<TermTable>>,
     fragments: HashMap<usize, Held<Fragment>>,
     meta: Option<VectorMeta>,
     codes: HashMap<usize, CodeFile>,
     /// Once every code file is added: the vector block of each chunk.
-    block_of: Option<Vec<u32>>,
+    /// The vector block of each chunk whose code file is added (`u32::MAX`: not known yet).
+    block_of: Vec<u32>,
+    /// The centroids of the code files (partitions), once added (indexes that have them).
+    centroids: Option<BlockFile>,
+    centroids_ref: Option<ObjectRef>,
     blocks: HashMap<usize, Held<BlockFile>>,
     /// Counts queries ([`IndexStore::begin_query`]): what a held file records when used.
     clock: AtomicU64,
@@ -87,35 +176,87 @@ pub struct IndexStore {
 impl IndexStore {
     /// A store with no files yet.
     pub fn new(manifest: IndexManifest) -> Self {
-        let mut roles: HashMap<String, Vec<Role>> = HashMap::new();
-        let f = &manifest.files;
-        let mut put = |name: &str, role| roles.entry(name.to_string()).or_default().push(role);
-        put(&f.norms, Role::Norms);
-        put(&f.vectors.meta, Role::Meta);
-        for (i, s) in f.keyword.iter().enumerate() {
-            put(&s.file, Role::Keyword(i));
-        }
-        for (i, name) in f.fragments.files.iter().enumerate() {
-            put(name, Role::Fragment(i));
-        }
-        for (i, name) in f.vectors.codes.files.iter().enumerate() {
-            put(name, Role::Codes(i));
-        }
-        for (i, name) in f.vectors.blocks.files.iter().enumerate() {
-            put(name, Role::Blocks(i));
-        }
-        Self {
+        let packs = manifest.files.packs.len();
+        let mut store = Self {
+            norms_ref: reference(&manifest.files.norms, packs),
+            meta_ref: reference(&manifest.files.vectors.meta, packs),
+            runs: run_tables(&manifest),
             manifest,
-            roles,
+            roles: HashMap::new(),
+            located: HashMap::new(),
             norms: None,
             keyword: HashMap::new(),
             fragments: HashMap::new(),
             meta: None,
             codes: HashMap::new(),
-            block_of: None,
+            block_of: Vec::new(),
+            centroids: None,
+            centroids_ref: None,
             blocks: HashMap::new(),
             clock: AtomicU64::new(0),
+        };
+        for (i, pack) in store.manifest.files.packs.clone().iter().enumerate() {
+            store.roles.entry(pack.clone()).or_default().push(Role::Pack(i));
         }
+        store.place(&store.norms_ref.clone(), Role::Norms);
+        store.place(&store.meta_ref.clone(), Role::Meta);
+        store.block_of = vec![u32::MAX; store.manifest.counts.chunks];
+        store.centroids_ref = store
+            .manifest
+            .files
+            .vectors
+            .centroids
+            .as_deref()
+            .map(|r| reference(r, packs));
+        if let Some(centroids) = store.centroids_ref.clone() {
+            store.place(&centroids, Role::Centroids);
+        }
+        for run in Run::ALL {
+            let table = store.runs.of(run).clone();
+            for (p, page) in table.pages().iter().enumerate() {
+                store.place(page, Role::Page(run, p));
+            }
+            for (i, object) in table.known() {
+                store.place(object, role_in(run, i));
+            }
+        }
+        store
+    }
+
+    /// Records what `object` is for and where it is.
+    fn place(&mut self, object: &ObjectRef, role: Role) {
+        let roles = self.roles.entry(object.name.clone()).or_default();
+        if !roles.contains(&role) {
+            roles.push(role);
+        }
+        if let Some(at) = object.at {
+            self.located.insert(object.name.clone(), at);
+        }
+    }
+
+    /// Every object and page of the index whose name is known (all of them once the pages are
+    /// added), sorted.
+    pub fn object_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .roles
+            .iter()
+            .filter(|(_, roles)| !roles.iter().any(|r| matches!(r, Role::Pack(_))))
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Whether `name` is a file, pack, object or page of this index as far as it knows.
+    pub fn knows(&self, name: &str) -> bool {
+        self.roles.contains_key(name)
+    }
+
+    /// Where an object or page is stored: the pack's name and its byte range (`None`: a file of
+    /// its own name, or not known yet).
+    pub fn location(&self, name: &str) -> Option<(&str, Location)> {
+        let at = *self.located.get(name)?;
+        Some((self.manifest.files.packs.get(at.pack as usize)?.as_str(), at))
     }
 
     /// Starts a query (or a query's next attempt once files arrived): files it uses from now on
@@ -179,29 +320,42 @@ impl IndexStore {
         &self.manifest
     }
 
-    /// Adds a file: its bytes must hash to its name and decode as what the manifest says it is.
+    /// Adds a file: an object or page, whose bytes must hash to its name and decode as what the
+    /// manifest (or its page) says it is, or a whole pack, whose every object and page whose
+    /// place is known is added so.
     pub fn add(&mut self, name: &str, bytes: &[u8]) -> Result<(), IndexError> {
         let roles = self
             .roles
             .get(name)
             .cloned()
             .ok_or_else(|| IndexError::UnknownFile { file: name.to_string() })?;
+        if let [Role::Pack(p)] = roles[..] {
+            return self.add_pack(p, name, bytes);
+        }
+        let within = self
+            .location(name)
+            .map(|(pack, at)| format!(" (read from bytes {}–{} of {pack})", at.offset, at.offset + at.len - 1))
+            .unwrap_or_default();
         let bad = |reason: String| IndexError::BadFile {
             file: name.to_string(),
-            reason,
+            reason: format!("{reason}{within}"),
         };
+        // An object stored deflated in a pack arrives as stored.
+        let object = match self.located.get(name) {
+            Some(at) => at.object(bytes).map_err(bad)?,
+            None => std::borrow::Cow::Borrowed(bytes),
+        };
+        let bytes: &[u8] = &object;
         if !content_matches(name, bytes) {
             return Err(bad("its SHA-256 does not match its name".into()));
         }
         let m = &self.manifest;
-        let (chunks, documents, dims) = (m.counts.chunks, m.counts.documents, m.model.dims);
+        let (chunks, documents, dims, minor) = (m.counts.chunks, m.counts.documents, m.model.dims, m.format.minor);
         for role in roles {
             match role {
                 Role::Norms => {
                     let norms = Norms::from_bytes(bytes, chunks, documents).map_err(|e| bad(e.to_string()))?;
-                    if m.format.minor >= super::manifest::EVERY_DOCUMENT_HAS_CHUNKS
-                        && !norms.names_every_document(documents)
-                    {
+                    if minor >= super::manifest::EVERY_DOCUMENT_HAS_CHUNKS && !norms.names_every_document(documents) {
                         return Err(bad(format!(
                             "its chunks do not name every one of the {documents} documents the manifest counts"
                         )));
@@ -211,11 +365,27 @@ impl IndexStore {
                 Role::Meta => {
                     self.meta = Some(VectorMeta::from_bytes(bytes, dims).map_err(|e| bad(e.to_string()))?);
                 }
+                Role::Pack(_) => return Err(bad("it is both a pack and an object".into())),
+                Role::Page(run, p) => {
+                    let table = self.runs.of(run);
+                    let span = table.page_span(p);
+                    let entries = page_from_bytes(bytes, run, span.start, span.len(), self.manifest.files.packs.len())
+                        .map_err(|e| bad(e.to_string()))?;
+                    let table = self.runs.of_mut(run);
+                    table.fill(p, entries).map_err(bad)?;
+                    let objects: Vec<(usize, ObjectRef)> = span
+                        .filter_map(|i| match table.get(i) {
+                            Found::Object(o) => Some((i, o.clone())),
+                            _ => None,
+                        })
+                        .collect();
+                    for (i, object) in objects {
+                        self.place(&object, role_in(run, i));
+                    }
+                }
                 Role::Keyword(i) => {
                     let table = files::keyword_from_bytes(bytes, chunks).map_err(|e| bad(e.to_string()))?;
-                    let shards = &self.manifest.files.keyword;
-                    let first = shards.get(i).map(|s| s.first.as_str());
-                    let next = shards.get(i + 1).map(|s| s.first.as_str());
+                    let (first, next) = self.runs.keyword.term_bounds(i);
                     if table.first_term() != first || next.is_some_and(|n| table.last_term().is_some_and(|l| l >= n)) {
                         return Err(bad("its terms are not the range the manifest gives it".into()));
                     }
@@ -224,7 +394,7 @@ impl IndexStore {
                 }
                 Role::Fragment(i) => {
                     let run = &self.manifest.files.fragments;
-                    let (_, _, first, count) = run
+                    let (_, first, count) = run
                         .of((i * run.chunks_per_file) as u32, chunks)
                         .ok_or_else(|| bad("no such fragment".into()))?;
                     let fragment = Fragment::from_bytes(bytes, first, count).map_err(bad)?;
@@ -234,25 +404,36 @@ impl IndexStore {
                     self.fragments
                         .insert(i, Held::new(fragment, bytes.len(), self.clock.load(Ordering::Relaxed)));
                 }
+                Role::Centroids => {
+                    let partitions = self.runs.codes.len();
+                    let file =
+                        BlockFile::from_bytes(bytes, partitions, dims, partitions).map_err(|e| bad(e.to_string()))?;
+                    if file.chunks.iter().enumerate().any(|(i, &p)| p as usize != i) {
+                        return Err(bad("its centroids are not of the code files in order".into()));
+                    }
+                    self.centroids = Some(file);
+                }
                 Role::Codes(i) => {
+                    if self.codes.contains_key(&i) {
+                        continue;
+                    }
                     let run = &self.manifest.files.vectors.codes;
                     let count = run.count(i, chunks);
                     let file = CodeFile::from_bytes(bytes, count, dims, chunks).map_err(|e| bad(e.to_string()))?;
+                    self.map_blocks(i, &file).map_err(bad)?;
                     self.codes.insert(i, file);
-                    if self.codes.len() == run.files.len() {
-                        let block_of = self.map_blocks().map_err(bad)?;
-                        for (b, block) in &self.blocks {
-                            check_block(&block_of, *b, &block.value).map_err(bad)?;
+                    for (b, block) in &self.blocks {
+                        if self.block_checkable(*b) {
+                            check_block(&self.block_of, *b, &block.value).map_err(bad)?;
                         }
-                        self.block_of = Some(block_of);
                     }
                 }
                 Role::Blocks(i) => {
                     let run = &self.manifest.files.vectors.blocks;
                     let count = run.count(i, chunks);
                     let file = BlockFile::from_bytes(bytes, count, dims, chunks).map_err(|e| bad(e.to_string()))?;
-                    if let Some(block_of) = &self.block_of {
-                        check_block(block_of, i, &file).map_err(bad)?;
+                    if self.block_checkable(i) {
+                        check_block(&self.block_of, i, &file).map_err(bad)?;
                     }
                     self.blocks
                         .insert(i, Held::new(file, bytes.len(), self.clock.load(Ordering::Relaxed)));
@@ -272,25 +453,30 @@ impl IndexStore {
         self.meta.as_ref()
     }
 
-    /// The shard that holds `term`, if any shard could.
-    fn shard_of(&self, term: &str) -> Option<usize> {
-        let shards = &self.manifest.files.keyword;
-        shards.partition_point(|s| s.first.as_str() <= term).checked_sub(1)
+    /// The name to fetch for `found`: the object, or the page that lists it.
+    fn want(found: Found<'_>, out: &mut Vec<String>) {
+        match found {
+            Found::Object(o) | Found::Page(o) => out.push(o.name.clone()),
+            Found::Missing => {}
+        }
     }
 
-    /// The files needed to score `terms` that are not added yet (norms included).
+    fn norms_needs(&self, out: &mut Vec<String>) {
+        if self.norms.is_none() {
+            out.push(self.norms_ref.name.clone());
+        }
+    }
+
+    /// The files needed to score `terms` that are not added yet (norms included): each term's
+    /// shard, or first the page that says which it is.
     pub fn keyword_needs(&self, terms: &[String]) -> Vec<String> {
         let mut out = Vec::new();
-        if self.norms.is_none() {
-            out.push(self.manifest.files.norms.clone());
-        }
+        self.norms_needs(&mut out);
         for term in terms {
-            if let Some(i) = self.shard_of(term) {
-                if !self.keyword.contains_key(&i) {
-                    if let Some(s) = self.manifest.files.keyword.get(i) {
-                        out.push(s.file.clone());
-                    }
-                }
+            match self.runs.keyword.shard_of(term) {
+                Err(page) => out.push(page.name.clone()),
+                Ok(Some(i)) if !self.keyword.contains_key(&i) => Self::want(self.runs.keyword.get(i), &mut out),
+                Ok(_) => {}
             }
         }
         out.sort();
@@ -298,29 +484,41 @@ impl IndexStore {
         out
     }
 
-    /// The shards that may hold terms from `from` (inclusive) to `to` (exclusive).
-    fn shards_between(&self, from: &str, to: &str) -> std::ops::Range<usize> {
-        let shards = &self.manifest.files.keyword;
-        let first = self.shard_of(from).unwrap_or(0);
-        let end = shards.partition_point(|s| s.first.as_str() < to);
-        first..end.max(first)
+    /// The shards that may hold terms from `from` (inclusive) to `to` (exclusive), or the pages
+    /// to add to know them.
+    fn shards_between(&self, from: &str, to: &str) -> Result<std::ops::Range<usize>, Vec<String>> {
+        let table = &self.runs.keyword;
+        match (table.shard_of(from), table.starting_before(to)) {
+            (Ok(first), Ok(end)) => {
+                let first = first.unwrap_or(0);
+                Ok(first..end.max(first))
+            }
+            (first, end) => Err([first.err(), end.err()]
+                .into_iter()
+                .flatten()
+                .map(|p| p.name.clone())
+                .collect()),
+        }
     }
 
-    /// How many keyword shards may hold terms from `from` (inclusive) to `to` (exclusive).
-    pub fn shard_count_between(&self, from: &str, to: &str) -> usize {
-        self.shards_between(from, to).len()
+    /// How many keyword shards may hold terms from `from` (inclusive) to `to` (exclusive), or
+    /// the pages to add first.
+    pub fn shard_count_between(&self, from: &str, to: &str) -> Result<usize, Vec<String>> {
+        self.shards_between(from, to).map(|r| r.len())
     }
 
-    /// The keyword shards of the terms from `from` to `to` not added yet (norms included).
+    /// The keyword shards of the terms from `from` to `to` not added yet (norms included), or
+    /// the pages that say which they are.
     pub fn term_range_needs(&self, from: &str, to: &str) -> Vec<String> {
         let mut out = Vec::new();
-        if self.norms.is_none() {
-            out.push(self.manifest.files.norms.clone());
-        }
-        for i in self.shards_between(from, to) {
-            if !self.keyword.contains_key(&i) {
-                if let Some(s) = self.manifest.files.keyword.get(i) {
-                    out.push(s.file.clone());
+        self.norms_needs(&mut out);
+        match self.shards_between(from, to) {
+            Err(pages) => out.extend(pages),
+            Ok(range) => {
+                for i in range {
+                    if !self.keyword.contains_key(&i) {
+                        Self::want(self.runs.keyword.get(i), &mut out);
+                    }
                 }
             }
         }
@@ -332,6 +530,7 @@ impl IndexStore {
     pub fn terms_between(&self, from: &str, to: &str) -> Vec<(String, u32)> {
         let now = self.now();
         self.shards_between(from, to)
+            .unwrap_or_default()
             .filter_map(|i| self.keyword.get(&i))
             .flat_map(|shard| {
                 shard
@@ -345,64 +544,114 @@ impl IndexStore {
 
     /// The postings of `term`, if its shard is added and holds it.
     pub fn postings(&self, term: &str) -> Option<crate::bm25::Postings<'_>> {
-        self.keyword.get(&self.shard_of(term)?)?.get(self.now()).lookup(term)
+        let shard = self.runs.keyword.shard_of(term).ok()??;
+        self.keyword.get(&shard)?.get(self.now()).lookup(term)
     }
 
-    /// The files the binary candidate stage needs that are not added yet (norms included).
-    pub fn code_needs(&self) -> Vec<String> {
-        let v = &self.manifest.files.vectors;
+    /// The files the binary candidate stage needs for `query` that are not added yet (norms
+    /// included): the calibration, the centroids (indexes that have them) and the code files
+    /// of the `probe` partitions nearest the query (every one without centroids, or without a
+    /// query).
+    pub fn code_needs(&self, query: Option<&[f32]>, probe: usize) -> Vec<String> {
         let mut out = Vec::new();
-        if self.norms.is_none() {
-            out.push(self.manifest.files.norms.clone());
-        }
+        self.norms_needs(&mut out);
         if self.meta.is_none() {
-            out.push(v.meta.clone());
+            out.push(self.meta_ref.name.clone());
         }
-        for (i, name) in v.codes.files.iter().enumerate() {
+        let partitions = match query {
+            Some(query) => self.probed(query, probe),
+            None => Some((0..self.runs.codes.len()).collect()),
+        };
+        let Some(partitions) = partitions else {
+            out.extend(self.centroids_ref.iter().map(|c| c.name.clone()));
+            return out;
+        };
+        for i in partitions {
             if !self.codes.contains_key(&i) {
-                out.push(name.clone());
+                Self::want(self.runs.codes.get(i), &mut out);
             }
         }
+        out.sort();
+        out.dedup();
         out
     }
 
     /// Every chunk's binary code, in chunk order (once every code file is added).
     pub fn codes(&self) -> impl Iterator<Item = (u32, &[u8])> {
-        let count = self.manifest.files.vectors.codes.files.len();
-        (0..count).filter_map(|i| self.codes.get(&i)).flat_map(CodeFile::iter)
+        (0..self.runs.codes.len())
+            .filter_map(|i| self.codes.get(&i))
+            .flat_map(CodeFile::iter)
     }
 
-    /// The block of each chunk, from the code files' order (every chunk exactly once).
-    fn map_blocks(&self) -> Result<Vec<u32>, String> {
+    /// Records the vector block of each chunk of code file `i` (its entries are at positions
+    /// `i · chunks_per_file …` of the cluster order, and block `b` holds positions
+    /// `b · block_chunks …`): each chunk has one code, and once every code file is in, every
+    /// chunk has one.
+    fn map_blocks(&mut self, i: usize, file: &CodeFile) -> Result<(), String> {
+        let per_file = self.manifest.files.vectors.codes.chunks_per_file.max(1);
         let per_block = self.manifest.files.vectors.blocks.chunks_per_file.max(1);
-        let mut block_of = vec![u32::MAX; self.manifest.counts.chunks];
-        for (position, (chunk, _)) in self.codes().enumerate() {
-            let slot = block_of
+        for (j, (chunk, _)) in file.iter().enumerate() {
+            let slot = self
+                .block_of
                 .get_mut(chunk as usize)
                 .ok_or_else(|| "a code names a chunk past the count".to_string())?;
             if *slot != u32::MAX {
                 return Err(format!("chunk {chunk} has two codes"));
             }
-            *slot = (position / per_block) as u32;
+            *slot = ((i * per_file + j) / per_block) as u32;
         }
-        if block_of.contains(&u32::MAX) {
+        if self.codes.len() + 1 == self.runs.codes.len() && self.block_of.contains(&u32::MAX) {
             return Err("some chunks have no code".into());
         }
-        Ok(block_of)
+        Ok(())
     }
 
-    /// The vector blocks holding `chunks` that are not added yet (once every code file is).
-    pub fn block_needs(&self, chunks: impl IntoIterator<Item = u32>) -> Vec<String> {
-        let Some(block_of) = &self.block_of else {
-            return Vec::new();
-        };
-        let files = &self.manifest.files.vectors.blocks.files;
-        let mut out: Vec<String> = chunks
-            .into_iter()
-            .filter_map(|c| block_of.get(c as usize).copied())
-            .filter(|b| !self.blocks.contains_key(&(*b as usize)))
-            .filter_map(|b| files.get(b as usize).cloned())
+    /// Whether every code file holding positions of block `b` is added, so the block can be
+    /// checked against them.
+    fn block_checkable(&self, b: usize) -> bool {
+        let per_file = self.manifest.files.vectors.codes.chunks_per_file.max(1);
+        let per_block = self.manifest.files.vectors.blocks.chunks_per_file.max(1);
+        let first = b * per_block;
+        let last = (first + per_block).min(self.manifest.counts.chunks).saturating_sub(1);
+        (first / per_file..=last / per_file).all(|i| self.codes.contains_key(&i))
+    }
+
+    /// The code files (partitions) a dense query probes: the `probe` whose centroids have the
+    /// largest dot product with `query` (ties to the lower number), in order; every one when
+    /// the index has no centroids or `probe` covers them. `None` until the centroids are added.
+    pub fn probed(&self, query: &[f32], probe: usize) -> Option<Vec<usize>> {
+        let partitions = self.runs.codes.len();
+        if self.centroids_ref.is_none() || probe >= partitions {
+            return Some((0..partitions).collect());
+        }
+        let centroids = self.centroids.as_ref()?;
+        let mut scored: Vec<(usize, f32)> = (0..partitions)
+            .map(|p| (p, centroids.dot(p as u32, query).unwrap_or(f32::NEG_INFINITY)))
             .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut chosen: Vec<usize> = scored.into_iter().take(probe).map(|(p, _)| p).collect();
+        chosen.sort_unstable();
+        Some(chosen)
+    }
+
+    /// The binary codes of the partitions `probed`, in order (those added).
+    pub fn codes_in<'a>(&'a self, probed: &'a [usize]) -> impl Iterator<Item = (u32, &'a [u8])> {
+        probed.iter().filter_map(|i| self.codes.get(i)).flat_map(CodeFile::iter)
+    }
+
+    /// The vector blocks holding `chunks` that are not added yet (of the chunks whose code file
+    /// is added).
+    pub fn block_needs(&self, chunks: impl IntoIterator<Item = u32>) -> Vec<String> {
+        let mut out = Vec::new();
+        let known = chunks
+            .into_iter()
+            .filter_map(|c| self.block_of.get(c as usize).copied())
+            .filter(|&b| b != u32::MAX);
+        for b in known {
+            if !self.blocks.contains_key(&(b as usize)) {
+                Self::want(self.runs.blocks.get(b as usize), &mut out);
+            }
+        }
         out.sort();
         out.dedup();
         out
@@ -410,26 +659,26 @@ impl IndexStore {
 
     /// The int8 dot product of `query` with chunk `chunk`'s vector, if its block is added.
     pub fn dot(&self, chunk: u32, query: &[f32]) -> Option<f32> {
-        let block = *self.block_of.as_ref()?.get(chunk as usize)?;
+        let block = *self.block_of.get(chunk as usize)?;
         self.blocks.get(&(block as usize))?.get(self.now()).dot(chunk, query)
     }
 
     /// Chunk `chunk`'s int8 vector scaled back to floats, if its block is added.
     pub fn vector(&self, chunk: u32) -> Option<Vec<f32>> {
-        let block = *self.block_of.as_ref()?.get(chunk as usize)?;
+        let block = *self.block_of.get(chunk as usize)?;
         self.blocks.get(&(block as usize))?.get(self.now()).vector(chunk)
     }
 
-    /// The fragments holding `chunks` that are not added yet.
+    /// The fragments holding `chunks` that are not added yet (or the pages listing them).
     pub fn fragment_needs(&self, chunks: impl IntoIterator<Item = u32>) -> Vec<String> {
         let run = &self.manifest.files.fragments;
         let total = self.manifest.counts.chunks;
-        let mut out: Vec<String> = chunks
-            .into_iter()
-            .filter_map(|c| run.of(c, total))
-            .filter(|(i, ..)| !self.fragments.contains_key(i))
-            .map(|(_, name, ..)| name.to_string())
-            .collect();
+        let mut out = Vec::new();
+        for (i, ..) in chunks.into_iter().filter_map(|c| run.of(c, total)) {
+            if !self.fragments.contains_key(&i) {
+                Self::want(self.runs.fragments.get(i), &mut out);
+            }
+        }
         out.sort();
         out.dedup();
         out
@@ -450,13 +699,132 @@ impl IndexStore {
         self.fragments.get(&i).map(Held::peek)
     }
 
+    /// Every object and page not added yet whose name is known: the norms, calibration and
+    /// pages, and the objects of the pages added. Adding them and asking again until none is
+    /// left reads the whole index ([`IndexStore::load_all`]).
+    pub fn missing(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.norms_needs(&mut out);
+        if self.meta.is_none() {
+            out.push(self.meta_ref.name.clone());
+        }
+        if let (Some(centroids), None) = (&self.centroids_ref, &self.centroids) {
+            out.push(centroids.name.clone());
+        }
+        for run in Run::ALL {
+            let table = self.runs.of(run);
+            for (p, page) in table.pages().iter().enumerate() {
+                if !table.page_held(p) {
+                    out.push(page.name.clone());
+                }
+            }
+            let held = |i: &usize| match run {
+                Run::Keyword => self.keyword.contains_key(i),
+                Run::Fragments => self.fragments.contains_key(i),
+                Run::Codes => self.codes.contains_key(i),
+                Run::Blocks => self.blocks.contains_key(i),
+            };
+            out.extend(table.known().filter(|(i, _)| !held(i)).map(|(_, o)| o.name.clone()));
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Adds every object of the index, reading each file (pack, or object of its own) by name
+    /// with `read`, each once: the CLI over a split index on disk, `unpack` over a packed one.
+    pub fn load_all<E>(
+        &mut self,
+        mut read: impl FnMut(&str) -> Result<Vec<u8>, E>,
+        mut failed: impl FnMut(&str, E) -> IndexError,
+    ) -> Result<(), IndexError> {
+        let mut packs: HashMap<String, Vec<u8>> = HashMap::new();
+        loop {
+            let missing = self.missing();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            for name in missing {
+                let (file, range) = match self.location(&name) {
+                    Some((pack, at)) => (pack.to_string(), Some(at)),
+                    None => (name.clone(), None),
+                };
+                if !packs.contains_key(&file) {
+                    let bytes = read(&file).map_err(|e| failed(&file, e))?;
+                    packs.insert(file.clone(), bytes);
+                }
+                let bytes = &packs[&file];
+                let body = match range {
+                    None => bytes.as_slice(),
+                    Some(at) => slice(bytes, &file, at)?,
+                };
+                let body = body.to_vec();
+                self.add(&name, &body)?;
+                if range.is_none() {
+                    packs.remove(&file);
+                }
+            }
+        }
+    }
+
+    /// Adds the objects and pages of pack `p` whose places are known, pages first, until the
+    /// pages it holds name no more of its objects.
+    fn add_pack(&mut self, p: usize, name: &str, bytes: &[u8]) -> Result<(), IndexError> {
+        let mut done: std::collections::HashSet<String> = std::collections::HashSet::new();
+        loop {
+            let mut todo: Vec<(String, Location)> = self
+                .located
+                .iter()
+                .filter(|(n, at)| at.pack as usize == p && !done.contains(*n))
+                .map(|(n, at)| (n.clone(), *at))
+                .collect();
+            if todo.is_empty() {
+                return Ok(());
+            }
+            todo.sort_by_key(|(_, at)| at.offset);
+            for (object, at) in todo {
+                self.add(&object, slice(bytes, name, at)?)?;
+                done.insert(object);
+            }
+        }
+    }
+
     /// Whether every file of the index is added (a packed index).
     pub fn is_complete(&self) -> bool {
         self.norms.is_some()
             && self.meta.is_some()
-            && self.keyword.len() == self.manifest.files.keyword.len()
-            && self.fragments.len() == self.manifest.files.fragments.files.len()
-            && self.codes.len() == self.manifest.files.vectors.codes.files.len()
-            && self.blocks.len() == self.manifest.files.vectors.blocks.files.len()
+            && (self.centroids_ref.is_none() || self.centroids.is_some())
+            && self.keyword.len() == self.runs.keyword.len()
+            && self.fragments.len() == self.runs.fragments.len()
+            && self.codes.len() == self.runs.codes.len()
+            && self.blocks.len() == self.runs.blocks.len()
+    }
+}
+
+/// The role of object `i` of `run`.
+fn role_in(run: Run, i: usize) -> Role {
+    match run {
+        Run::Keyword => Role::Keyword(i),
+        Run::Fragments => Role::Fragment(i),
+        Run::Codes => Role::Codes(i),
+        Run::Blocks => Role::Blocks(i),
+    }
+}
+
+/// The bytes `at` of pack `name`, or an error saying it is shorter: damaged or cut off.
+fn slice<'a>(bytes: &'a [u8], name: &str, at: Location) -> Result<&'a [u8], IndexError> {
+    let end = at.end().and_then(|e| usize::try_from(e).ok());
+    let start = usize::try_from(at.offset).ok();
+    match (start, end) {
+        (Some(start), Some(end)) if end <= bytes.len() => Ok(&bytes[start..end]),
+        _ => Err(IndexError::BadFile {
+            file: name.to_string(),
+            reason: format!(
+                "it is {} bytes long, but the index stores bytes {}–{} in it (truncated?)",
+                bytes.len(),
+                at.offset,
+                at.offset.saturating_add(at.len).saturating_sub(1)
+            ),
+        }),
     }
 }

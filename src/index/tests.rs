@@ -133,10 +133,37 @@ pub(crate) fn tiny() -> BuiltIndex {
 pub(crate) fn full_store(built: &BuiltIndex) -> IndexStore {
     let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
     let mut store = IndexStore::new(manifest);
-    for (name, bytes) in &built.files {
-        store.add(name, bytes).unwrap();
-    }
+    let files: HashMap<&str, &[u8]> = built.files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    store
+        .load_all(
+            |n| files.get(n).map(|b| b.to_vec()).ok_or(()),
+            |n, ()| panic!("{n} missing"),
+        )
+        .unwrap();
     assert!(store.is_complete());
+    store
+}
+
+/// The bytes of an object or page of `built` by name.
+pub(crate) fn bytes_of<'a>(built: &'a BuiltIndex, name: &str) -> &'a [u8] {
+    built
+        .object(name)
+        .unwrap_or_else(|| panic!("{name} is not in the index"))
+}
+
+/// Adds every page of `built` to `store`: what a split index holds once it knows where every
+/// object is, so a test of a step sees the objects it needs.
+pub(crate) fn add_pages(store: &mut IndexStore, built: &BuiltIndex) {
+    for name in store.missing().into_iter().filter(|n| n.starts_with("page.")) {
+        store.add(&name, bytes_of(built, &name)).unwrap();
+    }
+}
+
+/// A store of `built` holding its manifest and pages.
+pub(crate) fn paged_store(built: &BuiltIndex) -> IndexStore {
+    let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+    let mut store = IndexStore::new(manifest);
+    add_pages(&mut store, built);
     store
 }
 
@@ -277,64 +304,154 @@ fn every_file_is_named_by_its_content_and_listed_once() {
 fn the_store_asks_for_exactly_the_files_a_step_needs() {
     let built = tiny();
     let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
-    let files: HashMap<&str, &[u8]> = built.files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
     let mut store = IndexStore::new(manifest.clone());
+    let add = |store: &mut IndexStore, names: &[String]| {
+        for name in names {
+            store.add(name, bytes_of(&built, name)).unwrap();
+        }
+    };
     let terms = vec!["lamp".to_string()];
+    // First the norms and the page that says which shard holds "lamp", then the shard.
     let needs = store.keyword_needs(&terms);
-    assert_eq!(needs.len(), 2, "norms and the shard of lamp: {needs:?}");
-    assert!(needs.contains(&manifest.files.norms));
-    for name in &needs {
-        store.add(name, files[name.as_str()]).unwrap();
-    }
+    let norms = store.missing().into_iter().find(|n| n.starts_with("norms.")).unwrap();
+    assert_eq!(needs.len(), 2, "norms and the keyword page: {needs:?}");
+    assert!(needs.contains(&norms) && needs.iter().any(|n| n.starts_with("page.")));
+    add(&mut store, &needs);
+    let shard = store.keyword_needs(&terms);
+    assert!(shard.len() == 1 && shard[0].starts_with("kw."), "{shard:?}");
+    assert!(store.location(&shard[0]).is_some(), "in a pack");
+    add(&mut store, &shard);
     assert!(store.keyword_needs(&terms).is_empty());
     assert_eq!(store.postings("lamp").map(|p| p.df), Some(2));
     assert!(!store.is_complete());
 
     // Blocks are unknown until every code file is in.
+    add_pages(&mut store, &built);
     assert!(store.block_needs([0, 1, 2]).is_empty());
-    let code_needs = store.code_needs();
-    assert_eq!(
-        code_needs.len(),
-        1 + manifest.files.vectors.codes.files.len(),
-        "meta and codes"
-    );
-    for name in &code_needs {
-        store.add(name, files[name.as_str()]).unwrap();
-    }
+    let code_needs = store.code_needs(None, usize::MAX);
+    assert_eq!(code_needs.len(), 1 + 2, "meta and the two code files: {code_needs:?}");
+    add(&mut store, &code_needs);
     assert_eq!(store.codes().count(), 3);
     let one = store.block_needs([2]);
     assert_eq!(one.len(), 1);
     assert_eq!(store.block_needs([0, 1, 2]).len(), 2, "three chunks in blocks of two");
     assert_eq!(store.dot(2, &[0.0, 0.0, 1.0]), None, "not added yet");
-    store.add(&one[0], files[one[0].as_str()]).unwrap();
+    add(&mut store, &one);
     let dot = store.dot(2, &[0.0, 0.0, 1.0]).unwrap();
     assert!((dot - 1.0).abs() < 0.01, "{dot}");
 
-    assert_eq!(store.fragment_needs([2]), [manifest.files.fragments.files[1].clone()]);
-    assert_eq!(
-        store.fragment_needs([0, 1]),
-        [manifest.files.fragments.files[0].clone()]
+    let second = store.fragment_needs([2]);
+    let first = store.fragment_needs([0, 1]);
+    assert!(
+        second.len() == 1 && first.len() == 1 && first != second,
+        "{first:?} {second:?}"
     );
+    assert!(first[0].starts_with("frag."));
 }
 
 #[test]
 fn the_store_refuses_files_it_does_not_list_or_that_are_not_their_name() {
     let built = tiny();
     let mut store = IndexStore::new(built.manifest.clone());
-    let (name, bytes) = &built.files[0];
+    let name = store.missing().into_iter().find(|n| n.starts_with("norms.")).unwrap();
+    let bytes = bytes_of(&built, &name).to_vec();
     assert!(matches!(
-        store.add("kw.0123456789abcdef.bin", bytes),
+        store.add("kw.0123456789abcdef.bin", &bytes),
         Err(IndexError::UnknownFile { .. })
     ));
     let mut damaged = bytes.clone();
     let last = damaged.len() - 1;
     damaged[last] ^= 0x40;
-    let err = store.add(name, &damaged).unwrap_err();
+    let err = store.add(&name, &damaged).unwrap_err();
     assert!(matches!(err, IndexError::BadFile { .. }), "{err}");
     assert!(err.to_string().contains(name.as_str()), "{err}");
+    assert!(
+        err.to_string().contains("of pack."),
+        "says which pack it was read from: {err}"
+    );
     // A file added under another file's name is refused too.
-    let (other, _) = &built.files[1];
-    assert!(matches!(store.add(other, bytes), Err(IndexError::BadFile { .. })));
+    let other = store.missing().into_iter().find(|n| n.starts_with("vmeta.")).unwrap();
+    assert!(matches!(store.add(&other, &bytes), Err(IndexError::BadFile { .. })));
+}
+
+#[test]
+fn a_damaged_or_truncated_pack_is_refused_naming_the_file() {
+    let (texts, vectors, _) = clustered(4, 64, 4);
+    let layout = Layout {
+        pack_bytes: 4096,
+        ..Layout::default()
+    };
+    let built = build(&texts, &vectors, 4, layout);
+    assert!(built.files.len() > 2, "several packs: {}", built.files.len());
+    let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
+    let read = |files: &[(String, Vec<u8>)]| {
+        let files: HashMap<String, Vec<u8>> = files.iter().cloned().collect();
+        let mut store = IndexStore::new(manifest.clone());
+        store.load_all(
+            |n| files.get(n).cloned().ok_or(()),
+            |n, ()| IndexError::UnknownFile { file: n.into() },
+        )
+    };
+    assert!(read(&built.files).is_ok());
+    for (i, (pack, bytes)) in built.files.iter().enumerate() {
+        let mut truncated = built.files.clone();
+        truncated[i].1.truncate(bytes.len() - 1);
+        let err = read(&truncated).unwrap_err();
+        assert!(
+            err.to_string().contains(pack.as_str()) && err.to_string().contains("truncated"),
+            "{err}"
+        );
+        let mut damaged = built.files.clone();
+        damaged[i].1[bytes.len() / 2] ^= 0x10;
+        let err = read(&damaged).unwrap_err();
+        assert!(matches!(err, IndexError::BadFile { .. }), "{err}");
+        assert!(err.to_string().contains(pack.as_str()), "names the pack: {err}");
+    }
+    // A whole pack added at once yields the objects whose places are known; with every page in,
+    // every pack adds up to the whole index.
+    let mut store = paged_store(&built);
+    for (name, bytes) in &built.files {
+        store.add(name, bytes).unwrap();
+    }
+    assert!(store.is_complete());
+}
+
+#[test]
+fn without_packs_every_object_is_a_file_and_pages_name_them() {
+    let (texts, vectors, _) = clustered(6, 40, 4);
+    let unpacked = Layout {
+        pack_bytes: 0,
+        page_entries: 2,
+        ..Layout::default()
+    };
+    let built = build(&texts, &vectors, 4, unpacked);
+    assert!(built.manifest.files.packs.is_empty());
+    assert!(built.files.iter().all(|(n, _)| !n.starts_with("pack.")));
+    let names = built.manifest.file_names();
+    assert!(
+        names.len() < built.files.len(),
+        "the manifest names the pages, not every object"
+    );
+    let store = full_store(&built);
+    assert_eq!(store.location(&built.files[0].0), None);
+    // The same index in packs searches the same: the objects are byte for byte the same.
+    let packed = build(
+        &texts,
+        &vectors,
+        4,
+        Layout {
+            pack_bytes: 1 << 20,
+            ..unpacked
+        },
+    );
+    let packed_store = full_store(&packed);
+    for c in 0..40 {
+        assert_eq!(store.vector(c), packed_store.vector(c));
+        assert_eq!(
+            store.fragment(c).map(|f| f.chunks.clone()),
+            packed_store.fragment(c).map(|f| f.chunks.clone())
+        );
+    }
 }
 
 #[test]
@@ -351,10 +468,29 @@ fn manifests_that_do_not_add_up_are_refused() {
         mutate(&|v| v["format"]["major"] = 3.into()),
         Err(IndexError::UnsupportedVersion { .. })
     ));
+    // Runs cover the chunks: 513 chunks in objects of 2 need 3 pages of 128, not 1.
     assert!(
-        mutate(&|v| v["counts"]["chunks"] = 99.into()).is_err(),
+        mutate(&|v| v["counts"]["chunks"] = 513.into()).is_err(),
         "runs cover the chunks"
     );
+    assert!(
+        mutate(&|v| v["files"]["packs"] = serde_json::json!([])).is_err(),
+        "objects in packs it does not have"
+    );
+    assert!(mutate(&|v| v["files"]["packs"][0] = "../pack.0123456789abcdef.bin".into()).is_err());
+    assert!(mutate(&|v| v["files"]["norms"] = "norms.0123456789abcdef.bin@0:0:0".into()).is_err());
+    assert!(
+        mutate(&|v| v["files"]["page_entries"] = 0.into()).is_err(),
+        "packs without pages"
+    );
+    // A page that lists another count of objects than the manifest says is refused when read.
+    let more = mutate(&|v| v["counts"]["chunks"] = 5.into()).unwrap();
+    let page = directory::ObjectRef::parse(&more.files.fragments.files[0], 1)
+        .unwrap()
+        .name;
+    let mut store = IndexStore::new(more);
+    let err = store.add(&page, bytes_of(&built, &page)).unwrap_err();
+    assert!(matches!(err, IndexError::BadFile { .. }), "{err}");
     assert!(mutate(&|v| v["analyzer"] = "klingon".into()).is_err());
     assert!(mutate(&|v| v["files"]["fragments"]["chunks_per_file"] = 0.into()).is_err());
     assert!(
@@ -447,10 +583,9 @@ fn a_query_near_one_cluster_needs_few_blocks() {
     let store = full_store(&built);
     // The 16 chunks of cluster 3 lie in 2 blocks of 8 (numbered order would spread them over 16).
     let members: Vec<u32> = (0..256u32).filter(|&c| cluster[c as usize] == 3).collect();
-    let mut lazy = IndexStore::new(built.manifest.clone());
-    for name in lazy.code_needs() {
-        let bytes = &built.files.iter().find(|(n, _)| *n == name).unwrap().1;
-        lazy.add(&name, bytes).unwrap();
+    let mut lazy = paged_store(&built);
+    for name in lazy.code_needs(None, usize::MAX) {
+        lazy.add(&name, bytes_of(&built, &name)).unwrap();
     }
     assert_eq!(lazy.block_needs(members.iter().copied()).len(), 2);
     // And the store's int8 dot matches the float one.
@@ -469,22 +604,49 @@ fn a_query_near_one_cluster_needs_few_blocks() {
 fn a_block_that_disagrees_with_the_codes_is_refused() {
     let (texts, vectors, _) = clustered(2, 32, 4);
     let built = build(&texts, &vectors, 4, Layout::default());
+    // Two blocks swapped in their page: each file is intact, but holds chunks of the other.
+    let pages = built.manifest.files.vectors.blocks.files.clone();
+    let page = directory::ObjectRef::parse(&pages[0], built.manifest.files.packs.len()).unwrap();
+    let entries = directory::page_from_bytes(
+        bytes_of(&built, &page.name),
+        directory::Run::Blocks,
+        0,
+        built
+            .manifest
+            .counts
+            .chunks
+            .div_ceil(4)
+            .min(built.manifest.files.page_entries),
+        built.manifest.files.packs.len(),
+    )
+    .unwrap();
+    let mut swapped = entries.clone();
+    swapped.swap(0, 1);
+    let first_block = entries[1].object.name.clone();
+    let swapped_page = directory::page_to_bytes(directory::Run::Blocks, 0, &swapped);
+    let page_name = file_name("page", "bin", &swapped_page);
     let mut manifest = built.manifest.clone();
-    // Swap two blocks in the manifest: each file is intact, but holds chunks of the other.
-    manifest.files.vectors.blocks.files.swap(0, 1);
-    let bytes = |name: &str| built.files.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    manifest.files.vectors.blocks.files[0] = page_name.clone();
+    let bytes = |name: &str| -> Vec<u8> {
+        if name == page_name {
+            swapped_page.clone()
+        } else {
+            bytes_of(&built, name).to_vec()
+        }
+    };
     for add_blocks_first in [false, true] {
         let mut store = IndexStore::new(manifest.clone());
-        let block = manifest.files.vectors.blocks.files[0].clone();
+        store.add(&page_name, &bytes(&page_name)).unwrap();
+        add_pages(&mut store, &built);
         let mut result = Ok(());
         if add_blocks_first {
-            store.add(&block, &bytes(&block)).unwrap();
+            store.add(&first_block, &bytes(&first_block)).unwrap();
         }
-        for name in store.code_needs() {
+        for name in store.code_needs(None, usize::MAX) {
             result = result.and(store.add(&name, &bytes(&name)));
         }
         if !add_blocks_first {
-            result = store.add(&block, &bytes(&block));
+            result = store.add(&first_block, &bytes(&first_block));
         }
         let err = result.unwrap_err();
         assert!(err.to_string().contains("other blocks"), "{err}");
@@ -512,8 +674,7 @@ fn trimming_drops_the_least_recently_used_files_and_keeps_the_last_querys() {
     assert!(store.norms().is_some() && store.meta().is_some() && store.codes().count() == 64);
     // Added again, a dropped file is usable again.
     let name = &store.fragment_needs([60])[0].clone();
-    let bytes = &built.files.iter().find(|(n, _)| n == name).unwrap().1;
-    store.add(name, bytes).unwrap();
+    store.add(name, bytes_of(&built, name)).unwrap();
     assert!(store.fragment(60).is_some());
 }
 
@@ -584,13 +745,17 @@ fn only_documents_with_chunks_are_counted_and_numbered() {
 #[test]
 fn a_document_count_the_chunks_do_not_bear_out_is_refused() {
     let built = tiny();
-    let norms = built.files.iter().find(|(n, _)| n.starts_with("norms.")).unwrap();
+    let norms = IndexStore::new(built.manifest.clone())
+        .missing()
+        .into_iter()
+        .find(|n| n.starts_with("norms."))
+        .unwrap();
     for (documents, minor, accepted) in [(2, 2, true), (3, 2, false), (3, 1, true)] {
         let mut manifest = built.manifest.clone();
         manifest.counts.documents = documents;
         manifest.format.minor = minor;
         let manifest = IndexManifest::from_json(&serde_json::to_vec(&manifest).unwrap()).unwrap();
-        let result = IndexStore::new(manifest).add(&norms.0, &norms.1);
+        let result = IndexStore::new(manifest).add(&norms, bytes_of(&built, &norms));
         assert_eq!(
             result.is_ok(),
             accepted,
@@ -602,4 +767,62 @@ fn a_document_count_the_chunks_do_not_bear_out_is_refused() {
     assert!(!norms(vec![0, 2]).names_every_document(3), "a gap");
     assert!(!norms(vec![0, 1]).names_every_document(3), "one short");
     assert!(norms(vec![]).names_every_document(0));
+}
+
+#[test]
+fn a_dense_query_reads_only_the_partitions_nearest_it_whatever_else_is_held() {
+    let seed = 21;
+    println!("seed {seed}");
+    // 16 clusters of 32 chunks in partitions of 32: cluster order puts each in one or two.
+    let (texts, vectors, cluster) = clustered(seed, 512, 16);
+    let layout = Layout {
+        code_file_chunks: 32,
+        block_chunks: 8,
+        probe: 2,
+        ..Layout::default()
+    };
+    let built = build(&texts, &vectors, 4, layout);
+    assert_eq!(built.manifest.files.vectors.codes.objects(512), 16);
+    let query = vectors[3].clone();
+    let mut store = paged_store(&built);
+    // First the calibration and the centroids, then exactly two code files.
+    let first = store.code_needs(Some(&query), 2);
+    assert!(first.iter().any(|n| n.starts_with("cent.")), "{first:?}");
+    assert!(!first.iter().any(|n| n.starts_with("codes.")), "{first:?}");
+    for name in &first {
+        store.add(name, bytes_of(&built, name)).unwrap();
+    }
+    let codes = store.code_needs(Some(&query), 2);
+    assert_eq!(codes.len(), 2, "{codes:?}");
+    for name in &codes {
+        store.add(name, bytes_of(&built, name)).unwrap();
+    }
+    assert!(store.code_needs(Some(&query), 2).is_empty());
+    let probed = store.probed(&query, 2).unwrap();
+    let meta = store.meta().unwrap().clone();
+    let candidates = crate::search::pipeline::binary_candidates(&meta, store.codes_in(&probed), &query, 10);
+    assert!(
+        candidates.iter().all(|&c| cluster[c as usize] == cluster[3]),
+        "the query's cluster"
+    );
+    let wide = crate::search::pipeline::binary_candidates(&meta, store.codes_in(&probed), &query, 64);
+    assert!(wide.contains(&3), "the query's own chunk is in the partitions read");
+    // Their blocks are known (and only theirs); every other code file held changes nothing.
+    assert!(!store.block_needs(candidates.iter().copied()).is_empty());
+    let full = full_store(&built);
+    assert_eq!(full.probed(&query, 2).unwrap(), probed);
+    let again = crate::search::pipeline::binary_candidates(&meta, full.codes_in(&probed), &query, 10);
+    assert_eq!(again, candidates);
+    assert_eq!(
+        full.probed(&query, usize::MAX).unwrap(),
+        (0..16).collect::<Vec<_>>(),
+        "exact reads all"
+    );
+    // A partition size that splits vector blocks is refused.
+    let bad = Layout {
+        code_file_chunks: 30,
+        block_chunks: 8,
+        ..Layout::default()
+    };
+    assert!(bad.validate().unwrap_err().contains("multiple of layout.block_chunks"));
 }

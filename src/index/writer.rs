@@ -1,11 +1,15 @@
 //! Writing a format-2 index: the files and the manifest that lists them (the packed form is
 //! `super::packed::pack` of the same). Pure: the CLI writes the files where it wants.
 
+use std::collections::HashMap;
+use std::ops::Range;
+
 use crate::analyzer::Analyzer;
 use crate::bm25::{Bm25Params, TermTable};
 use crate::chunk::{Chunk, ChunkParams};
 use crate::embed::ModelSpec;
 
+use super::directory::{page_to_bytes, Location, ObjectRef, PackWriter, PageEntry, Run};
 use super::error::IndexError;
 use super::files::DocumentInfo;
 use super::files::{cluster_order, file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
@@ -14,13 +18,31 @@ use super::manifest::{
     INDEX_MAJOR, INDEX_MINOR,
 };
 
-/// A written index: its manifest and its files (name, bytes), each once.
+/// A written index: its manifest and its files (name, bytes), each once: its packs, or (with
+/// `layout.pack_bytes` 0) every object and page as a file of its own.
 #[derive(Debug, Clone)]
 pub struct BuiltIndex {
     /// The manifest.
     pub manifest: IndexManifest,
     /// The files, named by content.
     pub files: Vec<(String, Vec<u8>)>,
+    /// Where each object and page is: its file and the byte range of it.
+    places: HashMap<String, (usize, Range<usize>)>,
+}
+
+impl BuiltIndex {
+    /// The bytes of an object or page (or a whole file) by name, wherever it is stored.
+    pub fn object(&self, name: &str) -> Option<&[u8]> {
+        let (file, range) = self.places.get(name)?;
+        self.files.get(*file)?.1.get(range.clone())
+    }
+
+    /// Every object and page with its bytes, each once, by name.
+    pub fn objects(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        let mut names: Vec<&str> = self.places.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names.into_iter().filter_map(|n| Some((n, self.object(n)?)))
+    }
 }
 
 /// What a format-2 index is made from: the chunks as they will be shown, their documents, the
@@ -183,6 +205,14 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let order = cluster_order(input.vectors, dims, input.layout.block_chunks);
     let code_len = dims.div_ceil(8);
     let mut codes = Vec::new();
+    // Each code file is a partition: its centroid (the mean of its vectors) ranks it for a query.
+    let partitions: Vec<u32> = (0..order.len().div_ceil(input.layout.code_file_chunks) as u32).collect();
+    let means: Vec<Vec<f32>> = order
+        .chunks(input.layout.code_file_chunks)
+        .map(|run| mean_vector(run.iter().map(|&c| input.vectors[c as usize].as_slice()), dims))
+        .collect();
+    let centroids = BlockFile::quantize(&partitions, &means.iter().map(Vec::as_slice).collect::<Vec<_>>(), dims);
+    let centroids_name = (!partitions.is_empty()).then(|| add("cent", "bin", centroids.to_bytes()));
     for run in order.chunks(input.layout.code_file_chunks) {
         let file = CodeFile {
             code_len,
@@ -201,6 +231,16 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         blocks.push(add("vec", "bin", block.to_bytes()));
     }
 
+    let listed = Listed {
+        norms: norms_name,
+        meta: meta_name,
+        centroids: centroids_name,
+        keyword,
+        fragments,
+        codes,
+        blocks,
+    };
+    let (files, places, index_files) = store_objects(files, listed, &input.layout);
     let manifest = IndexManifest {
         format: FormatVersion {
             major: INDEX_MAJOR,
@@ -220,25 +260,166 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
             duplicates_dropped: input.duplicates_dropped,
             shared_chunks: input.shared_chunks,
         },
-        files: IndexFiles {
-            norms: norms_name,
-            keyword,
-            fragments: FileRun {
-                chunks_per_file: per,
-                files: fragments,
+        files: index_files,
+    };
+    Ok(BuiltIndex {
+        manifest,
+        files,
+        places,
+    })
+}
+
+/// The mean of `vectors` (f64 sums, in order: deterministic).
+fn mean_vector<'a>(vectors: impl Iterator<Item = &'a [f32]>, dims: usize) -> Vec<f32> {
+    let mut sum = vec![0f64; dims];
+    let mut n = 0usize;
+    for v in vectors {
+        sum.iter_mut().zip(v).for_each(|(s, x)| *s += f64::from(*x));
+        n += 1;
+    }
+    sum.into_iter().map(|s| (s / n.max(1) as f64) as f32).collect()
+}
+
+/// The objects of an index by role, each run in order (names may repeat: equal objects).
+struct Listed {
+    norms: String,
+    meta: String,
+    centroids: Option<String>,
+    keyword: Vec<ShardRef>,
+    fragments: Vec<String>,
+    codes: Vec<String>,
+    blocks: Vec<String>,
+}
+
+/// Stores the objects (each once, in `objects`) in packs of `layout.pack_bytes` (or each a file
+/// of its own when 0), then the pages listing each run, `layout.page_entries` objects a page;
+/// returns the files, where each object and page is, and the manifest's files section.
+fn store_objects(
+    objects: Vec<(String, Vec<u8>)>,
+    listed: Listed,
+    layout: &Layout,
+) -> (
+    Vec<(String, Vec<u8>)>,
+    HashMap<String, (usize, Range<usize>)>,
+    IndexFiles,
+) {
+    let mut order: Vec<&str> = vec![&listed.norms, &listed.meta];
+    order.extend(listed.centroids.as_deref());
+    order.extend(listed.codes.iter().map(String::as_str));
+    order.extend(listed.keyword.iter().map(|s| s.file.as_str()));
+    order.extend(listed.fragments.iter().map(String::as_str));
+    order.extend(listed.blocks.iter().map(String::as_str));
+    let bytes_of: HashMap<&str, &[u8]> = objects.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    let mut packer = (layout.pack_bytes > 0).then(|| PackWriter::new(layout.pack_bytes));
+    let mut own_files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut placed: HashMap<String, Option<Location>> = HashMap::new();
+    let mut store = |name: &str, bytes: &[u8], placed: &mut HashMap<String, Option<Location>>| {
+        if placed.contains_key(name) {
+            return;
+        }
+        let at = match &mut packer {
+            Some(p) => Some(p.put(bytes)),
+            None => {
+                own_files.push((name.to_string(), bytes.to_vec()));
+                None
+            }
+        };
+        placed.insert(name.to_string(), at);
+    };
+    for name in order {
+        store(name, bytes_of[name], &mut placed);
+    }
+    let reference = |name: &str, placed: &HashMap<String, Option<Location>>| ObjectRef {
+        name: name.to_string(),
+        at: placed.get(name).copied().flatten(),
+    };
+    // The pages, after every object they place.
+    let per_page = layout.page_entries.max(1);
+    let mut page_bytes: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut pages = |run: Run, entries: Vec<PageEntry>| -> Vec<(Option<String>, String)> {
+        entries
+            .chunks(per_page)
+            .enumerate()
+            .map(|(p, page)| {
+                let bytes = page_to_bytes(run, p * per_page, page);
+                let name = file_name("page", "bin", &bytes);
+                page_bytes.push((name.clone(), bytes));
+                (page[0].first.clone(), name)
+            })
+            .collect()
+    };
+    let entries = |names: &[String], placed: &HashMap<String, Option<Location>>| -> Vec<PageEntry> {
+        names
+            .iter()
+            .map(|n| PageEntry {
+                first: None,
+                object: reference(n, placed),
+            })
+            .collect()
+    };
+    let keyword_pages = pages(
+        Run::Keyword,
+        listed
+            .keyword
+            .iter()
+            .map(|s| PageEntry {
+                first: Some(s.first.clone()),
+                object: reference(&s.file, &placed),
+            })
+            .collect(),
+    );
+    let fragment_pages = pages(Run::Fragments, entries(&listed.fragments, &placed));
+    let code_pages = pages(Run::Codes, entries(&listed.codes, &placed));
+    let block_pages = pages(Run::Blocks, entries(&listed.blocks, &placed));
+    for (name, bytes) in &page_bytes {
+        store(name, bytes, &mut placed);
+    }
+    let encode = |name: &str| reference(name, &placed).encode();
+    let run = |pages: &[(Option<String>, String)]| pages.iter().map(|(_, n)| encode(n)).collect::<Vec<_>>();
+    let packs: Vec<(String, Vec<u8>)> = packer
+        .map(|p| p.packs)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|bytes| (file_name("pack", "bin", &bytes), bytes))
+        .collect();
+    let index_files = IndexFiles {
+        packs: packs.iter().map(|(n, _)| n.clone()).collect(),
+        page_entries: per_page,
+        keyword_shards: listed.keyword.len(),
+        norms: encode(&listed.norms),
+        keyword: keyword_pages
+            .iter()
+            .map(|(first, page)| ShardRef {
+                first: first.clone().unwrap_or_default(),
+                file: encode(page),
+            })
+            .collect(),
+        fragments: FileRun {
+            chunks_per_file: layout.fragment_chunks,
+            files: run(&fragment_pages),
+        },
+        vectors: VectorFiles {
+            meta: encode(&listed.meta),
+            centroids: listed.centroids.as_deref().map(encode),
+            codes: FileRun {
+                chunks_per_file: layout.code_file_chunks,
+                files: run(&code_pages),
             },
-            vectors: VectorFiles {
-                meta: meta_name,
-                codes: FileRun {
-                    chunks_per_file: input.layout.code_file_chunks,
-                    files: codes,
-                },
-                blocks: FileRun {
-                    chunks_per_file: input.layout.block_chunks,
-                    files: blocks,
-                },
+            blocks: FileRun {
+                chunks_per_file: layout.block_chunks,
+                files: run(&block_pages),
             },
         },
     };
-    Ok(BuiltIndex { manifest, files })
+    let files = if packs.is_empty() { own_files } else { packs };
+    let file_of: HashMap<&str, usize> = files.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
+    let mut places: HashMap<String, (usize, Range<usize>)> = HashMap::new();
+    for (name, at) in &placed {
+        let place = match at {
+            Some(at) => (at.pack as usize, at.offset as usize..(at.offset + at.len) as usize),
+            None => (file_of[name.as_str()], 0..files[file_of[name.as_str()]].1.len()),
+        };
+        places.insert(name.clone(), place);
+    }
+    (files, places, index_files)
 }

@@ -68,9 +68,15 @@ impl Engine {
     /// file, each checked as [`Engine::add_file`] checks it, with nothing packed and read again.
     pub fn from_files(manifest: IndexManifest, files: &[(String, Vec<u8>)]) -> Result<Self, IndexError> {
         let mut store = IndexStore::new(manifest);
-        for (name, bytes) in files {
-            store.add(name, bytes)?;
-        }
+        let by_name: std::collections::HashMap<&str, &[u8]> =
+            files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+        store.load_all(
+            |name| by_name.get(name).map(|b| b.to_vec()).ok_or(()),
+            |name, ()| IndexError::BadSection {
+                section: "files",
+                reason: format!("{name}, which the manifest names, is missing"),
+            },
+        )?;
         Ok(Self::new(store))
     }
 
@@ -82,6 +88,33 @@ impl Engine {
     /// Adds a file of a split index (checked against its name's hash and the manifest).
     pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), IndexError> {
         self.store.add(name, bytes)
+    }
+
+    /// Where an object or page of a split index is stored: its pack and byte range (`None`: a
+    /// file of its own name).
+    pub fn locate(&self, name: &str) -> Option<(&str, crate::index::directory::Location)> {
+        self.store.location(name)
+    }
+
+    /// Every object and page of the index whose name is known ([`IndexStore::object_names`]).
+    pub fn object_names(&self) -> Vec<String> {
+        self.store.object_names()
+    }
+
+    /// Every object and page of a split index not added yet whose name is known
+    /// ([`IndexStore::missing`]).
+    pub fn missing(&self) -> Vec<String> {
+        self.store.missing()
+    }
+
+    /// Adds every file of a split index, reading each by name with `read`
+    /// ([`IndexStore::load_all`]).
+    pub fn load_all<E>(
+        &mut self,
+        read: impl FnMut(&str) -> Result<Vec<u8>, E>,
+        failed: impl FnMut(&str, E) -> IndexError,
+    ) -> Result<(), IndexError> {
+        self.store.load_all(read, failed)
     }
 
     /// Bounds the memory of a split index: lets go of the least recently used keyword shards,

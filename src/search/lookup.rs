@@ -152,7 +152,6 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::index::tests::tiny;
-    use crate::index::{IndexManifest, IndexStore};
 
     /// Looks `id` up over a split index, adding the files each step asks for; returns what was
     /// found and how many files were fetched.
@@ -161,17 +160,14 @@ mod tests {
     }
 
     fn look_up_in(built: &crate::index::writer::BuiltIndex, id: &str, start_with: &[usize]) -> (Option<Found>, usize) {
-        let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
-        let fragments = manifest.files.fragments.files.clone();
-        let mut engine = Engine::new(IndexStore::new(manifest));
-        let bytes = |name: &str| {
-            built
-                .files
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, b)| b.clone())
-                .unwrap()
-        };
+        let store = crate::index::tests::paged_store(built);
+        let per = built.manifest.files.fragments.chunks_per_file as u32;
+        let fragments: Vec<String> = (0..built.manifest.counts.chunks as u32)
+            .step_by(per as usize)
+            .map(|c| store.fragment_needs([c]).remove(0))
+            .collect();
+        let mut engine = Engine::new(store);
+        let bytes = |name: &str| crate::index::tests::bytes_of(built, name).to_vec();
         for &i in start_with {
             engine.add_file(&fragments[i], &bytes(&fragments[i])).unwrap();
         }
@@ -242,8 +238,7 @@ mod tests {
     #[test]
     fn fragments_read_through_can_be_let_go_after_a_lookup() {
         let built = tiny();
-        let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
-        let mut engine = Engine::new(IndexStore::new(manifest));
+        let mut engine = Engine::new(crate::index::tests::paged_store(&built));
         for _ in 0..3 {
             match engine.lookup("nowhere#1") {
                 Step::Done(found) => {
@@ -252,13 +247,9 @@ mod tests {
                 }
                 Step::Need(names) => {
                     for name in names {
-                        let bytes = built
-                            .files
-                            .iter()
-                            .find(|(n, _)| *n == name)
-                            .map(|(_, b)| b.clone())
+                        engine
+                            .add_file(&name, crate::index::tests::bytes_of(&built, &name))
                             .unwrap();
-                        engine.add_file(&name, &bytes).unwrap();
                     }
                 }
             }

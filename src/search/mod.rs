@@ -135,7 +135,7 @@ impl Engine {
             options,
         };
         let mut timings = StageTimings::default();
-        let need = stages.first_needs(vector.is_some());
+        let need = stages.first_needs(vector);
         if !need.is_empty() {
             return Ok(Step::Need(need));
         }
@@ -211,8 +211,9 @@ mod tests {
                 Step::Need(files) => {
                     assert!(!files.is_empty());
                     for name in files {
-                        let (_, bytes) = built.files.iter().find(|(n, _)| *n == name).unwrap();
-                        engine.add_file(&name, bytes).unwrap();
+                        engine
+                            .add_file(&name, crate::index::tests::bytes_of(&built, &name))
+                            .unwrap();
                     }
                 }
             }

@@ -76,9 +76,11 @@ test('a collection built file by file searches, embeds and exports the CLI index
   const cli = path.join(dir, 'cli.sxt');
   execFileSync(sextantBin, ['build', tiny, '-o', cli, '--no-cache'], { stdio: 'pipe' });
   writeFileSync(path.join(dir, 'ours.sxt'), exported);
+  // The objects each index holds (`inspect --json`), but those made from the vectors (blocks,
+  // calibration, centroids) and the pages that place them.
   const files = (sxt) => {
-    execFileSync(sextantBin, ['unpack', path.join(dir, sxt), '-o', path.join(dir, `${sxt}.d`)], { stdio: 'pipe' });
-    return readdirSync(path.join(dir, `${sxt}.d`)).filter((f) => !/^(vec|vmeta|manifest)\./.test(f));
+    const inspected = JSON.parse(execFileSync(sextantBin, ['inspect', path.join(dir, sxt), '--json'], { encoding: 'utf8' }));
+    return inspected.objects.filter((f) => !/^(vec|vmeta|cent|page)\./.test(f));
   };
   assert.deepEqual(files('ours.sxt'), files('cli.sxt'));
   assert.ok(files('cli.sxt').some((f) => f.startsWith('codes.')));

@@ -1,6 +1,8 @@
 // A split index (what `sextant build --site` writes) read lazily over HTTP by the built package:
-// a query fetches only the files it needs, gets the CLI's results, and a damaged or missing file
-// is a typed error naming it.
+// a query fetches only the objects it needs, gets the CLI's results, and a damaged or missing file
+// is a typed error naming it. Most tests read the index with every object a file of its own
+// (`pack_bytes = 0`), where what a query fetches shows by name; the last ones read the default
+// layout, objects in packs read with Range requests.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -15,6 +17,9 @@ let api;
 let site;
 let server;
 let entry;
+let packedSite;
+let packedServer;
+let packedEntry;
 let model;
 let tokenizer;
 
@@ -22,29 +27,38 @@ before(async () => {
   api = await importPackage();
   site = mkdtempSync(path.join(tmpdir(), 'sextant-split-'));
   execFileSync(process.execPath, [path.join(root, 'www/build-site.mjs'), site], { stdio: 'pipe' });
-  execFileSync(sextantBin, ['build', '--site', site], { stdio: 'pipe', env: { ...process.env, SEXTANT_MODEL_DIR: modelDir, SEXTANT_PACKAGE_DIR: path.join(root, 'pkg') } });
+  const env = { ...process.env, SEXTANT_MODEL_DIR: modelDir, SEXTANT_PACKAGE_DIR: path.join(root, 'pkg') };
+  packedSite = mkdtempSync(path.join(tmpdir(), 'sextant-packed-'));
+  execFileSync(process.execPath, [path.join(root, 'www/build-site.mjs'), packedSite], { stdio: 'pipe' });
+  const loose = path.join(tmpdir(), `sextant-loose-${process.pid}.toml`);
+  writeFileSync(loose, '[layout]\npack_bytes = 0\n');
+  execFileSync(sextantBin, ['build', '--site', site, '--config', loose], { stdio: 'pipe', env });
+  execFileSync(sextantBin, ['build', '--site', packedSite], { stdio: 'pipe', env });
   entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
+  packedEntry = JSON.parse(readFileSync(path.join(packedSite, 'sextant/sextant.json'), 'utf8'));
   server = await startStaticServer(path.join(site, 'sextant'));
+  packedServer = await startStaticServer(path.join(packedSite, 'sextant'));
   model = await readFile(path.join(modelDir, 'model.onnx'));
   tokenizer = await readFile(path.join(modelDir, 'tokenizer.json'));
 });
 
 after(async () => {
   await server?.close();
+  await packedServer?.close();
 });
 
 const indexUrl = () => `${server.url}/${entry.index}`;
 const fetched = (from) => server.log.slice(from).map((e) => path.basename(e.path));
 const kinds = (names) => [...new Set(names.map((n) => n.split('.')[0]))].sort();
 
-test('keyword search fetches the manifest, the norms, its shards and fragments, nothing else', async () => {
+test('keyword search fetches the manifest, the norms, its shards and fragments (and their pages), nothing else', async () => {
   const start = server.log.length;
   const sextant = await api.Sextant.load({ index: indexUrl() });
   assert.deepEqual(kinds(fetched(start)), ['manifest']);
   const before = server.log.length;
   const response = await sextant.search('bundle checksums', { mode: 'keyword', k: 3 });
   assert.ok(response.results.length > 0);
-  assert.deepEqual(kinds(fetched(before)), ['frag', 'kw', 'norms']);
+  assert.deepEqual(kinds(fetched(before)), ['frag', 'kw', 'norms', 'page']);
   const again = server.log.length;
   await sextant.search('bundle checksums', { mode: 'keyword', k: 3 });
   assert.equal(server.log.length, again, 'a repeated query fetches nothing');
@@ -122,8 +136,6 @@ test('a damaged or missing file is a typed error naming it, and the index keeps 
   rmSync(path.join(dir, fragment));
   try {
     const sextant = await api.Sextant.load({ index: indexUrl() });
-    const manifest = sextant.manifest();
-    const chunk = manifest.files.fragments.files.indexOf(fragment) * manifest.files.fragments.chunks_per_file;
     let error;
     for (const q of ['bundle', 'worker', 'model', 'prompt', 'format', 'search', 'site', 'command', 'answer', 'page']) {
       try {
@@ -133,7 +145,7 @@ test('a damaged or missing file is a typed error naming it, and the index keeps 
         break;
       }
     }
-    assert.ok(error, `no query showed chunk ${chunk}`);
+    assert.ok(error, `no query showed a chunk of ${fragment}`);
     assert.equal(error.code, 'FETCH_FAILED');
     assert.ok(error.message.includes(fragment) && /404/.test(error.message), error.message);
   } finally {
@@ -166,4 +178,84 @@ test('max_index_bytes lets go of the least recently used files, which later quer
   await assert.rejects(api.Sextant.load({ index: indexUrl(), max_index_bytes: -1 }), (e) => e.code === 'BAD_ARGUMENT' && /max_index_bytes/.test(e.message));
   bounded.free();
   unbounded.free();
+});
+
+/** The packed index's requests since `from`: [path, range or null]. */
+const packedRequests = (from) => packedServer.log.slice(from).map((e) => [path.basename(e.path), e.range ?? null, e.status ?? 200]);
+
+test('over packs, a query reads byte ranges of a few packs and gives the CLI\'s results', async () => {
+  const manifest = JSON.parse(readFileSync(path.join(packedSite, 'sextant', packedEntry.index), 'utf8'));
+  assert.ok(manifest.files.packs.length >= 1 && manifest.files.page_entries > 0);
+  const files = readdirSync(path.join(packedSite, 'sextant', path.dirname(packedEntry.index)));
+  assert.deepEqual(kinds(files), ['manifest', 'pack'], 'a host serves packs and the manifest, nothing else');
+  const start = packedServer.log.length;
+  const sextant = await api.Sextant.load({ index: `${packedServer.url}/${packedEntry.index}`, model, tokenizer });
+  const manifestPath = path.join(packedSite, 'sextant', packedEntry.index);
+  for (const [query, mode] of [['bundle checksums', 'keyword'], ['what stops prompt injection', 'hybrid'], ['cheksums', 'keyword'], ['run the worker locally', 'dense']]) {
+    const js = await sextant.search(query, { k: 5, mode });
+    const cli = JSON.parse(execFileSync(sextantBin, ['search', manifestPath, query, '--mode', mode, '-k', '5', '--json'], { env: { ...process.env, SEXTANT_MODEL_DIR: modelDir } }));
+    assert.deepEqual(js.results.map((r) => r.chunk_id), cli.results.map((r) => r.chunk_id), `${mode}: ${query}`);
+    assert.ok(js.results.length > 0, query);
+  }
+  const requests = packedRequests(start);
+  const ranges = requests.filter(([name]) => name.startsWith('pack.'));
+  assert.ok(ranges.length > 0);
+  assert.ok(ranges.every(([, range, status]) => range && status === 206), `every pack read is a range: ${JSON.stringify(ranges.slice(0, 3))}`);
+  assert.deepEqual(kinds(requests.map(([n]) => n)), ['manifest', 'pack']);
+  // Repeated, a query reads nothing.
+  const again = packedServer.log.length;
+  await sextant.search('bundle checksums', { k: 5, mode: 'keyword' });
+  assert.equal(packedServer.log.length, again);
+  sextant.free();
+});
+
+test('a damaged or truncated pack is a typed error naming it; a host without ranges still serves packs', async () => {
+  const dir = path.join(packedSite, 'sextant', path.dirname(packedEntry.index));
+  const pack = readdirSync(dir).find((f) => f.startsWith('pack.'));
+  const original = readFileSync(path.join(dir, pack));
+  const queries = ['bundle', 'worker', 'model', 'prompt', 'format', 'search', 'site', 'command', 'answer', 'page'];
+  const firstError = async (load) => {
+    const sextant = await api.Sextant.load(load);
+    for (const q of queries) {
+      try {
+        await sextant.search(q, { mode: 'keyword', k: 20 });
+      } catch (e) {
+        return e;
+      }
+    }
+    return null;
+  };
+  const index = `${packedServer.url}/${packedEntry.index}`;
+  try {
+    const damaged = Buffer.from(original);
+    for (let i = 0; i < damaged.length; i += 97) damaged[i] ^= 0x5a;
+    writeFileSync(path.join(dir, pack), damaged);
+    const error = await firstError({ index });
+    assert.ok(error, 'no query touched the damaged pack');
+    assert.equal(error.code, 'CORRUPT_BUNDLE');
+    assert.ok(error.message.includes(pack), error.message);
+    writeFileSync(path.join(dir, pack), original.subarray(0, Math.floor(original.length / 3)));
+    const cut = await firstError({ index });
+    assert.ok(cut && cut.message.includes(pack), `a truncated pack is named: ${cut?.message}`);
+  } finally {
+    writeFileSync(path.join(dir, pack), original);
+  }
+  // A host that answers a Range with the whole file: each pack read whole, once, the same results.
+  const whole = await startStaticServer(path.join(packedSite, 'sextant'), { ranges: false });
+  try {
+    const a = await api.Sextant.load({ index: `${whole.url}/${packedEntry.index}` });
+    const b = await api.Sextant.load({ index });
+    let afterFirst = null;
+    for (const q of ['bundle checksums', 'prompt injection', 'worker locally', 'model files']) {
+      const [x, y] = [await a.search(q, { mode: 'keyword', k: 5 }), await b.search(q, { mode: 'keyword', k: 5 })];
+      assert.deepEqual(x.results.map((r) => r.chunk_id), y.results.map((r) => r.chunk_id), q);
+      afterFirst ??= whole.log.length;
+    }
+    const packs = (log) => log.map((e) => path.basename(e.path)).filter((n) => n.startsWith('pack.'));
+    assert.ok(packs(whole.log).length > 0 && whole.log.every((e) => !e.range), 'whole packs (200)');
+    const first = new Set(packs(whole.log.slice(0, afterFirst)));
+    assert.ok(packs(whole.log.slice(afterFirst)).every((p) => !first.has(p)), 'a pack read whole is not read again');
+  } finally {
+    await whole.close();
+  }
 });

@@ -4,7 +4,8 @@
 // Content-Length, and a log of the requests it served: a file's entry has its `path`, `bytes`
 // (the body sent on the wire) and `raw` (its uncompressed size). With `{ gzip: true }` it
 // compresses compressible responses for clients that accept gzip, as a real host would, for
-// benchmarks of the bytes a visitor downloads.
+// benchmarks of the bytes a visitor downloads. With `{ ranges: false }` it answers a Range
+// request with the whole file (200), as some hosts do.
 import http from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
@@ -39,7 +40,7 @@ function acceptsGzip(req) {
   });
 }
 
-export async function startStaticServer(folder, { port = 0, headers = {}, pathHeaders = [], gzip = false, delays = [] } = {}) {
+export async function startStaticServer(folder, { port = 0, headers = {}, pathHeaders = [], gzip = false, delays = [], ranges = true } = {}) {
   const dir = path.resolve(folder);
   const log = [];
   const compressed = new Map(); // `${file}\0${mtimeMs}\0${size}` → gzipped bytes
@@ -99,7 +100,7 @@ export async function startStaticServer(folder, { port = 0, headers = {}, pathHe
       // `pathHeaders`: [pattern, headers] pairs added to matching paths' answers.
       const extra = Object.assign({}, ...pathHeaders.filter(([pattern]) => pattern.test(url.pathname)).map(([, h]) => h));
       // One byte range (`Range: bytes=a-b`, `a-`, `-n`) of an uncompressed body, as hosts serve media.
-      const range = !gzipped && /^bytes=(\d*)-(\d*)$/.exec(String(req.headers.range ?? ''));
+      const range = ranges && !gzipped && /^bytes=(\d*)-(\d*)$/.exec(String(req.headers.range ?? ''));
       let status = 200;
       let partial = {};
       if (range && (range[1] || range[2])) {
@@ -115,11 +116,11 @@ export async function startStaticServer(folder, { port = 0, headers = {}, pathHe
         status = 206;
         partial = { 'content-range': `bytes ${start}-${end}/${size}` };
       }
-      log.push({ path: url.pathname, at: performance.now(), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}), ...(status === 206 ? { status } : {}) });
+      log.push({ path: url.pathname, at: performance.now(), ...(partial['content-range'] ? { range: partial['content-range'] } : {}), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}), ...(status === 206 ? { status } : {}) });
       res.writeHead(status, {
         'content-type': type,
         'content-length': body.length,
-        ...(gzipped ? {} : { 'accept-ranges': 'bytes' }),
+        ...(gzipped || !ranges ? {} : { 'accept-ranges': 'bytes' }),
         ...partial,
         ...encoding,
         ...(compressible ? { vary: 'accept-encoding' } : {}),

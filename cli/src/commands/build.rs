@@ -130,24 +130,32 @@ struct Summary {
     index_files: IndexFileSizes,
 }
 
-/// Files and bytes of each kind of index file.
+/// Objects and bytes of each kind of index object, and the files (packs) they are stored in.
 #[derive(Serialize, Default)]
 pub struct IndexFileSizes {
-    /// Per kind (`norms`, `kw`, `frag`, `vmeta`, `codes`, `vec`): files and bytes.
+    /// Per kind (`norms`, `kw`, `frag`, `vmeta`, `codes`, `vec`, `page`): objects and bytes.
     pub kinds: std::collections::BTreeMap<String, (usize, u64)>,
+    /// Files written (packs, or every object with `layout.pack_bytes` 0) and their largest.
+    pub files: usize,
+    /// Bytes of the largest file.
+    pub largest_file: u64,
 }
 
 impl IndexFileSizes {
-    /// Counts the built files by the kind their names start with.
+    /// Counts the built objects by the kind their names start with.
     pub fn of(built: &BuiltIndex) -> Self {
         let mut kinds: std::collections::BTreeMap<String, (usize, u64)> = Default::default();
-        for (name, bytes) in &built.files {
+        for (name, bytes) in built.objects() {
             let kind = name.split('.').next().unwrap_or("").to_string();
             let entry = kinds.entry(kind).or_default();
             entry.0 += 1;
             entry.1 += bytes.len() as u64;
         }
-        Self { kinds }
+        Self {
+            kinds,
+            files: built.files.len(),
+            largest_file: built.files.iter().map(|(_, b)| b.len() as u64).max().unwrap_or(0),
+        }
     }
 }
 
@@ -280,9 +288,14 @@ fn print_summary(s: &Summary, json: bool) -> Result<()> {
         s.docs_per_second, s.chunks_per_second
     )?;
     s.embedding.print(&mut out)?;
-    for (kind, (files, bytes)) in &s.index_files.kinds {
-        writeln!(out, "  {kind:<10} {files:>6} files {bytes:>12} bytes")?;
+    for (kind, (objects, bytes)) in &s.index_files.kinds {
+        writeln!(out, "  {kind:<10} {objects:>6} objects {bytes:>12} bytes")?;
     }
+    writeln!(
+        out,
+        "  stored in {} files, the largest {} bytes",
+        s.index_files.files, s.index_files.largest_file
+    )?;
     for section in &s.sections {
         writeln!(out, "  {:<10} {:>12} bytes", section.name, section.bytes)?;
     }

@@ -18,6 +18,8 @@ struct InspectJson<'a> {
     manifest: &'a IndexManifest,
     sections: &'a [SectionEntry],
     files: usize,
+    /// Every object and page (the files of a split index, or what its packs hold), by name.
+    objects: Vec<String>,
     documents: usize,
     chunks: usize,
 }
@@ -50,6 +52,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             bytes.len(),
             m,
             &raw.sections,
+            store.object_names(),
         );
     }
     writeln!(
@@ -92,6 +95,7 @@ fn split(path: &Path, manifest_bytes: usize, json: bool) -> Result<()> {
             bytes,
             m,
             &[],
+            engine.object_names(),
         );
     }
     writeln!(
@@ -113,6 +117,7 @@ fn print_json(
     bytes: usize,
     m: &IndexManifest,
     sections: &[SectionEntry],
+    objects: Vec<String>,
 ) -> Result<()> {
     serde_json::to_writer(
         &mut *out,
@@ -122,6 +127,7 @@ fn print_json(
             manifest: m,
             sections,
             files: m.file_names().len(),
+            objects,
             documents: m.counts.documents,
             chunks: m.counts.chunks,
         },
@@ -152,17 +158,27 @@ fn describe(out: &mut impl Write, m: &IndexManifest) -> Result<()> {
     )?;
     writeln!(out, "  bm25        k1 {} b {}", m.bm25.k1, m.bm25.b)?;
     let l = &m.layout;
+    let (f, chunks) = (&m.files, m.counts.chunks);
     writeln!(
         out,
         "  layout      {} keyword shards (~{} bytes), {} fragments of {} chunks, codes in {} files, {} vector blocks of {} chunks, rescore {}",
-        m.files.keyword.len(),
+        m.keyword_shards(),
         l.keyword_shard_bytes,
-        m.files.fragments.files.len(),
+        f.fragments.objects(chunks),
         l.fragment_chunks,
-        m.files.vectors.codes.files.len(),
-        m.files.vectors.blocks.files.len(),
+        f.vectors.codes.objects(chunks),
+        f.vectors.blocks.objects(chunks),
         l.block_chunks,
         l.rescore
     )?;
+    if f.page_entries > 0 {
+        writeln!(
+            out,
+            "  storage     {} packs (~{} bytes each; 0 packs: a file per object), pages of {} objects",
+            f.packs.len(),
+            l.pack_bytes,
+            f.page_entries
+        )?;
+    }
     Ok(())
 }

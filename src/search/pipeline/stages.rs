@@ -115,15 +115,25 @@ fn sorted(mut names: Vec<String>) -> Vec<String> {
 
 impl Stages<'_> {
     /// The files every query reads first: the norms and the shards of its terms (searched,
-    /// excluded and in phrases), and with a query vector the calibration and every binary code.
-    pub fn first_needs(&self, vectors: bool) -> Vec<String> {
+    /// excluded and in phrases), and with a query vector the calibration, the centroids and the
+    /// binary codes of the partitions it probes ([`Stages::probe`]).
+    pub fn first_needs(&self, vector: Option<&[f32]>) -> Vec<String> {
         let mut need = self.store.keyword_needs(&self.plan.terms);
         need.extend(self.store.keyword_needs(&self.plan.excluded_terms()));
         need.extend(self.store.keyword_needs(&self.plan.phrase_terms()));
-        if vectors {
-            need.extend(self.store.code_needs());
+        if let Some(vector) = vector {
+            need.extend(self.store.code_needs(Some(vector), self.probe()));
         }
         sorted(need)
+    }
+
+    /// How many partitions of binary codes a dense query reads: `layout.probe`, or every one with
+    /// `vector_search: exact`.
+    fn probe(&self) -> usize {
+        match self.options.vector_search {
+            VectorSearch::Exact => usize::MAX,
+            VectorSearch::Auto => self.store.manifest().layout.probe,
+        }
     }
 
     /// The chunks that may be results. With phrases, when few chunks hold all their terms, their
@@ -148,6 +158,7 @@ impl Stages<'_> {
     /// those admissible. `None` before the calibration is added.
     pub fn binary(&self, vector: &[f32], admissible: &Admissible) -> Option<(VectorMethod, Vec<u32>)> {
         let meta = self.store.meta()?;
+        let probed = self.store.probed(vector, self.probe())?;
         let manifest = self.store.manifest();
         let chunks = manifest.counts.chunks;
         let (method, count) = match self.options.vector_search {
@@ -160,14 +171,14 @@ impl Stages<'_> {
         let candidates = match &admissible.required {
             // The chunks that can hold the phrases, best binary codes first.
             Some(_) => {
-                let mut all = binary_candidates(meta, self.store.codes(), vector, chunks);
+                let mut all = binary_candidates(meta, self.store.codes_in(&probed), vector, chunks);
                 all.retain(|c| admissible.allows(*c));
                 all.truncate(count);
                 all
             }
             None => {
                 let wide = count.saturating_add(admissible.banned.len());
-                let mut some = binary_candidates(meta, self.store.codes(), vector, wide);
+                let mut some = binary_candidates(meta, self.store.codes_in(&probed), vector, wide);
                 some.retain(|c| admissible.allows(*c));
                 some
             }
@@ -234,11 +245,20 @@ impl Stages<'_> {
     /// The nearest index terms to each of `terms` ([`fallback_terms`]), from the shards of the
     /// terms that start as each does ([`Stages::fallback_range`]); each term once.
     fn fallback(&self, terms: &[String]) -> Step<Vec<String>> {
-        let ranges: Vec<(String, String)> = terms.iter().filter_map(|t| self.fallback_range(t)).collect();
-        let need: Vec<String> = ranges
-            .iter()
-            .flat_map(|(from, to)| self.store.term_range_needs(from, to))
-            .collect();
+        let mut ranges: Vec<(String, String)> = Vec::new();
+        let mut need: Vec<String> = Vec::new();
+        for term in terms {
+            match self.fallback_range(term) {
+                Ok(Some(range)) => ranges.push(range),
+                Ok(None) => {}
+                Err(pages) => need.extend(pages),
+            }
+        }
+        need.extend(
+            ranges
+                .iter()
+                .flat_map(|(from, to)| self.store.term_range_needs(from, to)),
+        );
         if !need.is_empty() {
             return Step::Need(sorted(need));
         }
@@ -249,6 +269,8 @@ impl Stages<'_> {
                 .flat_map(|t| {
                     let candidates = self
                         .fallback_range(t)
+                        .ok()
+                        .flatten()
                         .map(|(from, to)| self.store.terms_between(&from, &to))
                         .unwrap_or_default();
                     fallback_terms(t, &candidates)
@@ -260,13 +282,16 @@ impl Stages<'_> {
 
     /// The range of index terms a fallback for `term` looks among: those starting with its first
     /// character, or with its first two when that range spans more than
-    /// [`FALLBACK_MAX_SHARDS`] keyword shards (a large index: fewer bytes fetched).
-    fn fallback_range(&self, term: &str) -> Option<(String, String)> {
-        let first = prefix_range(term, 1)?;
-        if self.store.shard_count_between(&first.0, &first.1) <= FALLBACK_MAX_SHARDS {
-            return Some(first);
+    /// [`FALLBACK_MAX_SHARDS`] keyword shards (a large index: fewer bytes fetched); or the
+    /// directory pages to add to count them.
+    fn fallback_range(&self, term: &str) -> Result<Option<(String, String)>, Vec<String>> {
+        let Some(first) = prefix_range(term, 1) else {
+            return Ok(None);
+        };
+        if self.store.shard_count_between(&first.0, &first.1)? <= FALLBACK_MAX_SHARDS {
+            return Ok(Some(first));
         }
-        prefix_range(term, 2).or(Some(first))
+        Ok(prefix_range(term, 2).or(Some(first)))
     }
 
     /// RM3: `terms` expanded from the top [`FEEDBACK_CHUNKS`] of `hits` ([`expand_query`]), once
@@ -457,19 +482,17 @@ fn prefix_range(term: &str, n: usize) -> Option<(String, String)> {
 mod tests {
     use super::*;
     use crate::index::tests::{full_store, tiny};
-    use crate::index::IndexManifest;
 
-    /// A store of `tiny()` holding only its manifest (a split index before any fetch).
+    /// A store of `tiny()` holding only its manifest and pages (a split index before any fetch
+    /// of what a query needs).
     fn empty_store() -> (IndexStore, crate::index::writer::BuiltIndex) {
         let built = tiny();
-        let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
-        (IndexStore::new(manifest), built)
+        (crate::index::tests::paged_store(&built), built)
     }
 
     fn add(store: &mut IndexStore, built: &crate::index::writer::BuiltIndex, names: &[String]) {
         for name in names {
-            let (_, bytes) = built.files.iter().find(|(n, _)| n == name).unwrap();
-            store.add(name, bytes).unwrap();
+            store.add(name, crate::index::tests::bytes_of(built, name)).unwrap();
         }
     }
 
@@ -498,13 +521,15 @@ mod tests {
         let o = SearchOptions::default();
         let p = plan("lamp -fog", Mode::Hybrid);
         let s = stages(&store, &a, &p, &o);
-        let keyword_only = s.first_needs(false);
+        let keyword_only = s.first_needs(None);
         assert!(keyword_only.iter().any(|n| n.starts_with("norms.")), "{keyword_only:?}");
-        let with_vectors = s.first_needs(true);
+        let with_vectors = s.first_needs(Some(&[1.0, 0.0, 0.0]));
         assert!(with_vectors.iter().any(|n| n.starts_with("vmeta.")), "{with_vectors:?}");
         assert!(with_vectors.len() > keyword_only.len());
         add(&mut store, &built, &with_vectors);
-        assert!(stages(&store, &a, &p, &o).first_needs(true).is_empty());
+        assert!(stages(&store, &a, &p, &o)
+            .first_needs(Some(&[1.0, 0.0, 0.0]))
+            .is_empty());
     }
 
     #[test]
@@ -533,7 +558,7 @@ mod tests {
         let a = Analyzer::english();
         let o = SearchOptions::default();
         let p = plan("\"lamp lens\"", Mode::Keyword);
-        let first = stages(&store, &a, &p, &o).first_needs(false);
+        let first = stages(&store, &a, &p, &o).first_needs(None);
         add(&mut store, &built, &first);
         let Step::Need(fragments) = stages(&store, &a, &p, &o).admissible() else {
             panic!("the phrase's candidates are in fragments not fetched yet");
@@ -592,7 +617,7 @@ mod tests {
         };
         let p = plan("anything", Mode::Dense);
         let query = [0.0, 0.6, 0.8];
-        let first = stages(&store, &a, &p, &o).first_needs(true);
+        let first = stages(&store, &a, &p, &o).first_needs(Some(&[0.0, 0.0, 1.0]));
         add(&mut store, &built, &first);
         let s = stages(&store, &a, &p, &o);
         let (method, candidates) = s.binary(&query, &Admissible::default()).unwrap();

@@ -159,8 +159,9 @@ function getEngine(env) {
         weights: weightsOf(env),
         // One budget for all the bases' index files.
         max_index_bytes: Math.floor(maxIndexBytes(env) / found.length),
-        fetch: async (url) => {
-          const response = await env.ASSETS.fetch(new Request(url));
+        // Objects in packs are read with Range requests, which the ASSETS binding answers (206).
+        fetch: async (url, init) => {
+          const response = await env.ASSETS.fetch(new Request(url, init));
           if (!response.ok) return response;
           const bytes = await response.arrayBuffer();
           indexRead.files += 1;
