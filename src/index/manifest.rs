@@ -254,7 +254,9 @@ pub struct Layout {
     /// Objects listed by one page of a run's directory. Default 128.
     pub page_entries: usize,
     /// Partitions (code files) a dense query reads: those whose centroids are nearest the
-    /// query. An index of at most this many reads every code. Default 8.
+    /// query. An index of at most this many reads every code. Default 32: the fewest whose
+    /// recall of the exact int8 top 10 is at least 0.98 on the Python docs (40 partitions) and
+    /// NPL (BENCHMARKS.md, "Packs, pages and partitions").
     pub probe: usize,
 }
 
@@ -268,7 +270,7 @@ impl Default for Layout {
             rescore: 50,
             pack_bytes: 4 << 20,
             page_entries: 128,
-            probe: 8,
+            probe: 32,
         }
     }
 }
