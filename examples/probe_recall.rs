@@ -34,24 +34,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let packed = Packed::parse(&bytes)?;
     let files: Vec<(String, Vec<u8>)> = packed.files.iter().map(|(n, b)| (n.to_string(), b.to_vec())).collect();
     let manifest = IndexManifest::from_json(packed.manifest)?;
-    let partitions = manifest
-        .files
-        .vectors
-        .codes
-        .objects(manifest.counts.chunks);
+    let partitions = manifest.files.vectors.codes.objects(manifest.counts.chunks);
     let embedder = Arc::new(TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default())?);
     let vectors: Vec<Vec<f32>> = queries
         .iter()
         .map(|q| embedder.embed(&q.text, TextKind::Query))
         .collect::<Result<_, _>>()?;
-    let dense = |engine: &Engine, text: &str, vector: &[f32], vector_search| -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let dense = |engine: &Engine,
+                 text: &str,
+                 vector: &[f32],
+                 vector_search|
+     -> Result<Vec<String>, Box<dyn std::error::Error>> {
         let options = SearchOptions {
             k: 10,
             mode: Mode::Dense,
             vector_search,
             ..Default::default()
         };
-        let response = engine.search_with_vector(text, Some(vector), &options, &NoClock)?.done()?;
+        let response = engine
+            .search_with_vector(text, Some(vector), &options, &NoClock)?
+            .done()?;
         Ok(response.results.into_iter().map(|r| r.chunk_id).collect())
     };
     let mut exact_engine = Engine::from_files(manifest.clone(), &files)?;

@@ -493,7 +493,7 @@ impl RunTable {
     pub(crate) fn term_bounds(&self, i: usize) -> (Option<&str>, Option<&str>) {
         let first = |j: usize| {
             self.firsts.get(j).and_then(Option::as_deref).or_else(|| {
-                (self.per_page > 0 && j % self.per_page == 0)
+                (self.per_page > 0 && j.is_multiple_of(self.per_page))
                     .then(|| self.page_firsts.get(j / self.per_page).map(String::as_str))
                     .flatten()
             })

@@ -296,7 +296,7 @@ impl Layout {
                 return Err(format!("layout.{name} = {value} is too small; use at least {min}"));
             }
         }
-        if self.code_file_chunks % self.block_chunks != 0 {
+        if !self.code_file_chunks.is_multiple_of(self.block_chunks) {
             return Err(format!(
                 "layout.code_file_chunks = {} is not a multiple of layout.block_chunks = {}; make it one, so each vector block lies in one partition",
                 self.code_file_chunks, self.block_chunks

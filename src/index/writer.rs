@@ -27,8 +27,11 @@ pub struct BuiltIndex {
     /// The files, named by content.
     pub files: Vec<(String, Vec<u8>)>,
     /// Where each object and page is: its file and the byte range of it.
-    places: HashMap<String, (usize, Range<usize>)>,
+    places: Places,
 }
+
+/// Where each object and page of a built index is: its file's number and the byte range of it.
+type Places = HashMap<String, (usize, Range<usize>)>;
 
 impl BuiltIndex {
     /// The bytes of an object or page (or a whole file) by name, wherever it is stored.
@@ -298,11 +301,7 @@ fn store_objects(
     objects: Vec<(String, Vec<u8>)>,
     listed: Listed,
     layout: &Layout,
-) -> (
-    Vec<(String, Vec<u8>)>,
-    HashMap<String, (usize, Range<usize>)>,
-    IndexFiles,
-) {
+) -> (Vec<(String, Vec<u8>)>, Places, IndexFiles) {
     let mut order: Vec<&str> = vec![&listed.norms, &listed.meta];
     order.extend(listed.centroids.as_deref());
     order.extend(listed.codes.iter().map(String::as_str));
@@ -413,7 +412,7 @@ fn store_objects(
     };
     let files = if packs.is_empty() { own_files } else { packs };
     let file_of: HashMap<&str, usize> = files.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
-    let mut places: HashMap<String, (usize, Range<usize>)> = HashMap::new();
+    let mut places: Places = HashMap::new();
     for (name, at) in &placed {
         let place = match at {
             Some(at) => (at.pack as usize, at.offset as usize..(at.offset + at.len) as usize),
