@@ -302,3 +302,37 @@ fn counts_past_chunk_numbers_are_refused() {
         assert!(e.to_string().contains("the most chunk numbers can name"), "{path}: {e}");
     }
 }
+
+/// A format-2.4 manifest claiming 2³² − 1 chunks, documents and keyword shards, listed by pages
+/// of 2⁴⁰ objects (one page a run, so the manifest adds up): nothing is allocated for those
+/// counts, and the real pages, which list a few objects, are refused as what they are.
+#[test]
+fn a_paged_manifest_claiming_huge_runs_allocates_nothing_for_them() {
+    let bytes = std::fs::read(common::fixture("golden-v2-packs.sxt")).unwrap();
+    let packed = Packed::parse(&bytes).unwrap();
+    let mut m: serde_json::Value = serde_json::from_slice(packed.manifest).unwrap();
+    let huge = u64::from(u32::MAX);
+    m["counts"]["chunks"] = huge.into();
+    m["counts"]["documents"] = huge.into();
+    m["files"]["keyword_shards"] = huge.into();
+    m["files"]["page_entries"] = (1u64 << 40).into();
+    let json = serde_json::to_vec(&m).unwrap();
+    let mut engine = Engine::from_manifest(&json).expect("the manifest adds up");
+    assert!(
+        engine.missing().len() < 16,
+        "the pages and the first objects, not the runs"
+    );
+    for (name, body) in &packed.files {
+        let e = engine.add_file(name, body).expect_err(name);
+        assert_eq!(e.code().as_str(), "CORRUPT_BUNDLE", "{name}: {e}");
+    }
+    let options = SearchOptions {
+        mode: Mode::Keyword,
+        ..Default::default()
+    };
+    match engine.search("lamp", &options, &NoClock) {
+        Ok(Step::Need(names)) => assert!(names.len() < 16, "{names:?}"),
+        Ok(Step::Done(_)) => panic!("searched an index whose files were refused"),
+        Err(e) => assert_eq!(e.code().as_str(), "CORRUPT_BUNDLE", "{e}"),
+    }
+}

@@ -384,33 +384,32 @@ pub(crate) enum Found<'a> {
 }
 
 /// A run's objects as far as they are known: every one from the start (listed in the manifest,
-/// before 2.4), or a page at a time.
+/// before 2.4), or a page at a time. What it holds is bounded by the bytes behind it (the
+/// manifest's list, or the pages added), never by the count the manifest claims.
 #[derive(Debug, Clone)]
 pub(crate) struct RunTable {
     run: Run,
-    /// Objects a page lists (0: listed in the manifest).
+    /// How many objects the run has (a count, never allocated by).
+    count: usize,
+    /// Objects a page lists (a listed run is one page of them all).
     per_page: usize,
     pages: Vec<ObjectRef>,
     /// Keyword pages: each page's first term.
     page_firsts: Vec<String>,
-    pages_held: Vec<bool>,
-    objects: Vec<Option<ObjectRef>>,
-    /// Keyword shards: each shard's first term, once known.
-    firsts: Vec<Option<String>>,
+    /// Each page's entries, once added: (first term for keyword shards, object).
+    entries: Vec<Option<Vec<(Option<String>, ObjectRef)>>>,
 }
 
 impl RunTable {
     /// A run listed in the manifest: its objects (keyword shards with their first terms).
     pub(crate) fn listed(run: Run, objects: Vec<(Option<String>, ObjectRef)>) -> Self {
-        let (firsts, objects) = objects.into_iter().map(|(f, o)| (f, Some(o))).unzip();
         Self {
             run,
-            per_page: 0,
+            count: objects.len(),
+            per_page: objects.len().max(1),
             pages: Vec::new(),
             page_firsts: Vec::new(),
-            pages_held: Vec::new(),
-            objects,
-            firsts,
+            entries: vec![Some(objects)],
         }
     }
 
@@ -420,18 +419,22 @@ impl RunTable {
         let (page_firsts, pages): (Vec<Option<String>>, Vec<ObjectRef>) = pages.into_iter().unzip();
         Self {
             run,
+            count,
             per_page: per_page.max(1),
-            pages_held: vec![false; pages.len()],
+            entries: vec![None; pages.len()],
             pages,
             page_firsts: page_firsts.into_iter().map(Option::unwrap_or_default).collect(),
-            objects: vec![None; count],
-            firsts: vec![None; count],
         }
+    }
+
+    /// Entry `i`, if its page is added.
+    fn entry(&self, i: usize) -> Option<&(Option<String>, ObjectRef)> {
+        self.entries.get(i / self.per_page)?.as_ref()?.get(i % self.per_page)
     }
 
     /// How many objects the run has.
     pub(crate) fn len(&self) -> usize {
-        self.objects.len()
+        self.count
     }
 
     /// The pages (none when listed in the manifest).
@@ -441,30 +444,45 @@ impl RunTable {
 
     /// Whether page `p` is added.
     pub(crate) fn page_held(&self, p: usize) -> bool {
-        self.pages_held.get(p).copied().unwrap_or(false)
+        self.entries.get(p).is_some_and(Option::is_some)
     }
 
     /// The objects page `p` lists.
     pub(crate) fn page_span(&self, p: usize) -> std::ops::Range<usize> {
-        let start = (p * self.per_page).min(self.len());
-        start..(start + self.per_page).min(self.len())
+        let start = p.saturating_mul(self.per_page).min(self.len());
+        start..start.saturating_add(self.per_page).min(self.len())
     }
 
     /// Object `i`, or the page that lists it.
     pub(crate) fn get(&self, i: usize) -> Found<'_> {
-        match self.objects.get(i) {
-            None => Found::Missing,
-            Some(Some(object)) => Found::Object(object),
-            Some(None) => self.pages.get(i / self.per_page).map_or(Found::Missing, Found::Page),
+        if i >= self.count {
+            return Found::Missing;
+        }
+        match self.entry(i) {
+            Some((_, object)) => Found::Object(object),
+            None => self.pages.get(i / self.per_page).map_or(Found::Missing, Found::Page),
         }
     }
 
     /// Every object known so far, with its number.
     pub(crate) fn known(&self) -> impl Iterator<Item = (usize, &ObjectRef)> {
-        self.objects
+        let per_page = self.per_page;
+        self.entries.iter().enumerate().flat_map(move |(p, entries)| {
+            entries
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(move |(j, (_, o))| (p.saturating_mul(per_page).saturating_add(j), o))
+        })
+    }
+
+    /// The pages not added yet.
+    pub(crate) fn pages_missing(&self) -> impl Iterator<Item = &ObjectRef> {
+        self.pages
             .iter()
             .enumerate()
-            .filter_map(|(i, o)| o.as_ref().map(|o| (i, o)))
+            .filter(|(p, _)| !self.page_held(*p))
+            .map(|(_, o)| o)
     }
 
     /// Fills page `p` from its entries (read by [`page_from_bytes`] with [`RunTable::page_span`]);
@@ -481,18 +499,16 @@ impl RunTable {
         {
             return Err("its terms run past the next page's".into());
         }
-        for (i, entry) in self.page_span(p).zip(entries) {
-            self.firsts[i] = entry.first;
-            self.objects[i] = Some(entry.object);
+        if let Some(slot) = self.entries.get_mut(p) {
+            *slot = Some(entries.into_iter().map(|e| (e.first, e.object)).collect());
         }
-        self.pages_held[p] = true;
         Ok(())
     }
 
     /// The first term of shard `i` and of the shard after it, where known (keyword runs).
     pub(crate) fn term_bounds(&self, i: usize) -> (Option<&str>, Option<&str>) {
         let first = |j: usize| {
-            self.firsts.get(j).and_then(Option::as_deref).or_else(|| {
+            self.entry(j).and_then(|(f, _)| f.as_deref()).or_else(|| {
                 (self.per_page > 0 && j.is_multiple_of(self.per_page))
                     .then(|| self.page_firsts.get(j / self.per_page).map(String::as_str))
                     .flatten()
@@ -514,15 +530,20 @@ impl RunTable {
 
     /// How many shards' first terms satisfy `before` (a prefix of the run, in term order).
     fn count_before(&self, before: impl Fn(&str) -> bool) -> Result<usize, &ObjectRef> {
-        let counted = |range: std::ops::Range<usize>| {
-            range.start
-                + self.firsts[range]
+        let counted = |p: usize| {
+            let entries = self
+                .entries
+                .get(p)
+                .and_then(Option::as_ref)
+                .map_or(&[][..], Vec::as_slice);
+            p.saturating_mul(self.per_page)
+                + entries
                     .iter()
-                    .take_while(|f| f.as_deref().is_some_and(&before))
+                    .take_while(|(f, _)| f.as_deref().is_some_and(&before))
                     .count()
         };
-        if self.per_page == 0 {
-            return Ok(counted(0..self.len()));
+        if self.pages.is_empty() {
+            return Ok(counted(0));
         }
         let Some(p) = self.page_firsts.partition_point(|f| before(f)).checked_sub(1) else {
             return Ok(0);
@@ -530,7 +551,7 @@ impl RunTable {
         if !self.page_held(p) {
             return Err(&self.pages[p]);
         }
-        Ok(counted(self.page_span(p)))
+        Ok(counted(p))
     }
 }
 

@@ -45,4 +45,4 @@ pub use manifest::{
     check_model, crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef,
     VectorFiles, INDEX_MAJOR, INDEX_MINOR, OLDEST_READABLE_MAJOR,
 };
-pub use store::IndexStore;
+pub use store::{IndexStore, Probe};

@@ -29,6 +29,15 @@ enum Role {
     Centroids,
 }
 
+/// The partitions of binary codes a dense query reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Every one (no centroids, exact search, or no more partitions than the probe count).
+    All,
+    /// These, in order.
+    These(Vec<usize>),
+}
+
 /// The tables of the four runs.
 #[derive(Debug)]
 struct Runs {
@@ -103,12 +112,8 @@ fn run_tables(manifest: &IndexManifest) -> Runs {
 }
 
 /// Checks vector block `b` holds the chunks the code files put in it.
-fn check_block(block_of: &[u32], b: usize, block: &BlockFile) -> Result<(), String> {
-    if block
-        .chunks
-        .iter()
-        .all(|&c| block_of.get(c as usize) == Some(&(b as u32)))
-    {
+fn check_block(block_of: &HashMap<u32, u32>, b: usize, block: &BlockFile) -> Result<(), String> {
+    if block.chunks.iter().all(|c| block_of.get(c) == Some(&(b as u32))) {
         Ok(())
     } else {
         Err(format!(
@@ -163,8 +168,9 @@ pub struct IndexStore {
     meta: Option<VectorMeta>,
     codes: HashMap<usize, CodeFile>,
     /// Once every code file is added: the vector block of each chunk.
-    /// The vector block of each chunk whose code file is added (`u32::MAX`: not known yet).
-    block_of: Vec<u32>,
+    /// The vector block of each chunk whose code file is added (a map: what it holds is
+    /// bounded by the code files' bytes, not by the count the manifest claims).
+    block_of: HashMap<u32, u32>,
     /// The centroids of the code files (partitions), once added (indexes that have them).
     centroids: Option<BlockFile>,
     centroids_ref: Option<ObjectRef>,
@@ -189,7 +195,7 @@ impl IndexStore {
             fragments: HashMap::new(),
             meta: None,
             codes: HashMap::new(),
-            block_of: Vec::new(),
+            block_of: HashMap::new(),
             centroids: None,
             centroids_ref: None,
             blocks: HashMap::new(),
@@ -200,7 +206,6 @@ impl IndexStore {
         }
         store.place(&store.norms_ref.clone(), Role::Norms);
         store.place(&store.meta_ref.clone(), Role::Meta);
-        store.block_of = vec![u32::MAX; store.manifest.counts.chunks];
         store.centroids_ref = store
             .manifest
             .files
@@ -560,15 +565,20 @@ impl IndexStore {
         }
         let partitions = match query {
             Some(query) => self.probed(query, probe),
-            None => Some((0..self.runs.codes.len()).collect()),
+            None => Some(Probe::All),
         };
-        let Some(partitions) = partitions else {
-            out.extend(self.centroids_ref.iter().map(|c| c.name.clone()));
-            return out;
-        };
-        for i in partitions {
-            if !self.codes.contains_key(&i) {
-                Self::want(self.runs.codes.get(i), &mut out);
+        match partitions {
+            None => out.extend(self.centroids_ref.iter().map(|c| c.name.clone())),
+            Some(Probe::All) => {
+                let table = &self.runs.codes;
+                out.extend(table.pages_missing().map(|p| p.name.clone()));
+                let missing = table.known().filter(|(i, _)| !self.codes.contains_key(i));
+                out.extend(missing.map(|(_, o)| o.name.clone()));
+            }
+            Some(Probe::These(these)) => {
+                for i in these.into_iter().filter(|i| !self.codes.contains_key(i)) {
+                    Self::want(self.runs.codes.get(i), &mut out);
+                }
             }
         }
         out.sort();
@@ -590,17 +600,20 @@ impl IndexStore {
     fn map_blocks(&mut self, i: usize, file: &CodeFile) -> Result<(), String> {
         let per_file = self.manifest.files.vectors.codes.chunks_per_file.max(1);
         let per_block = self.manifest.files.vectors.blocks.chunks_per_file.max(1);
+        let chunks = self.manifest.counts.chunks;
+        let mut mapped: HashMap<u32, u32> = HashMap::new();
         for (j, (chunk, _)) in file.iter().enumerate() {
-            let slot = self
-                .block_of
-                .get_mut(chunk as usize)
-                .ok_or_else(|| "a code names a chunk past the count".to_string())?;
-            if *slot != u32::MAX {
+            if chunk as usize >= chunks {
+                return Err("a code names a chunk past the count".to_string());
+            }
+            let block = ((i * per_file + j) / per_block) as u32;
+            if self.block_of.contains_key(&chunk) || mapped.insert(chunk, block).is_some() {
                 return Err(format!("chunk {chunk} has two codes"));
             }
-            *slot = ((i * per_file + j) / per_block) as u32;
         }
-        if self.codes.len() + 1 == self.runs.codes.len() && self.block_of.contains(&u32::MAX) {
+        // Only a file that checks out is recorded.
+        self.block_of.extend(mapped);
+        if self.codes.len() + 1 == self.runs.codes.len() && self.block_of.len() != chunks {
             return Err("some chunks have no code".into());
         }
         Ok(())
@@ -619,11 +632,12 @@ impl IndexStore {
     /// The code files (partitions) a dense query probes: the `probe` whose centroids have the
     /// largest dot product with `query` (ties to the lower number), in order; every one when
     /// the index has no centroids or `probe` covers them. `None` until the centroids are added.
-    pub fn probed(&self, query: &[f32], probe: usize) -> Option<Vec<usize>> {
+    pub fn probed(&self, query: &[f32], probe: usize) -> Option<Probe> {
         let partitions = self.runs.codes.len();
         if self.centroids_ref.is_none() || probe >= partitions {
-            return Some((0..partitions).collect());
+            return Some(Probe::All);
         }
+        // Once added, the centroids back the partitions' count with their bytes.
         let centroids = self.centroids.as_ref()?;
         let mut scored: Vec<(usize, f32)> = (0..partitions)
             .map(|p| (p, centroids.dot(p as u32, query).unwrap_or(f32::NEG_INFINITY)))
@@ -631,22 +645,30 @@ impl IndexStore {
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let mut chosen: Vec<usize> = scored.into_iter().take(probe).map(|(p, _)| p).collect();
         chosen.sort_unstable();
-        Some(chosen)
+        Some(Probe::These(chosen))
     }
 
     /// The binary codes of the partitions `probed`, in order (those added).
-    pub fn codes_in<'a>(&'a self, probed: &'a [usize]) -> impl Iterator<Item = (u32, &'a [u8])> {
-        probed.iter().filter_map(|i| self.codes.get(i)).flat_map(CodeFile::iter)
+    pub fn codes_in<'a>(&'a self, probed: &'a Probe) -> impl Iterator<Item = (u32, &'a [u8])> {
+        let partitions: Vec<usize> = match probed {
+            Probe::All => {
+                let mut all: Vec<usize> = self.codes.keys().copied().collect();
+                all.sort_unstable();
+                all
+            }
+            Probe::These(these) => these.clone(),
+        };
+        partitions
+            .into_iter()
+            .filter_map(|i| self.codes.get(&i))
+            .flat_map(CodeFile::iter)
     }
 
     /// The vector blocks holding `chunks` that are not added yet (of the chunks whose code file
     /// is added).
     pub fn block_needs(&self, chunks: impl IntoIterator<Item = u32>) -> Vec<String> {
         let mut out = Vec::new();
-        let known = chunks
-            .into_iter()
-            .filter_map(|c| self.block_of.get(c as usize).copied())
-            .filter(|&b| b != u32::MAX);
+        let known = chunks.into_iter().filter_map(|c| self.block_of.get(&c).copied());
         for b in known {
             if !self.blocks.contains_key(&(b as usize)) {
                 Self::want(self.runs.blocks.get(b as usize), &mut out);
@@ -659,13 +681,13 @@ impl IndexStore {
 
     /// The int8 dot product of `query` with chunk `chunk`'s vector, if its block is added.
     pub fn dot(&self, chunk: u32, query: &[f32]) -> Option<f32> {
-        let block = *self.block_of.get(chunk as usize)?;
+        let block = *self.block_of.get(&chunk)?;
         self.blocks.get(&(block as usize))?.get(self.now()).dot(chunk, query)
     }
 
     /// Chunk `chunk`'s int8 vector scaled back to floats, if its block is added.
     pub fn vector(&self, chunk: u32) -> Option<Vec<f32>> {
-        let block = *self.block_of.get(chunk as usize)?;
+        let block = *self.block_of.get(&chunk)?;
         self.blocks.get(&(block as usize))?.get(self.now()).vector(chunk)
     }
 
@@ -713,11 +735,7 @@ impl IndexStore {
         }
         for run in Run::ALL {
             let table = self.runs.of(run);
-            for (p, page) in table.pages().iter().enumerate() {
-                if !table.page_held(p) {
-                    out.push(page.name.clone());
-                }
-            }
+            out.extend(table.pages_missing().map(|p| p.name.clone()));
             let held = |i: &usize| match run {
                 Run::Keyword => self.keyword.contains_key(i),
                 Run::Fragments => self.fragments.contains_key(i),

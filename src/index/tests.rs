@@ -813,11 +813,9 @@ fn a_dense_query_reads_only_the_partitions_nearest_it_whatever_else_is_held() {
     assert_eq!(full.probed(&query, 2).unwrap(), probed);
     let again = crate::search::pipeline::binary_candidates(&meta, full.codes_in(&probed), &query, 10);
     assert_eq!(again, candidates);
-    assert_eq!(
-        full.probed(&query, usize::MAX).unwrap(),
-        (0..16).collect::<Vec<_>>(),
-        "exact reads all"
-    );
+    assert_eq!(full.probed(&query, usize::MAX).unwrap(), Probe::All, "exact reads all");
+    assert_eq!(full.codes_in(&Probe::All).count(), 512);
+    assert!(matches!(probed, Probe::These(ref p) if p.len() == 2));
     // A partition size that splits vector blocks is refused.
     let bad = Layout {
         code_file_chunks: 30,
