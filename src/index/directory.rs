@@ -383,6 +383,9 @@ pub(crate) enum Found<'a> {
     Missing,
 }
 
+/// An object of a run, with its first term for a keyword shard.
+pub(crate) type Listed = (Option<String>, ObjectRef);
+
 /// A run's objects as far as they are known: every one from the start (listed in the manifest,
 /// before 2.4), or a page at a time. What it holds is bounded by the bytes behind it (the
 /// manifest's list, or the pages added), never by the count the manifest claims.
@@ -397,12 +400,12 @@ pub(crate) struct RunTable {
     /// Keyword pages: each page's first term.
     page_firsts: Vec<String>,
     /// Each page's entries, once added: (first term for keyword shards, object).
-    entries: Vec<Option<Vec<(Option<String>, ObjectRef)>>>,
+    entries: Vec<Option<Vec<Listed>>>,
 }
 
 impl RunTable {
     /// A run listed in the manifest: its objects (keyword shards with their first terms).
-    pub(crate) fn listed(run: Run, objects: Vec<(Option<String>, ObjectRef)>) -> Self {
+    pub(crate) fn listed(run: Run, objects: Vec<Listed>) -> Self {
         Self {
             run,
             count: objects.len(),
@@ -415,7 +418,7 @@ impl RunTable {
 
     /// A run of `count` objects listed by `pages` of `per_page` (keyword pages with their first
     /// terms).
-    pub(crate) fn paged(run: Run, count: usize, per_page: usize, pages: Vec<(Option<String>, ObjectRef)>) -> Self {
+    pub(crate) fn paged(run: Run, count: usize, per_page: usize, pages: Vec<Listed>) -> Self {
         let (page_firsts, pages): (Vec<Option<String>>, Vec<ObjectRef>) = pages.into_iter().unzip();
         Self {
             run,
@@ -428,7 +431,7 @@ impl RunTable {
     }
 
     /// Entry `i`, if its page is added.
-    fn entry(&self, i: usize) -> Option<&(Option<String>, ObjectRef)> {
+    fn entry(&self, i: usize) -> Option<&Listed> {
         self.entries.get(i / self.per_page)?.as_ref()?.get(i % self.per_page)
     }
 
