@@ -4,7 +4,7 @@
 // screenshots land in tests/artifacts/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { root, fixtures, buildDemoSite } from './harness.mjs';
@@ -257,7 +257,12 @@ test('a damaged index file shows a message, never a hang', async () => {
   const broken = mkdtempSync(path.join(tmpdir(), 'sextant-e2e-broken-'));
   cpSync(site, broken, { recursive: true });
   const dir = path.join(broken, 'sextant/index');
-  for (const f of readdirSync(dir).filter((f) => f.startsWith('norms.'))) writeFileSync(path.join(dir, f), 'not the norms');
+  // Each pack starts with an object: the first pack with the norms, which every query reads.
+  for (const f of readdirSync(dir).filter((f) => f.startsWith('pack.'))) {
+    const bytes = readFileSync(path.join(dir, f));
+    bytes.write('not the norms!!!', 0);
+    writeFileSync(path.join(dir, f), bytes);
+  }
   const server2 = await startStaticServer(broken);
   const page = await watchedPage(context);
   try {

@@ -82,8 +82,10 @@ test('assets load lazily on the first request, and memory stays well under 128 M
   const indexDir = path.join(assetsDir, 'sextant/index');
   const files = readdirSync(indexDir).filter((f) => !f.startsWith('manifest.'));
   const total = files.reduce((n, f) => n + readFileSync(path.join(indexDir, f)).length, 0);
-  console.log(`workerd: ${loaded.index_files_read} of ${files.length} index files read (${loaded.index_bytes_read} of ${total} bytes)`);
-  assert.ok(loaded.index_files_read > 0 && loaded.index_files_read < files.length / 2, `${loaded.index_files_read} files read`);
+  console.log(`workerd: ${loaded.index_files_read} reads of ${files.length} index files (${loaded.index_bytes_read} of ${total} bytes)`);
+  // Objects are read as byte ranges of the packs (the ASSETS binding answers Range with 206):
+  // less than half the index's bytes, whatever the number of reads.
+  assert.ok(loaded.index_files_read > 0, `${loaded.index_files_read} reads`);
   assert.ok(loaded.index_bytes_read < total / 2, `${loaded.index_bytes_read} bytes read`);
 });
 
