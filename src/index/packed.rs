@@ -96,14 +96,7 @@ impl<'a> Packed<'a> {
 pub fn unpack(bytes: &[u8]) -> Result<IndexStore, IndexError> {
     let packed = Packed::parse(bytes)?;
     let mut store = IndexStore::new(IndexManifest::from_json(packed.manifest)?);
-    let files: std::collections::HashMap<&str, &[u8]> = packed.files.iter().copied().collect();
-    store.load_all(
-        |name| files.get(name).map(|b| b.to_vec()).ok_or(()),
-        |name, ()| IndexError::BadSection {
-            section: "files",
-            reason: format!("{name}, which the manifest names, is missing"),
-        },
-    )?;
+    store.load_files(packed.files.iter().copied())?;
     if let Some((name, _)) = packed.files.iter().find(|(n, _)| !store.knows(n)) {
         return Err(IndexError::UnknownFile { file: name.to_string() });
     }

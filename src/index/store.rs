@@ -785,6 +785,19 @@ impl IndexStore {
         }
     }
 
+    /// Adds every object of the index from its files held in memory, by name (a packed index's,
+    /// or one just built); a file the manifest names that is not among them is an error.
+    pub fn load_files<'a>(&mut self, files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<(), IndexError> {
+        let by_name: HashMap<&str, &[u8]> = files.into_iter().collect();
+        self.load_all(
+            |name| by_name.get(name).map(|b| b.to_vec()).ok_or(()),
+            |name, ()| IndexError::BadSection {
+                section: "files",
+                reason: format!("{name}, which the manifest names, is missing"),
+            },
+        )
+    }
+
     /// Adds the objects and pages of pack `p` whose places are known, pages first, until the
     /// pages it holds name no more of its objects.
     fn add_pack(&mut self, p: usize, name: &str, bytes: &[u8]) -> Result<(), IndexError> {

@@ -68,15 +68,7 @@ impl Engine {
     /// file, each checked as [`Engine::add_file`] checks it, with nothing packed and read again.
     pub fn from_files(manifest: IndexManifest, files: &[(String, Vec<u8>)]) -> Result<Self, IndexError> {
         let mut store = IndexStore::new(manifest);
-        let by_name: std::collections::HashMap<&str, &[u8]> =
-            files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
-        store.load_all(
-            |name| by_name.get(name).map(|b| b.to_vec()).ok_or(()),
-            |name, ()| IndexError::BadSection {
-                section: "files",
-                reason: format!("{name}, which the manifest names, is missing"),
-            },
-        )?;
+        store.load_files(files.iter().map(|(n, b)| (n.as_str(), b.as_slice())))?;
         Ok(Self::new(store))
     }
 
