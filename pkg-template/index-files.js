@@ -7,6 +7,13 @@ import { fetchBytes, fetchResponse } from './fetching.js';
 const MAX_JOINED_BYTES = 1 << 20;
 
 /**
+ * Whether a fetch in flight may be awaited by another caller. Not in the Workers runtime: there a
+ * request that waits on I/O another request started is cancelled as hung once that request ends,
+ * so each request fetches what it needs itself (the engine still holds each object once).
+ */
+const SHARE_IN_FLIGHT = globalThis.navigator?.userAgent !== 'Cloudflare-Workers';
+
+/**
  * The files of a split index, fetched from beside its manifest as the engine asks for them: in
  * parallel, each once (a file being fetched is awaited, not fetched again). An object stored in a
  * pack (format 2.4) is read with an HTTP Range request, adjacent objects of one pack in one
@@ -31,24 +38,26 @@ export class IndexFiles {
   /** Fetches `names` and adds each to `engine` (which checks it against its hash). */
   async add(engine, names) {
     const ranges = new Map(); // pack → [{name, start, end}]
+    const own = new Map();
     for (const name of names) {
-      if (this.#pending.has(name)) continue;
+      if (SHARE_IN_FLIGHT && this.#pending.has(name)) continue;
       const place = typeof engine.locate === 'function' ? call(() => engine.locate(name)) : null;
       if (!place) {
-        this.#track([name], this.#whole(engine, name));
+        this.#track([name], this.#whole(engine, name), own);
         continue;
       }
       if (!ranges.has(place.file)) ranges.set(place.file, []);
       ranges.get(place.file).push({ name, start: place.start, end: place.end });
     }
     for (const [pack, objects] of ranges) {
-      for (const run of joined(objects)) this.#track(run.map((o) => o.name), this.#range(engine, pack, run));
+      for (const run of joined(objects)) this.#track(run.map((o) => o.name), this.#range(engine, pack, run), own);
     }
-    await Promise.all(names.map((name) => this.#pending.get(name)));
+    await Promise.all(names.map((name) => own.get(name) ?? this.#pending.get(name)));
   }
 
-  /** Marks `names` as in flight until `added` settles. */
-  #track(names, added) {
+  /** Marks `names` as in flight until `added` settles (and as this call's own, in `own`). */
+  #track(names, added, own) {
+    names.forEach((name) => own?.set(name, added));
     // Only while in flight: once added (or failed), a later query that needs the file again (the
     // engine let go of it, or the fetch failed) fetches it again.
     const settle = () => names.forEach((name) => this.#pending.delete(name));
