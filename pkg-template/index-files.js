@@ -60,7 +60,7 @@ export class IndexFiles {
     names.forEach((name) => own?.set(name, added));
     // Only while in flight: once added (or failed), a later query that needs the file again (the
     // engine let go of it, or the fetch failed) fetches it again.
-    const settle = () => names.forEach((name) => this.#pending.delete(name));
+    const settle = () => names.forEach((name) => this.#pending.get(name) === added && this.#pending.delete(name));
     added.then(settle, settle);
     names.forEach((name) => this.#pending.set(name, added));
   }

@@ -216,14 +216,20 @@ impl IndexStore {
         if let Some(centroids) = store.centroids_ref.clone() {
             store.place(&centroids, Role::Centroids);
         }
+        let mut places: Vec<(ObjectRef, Role)> = Vec::new();
         for run in Run::ALL {
-            let table = store.runs.of(run).clone();
-            for (p, page) in table.pages().iter().enumerate() {
-                store.place(page, Role::Page(run, p));
-            }
-            for (i, object) in table.known() {
-                store.place(object, role_in(run, i));
-            }
+            let table = store.runs.of(run);
+            places.extend(
+                table
+                    .pages()
+                    .iter()
+                    .enumerate()
+                    .map(|(p, page)| (page.clone(), Role::Page(run, p))),
+            );
+            places.extend(table.known().map(|(i, object)| (object.clone(), role_in(run, i))));
+        }
+        for (object, role) in places {
+            store.place(&object, role);
         }
         store
     }
@@ -776,8 +782,7 @@ impl IndexStore {
                     None => bytes.as_slice(),
                     Some(at) => slice(bytes, &file, at)?,
                 };
-                let body = body.to_vec();
-                self.add(&name, &body)?;
+                self.add(&name, body)?;
                 if range.is_none() {
                     packs.remove(&file);
                 }
@@ -793,7 +798,9 @@ impl IndexStore {
             |name| by_name.get(name).map(|b| b.to_vec()).ok_or(()),
             |name, ()| IndexError::BadSection {
                 section: "files",
-                reason: format!("{name}, which the manifest names, is missing"),
+                reason: format!(
+                    "{name}, which the manifest names, is missing; copy the whole index, or build it again"
+                ),
             },
         )
     }
