@@ -22,6 +22,14 @@ const entryPath = `${sextantDir}sextant.json`;
 self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
 
+// A page it did not control when it loaded (a first visit: it was not there yet) names what it
+// loaded, `{sextant: 'keep', urls}` (the UI sends it once this worker is active): the page and
+// its files are kept where they are not yet, so the visit reloads offline.
+self.addEventListener('message', (event) => {
+  if (event.data?.sextant !== 'keep' || !Array.isArray(event.data.urls)) return;
+  event.waitUntil(keepUrls(event.data.urls.slice(0, MAX_KEPT_URLS)));
+});
+
 /** The current entry manifest: {files: Set, immutable(path)}, or null before one is known. */
 let known = null;
 
@@ -57,6 +65,28 @@ function keep(event, request, response) {
   if (!storable(response)) return;
   const copy = response.clone();
   event.waitUntil(caches.open(CACHE).then((cache) => cache.put(request, copy)).catch(() => {}));
+}
+
+/** The most URLs one page may ask to keep. */
+const MAX_KEPT_URLS = 500;
+
+/** Keeps each URL of this scope not kept yet, as the network answers it now (if it may be kept). */
+async function keepUrls(urls) {
+  try {
+    const cache = await caches.open(CACHE);
+    for (const raw of urls) {
+      let url;
+      try {
+        url = new URL(String(raw), scopeUrl);
+      } catch {
+        continue;
+      }
+      url.hash = '';
+      if (!url.href.startsWith(scopeUrl.href) || url.pathname === entryPath || (await cache.match(url.href))) continue;
+      const response = await fetch(url.href).catch(() => null);
+      if (response && storable(response)) await cache.put(url.href, response);
+    }
+  } catch {}
 }
 
 async function cacheFirst(event, request) {

@@ -461,9 +461,23 @@ class SearchBox {
 }
 
 let registration;
-/** Registers the offline service worker (once) and waits briefly for it to take control. */
+/** Whether the service worker served this page (a visit after the first). */
+const controlledAtLoad = Boolean(globalThis.navigator?.serviceWorker?.controller);
+/**
+ * Registers the offline service worker (once) and waits briefly for it to take control. On a first
+ * visit it asks the worker to keep what the page loaded before the worker was there (the page, its
+ * styles and scripts), so the page reloads offline.
+ */
 function registerServiceWorker() {
   if (!('serviceWorker' in navigator) || !window.isSecureContext) return Promise.resolve();
+  if (!controlledAtLoad && !registration) {
+    navigator.serviceWorker.ready
+      .then((ready) => {
+        const loaded = [location.href, ...performance.getEntriesByType('resource').map((e) => e.name)];
+        ready.active?.postMessage({ sextant: 'keep', urls: loaded.filter((url) => new URL(url).origin === location.origin) });
+      })
+      .catch(() => {});
+  }
   registration ??= navigator.serviceWorker
     .register(new URL('sextant-sw.js', siteRoot), { scope: siteRoot.pathname })
     .then(() => (navigator.serviceWorker.controller ? null : Promise.race([

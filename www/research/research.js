@@ -17,7 +17,14 @@ async function offlineReady() {
   if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
   try {
     const root = new URL('../', import.meta.url);
+    const firstVisit = !navigator.serviceWorker.controller;
     await navigator.serviceWorker.register(new URL('sextant-sw.js', root), { scope: root.pathname });
+    if (firstVisit) {
+      // What loaded before the service worker was there (this page, its styles and scripts) is
+      // kept too, so the page reloads offline (the worker's `keep` message).
+      const loaded = [location.href, ...performance.getEntriesByType('resource').map((e) => e.name)];
+      (await navigator.serviceWorker.ready).active?.postMessage({ sextant: 'keep', urls: loaded.filter((url) => new URL(url).origin === location.origin) });
+    }
     if (!navigator.serviceWorker.controller) {
       await Promise.race([new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true })), new Promise((resolve) => setTimeout(resolve, 3000))]);
     }
@@ -588,8 +595,11 @@ fillSettings();
 // Files chosen before this script ran (a quick reader on a slow link) are added too.
 addFiles([...$('pick').files]).finally(() => ($('pick').value = ''));
 
-// pdf.js loads only when a PDF is added: fetch it once now, so it is cached for offline use.
-for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs', 'vendor/mammoth.browser.min.js']) fetch(new URL(f, import.meta.url)).catch(() => {});
+// pdf.js and mammoth load only when a PDF or DOCX is added: fetch them once now, through the
+// service worker once it is there, so they are cached for offline use.
+workerStarted.then(() => {
+  for (const f of ['vendor/pdf.min.mjs', 'vendor/pdf.worker.min.mjs', 'vendor/mammoth.browser.min.js']) fetch(new URL(f, import.meta.url)).catch(() => {});
+});
 
 const names = await refreshCollections().catch((e) => (say(`Storage is unavailable: ${e.message}`, true), []));
 const last = localStorage.getItem(LAST_KEY);
