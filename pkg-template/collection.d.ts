@@ -38,9 +38,19 @@ export interface CreateOptions {
 export interface EmbedOptions {
   /** Chunks per step between yields (default 4). */
   batch?: number;
-  on_progress?: (progress: { done: number; total: number }) => void;
+  /**
+   * Threads to embed on, this one included: in a browser the rest are Web Workers with their own
+   * wasm instance and model, started on the first call and ended by `free()` (default
+   * `navigator.hardwareConcurrency`, at most 8; 1 in Node). The vectors are the same whatever
+   * the count.
+   */
+  workers?: number;
+  /** After each step: chunks done of `total`, the rate so far, the time left at that rate and the threads embedding by then. */
+  on_progress?: (progress: { done: number; total: number; chunks_per_s: number; seconds_left: number | null; workers: number }) => void;
   /** Stops between steps with ABORTED; what was embedded stays. */
   signal?: AbortSignal;
+  /** While it returns true no new step starts (e.g. while the tab is hidden). */
+  paused?: () => boolean;
   /** With storage: vectors are saved at least this often while embedding (default 5000). */
   save_every_ms?: number;
 }

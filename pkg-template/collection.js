@@ -33,6 +33,65 @@ async function bytesOf(value, file, fetchImpl) {
 
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+/** How often a paused embedding loop looks whether it may go on. */
+const PAUSE_POLL_MS = 250;
+
+/** The most threads an embedding runs on by default: each holds its own copy of the model. */
+const DEFAULT_MAX_WORKERS = 8;
+
+/** Threads an embedding runs on: `workers` if given, else the browser's cores (one in Node). */
+function poolSize(workers) {
+  if (workers != null) return Math.max(1, Math.min(64, workers | 0));
+  return isNode ? 1 : Math.max(1, Math.min(DEFAULT_MAX_WORKERS, globalThis.navigator?.hardwareConcurrency ?? 1));
+}
+
+/**
+ * Starts one pool worker (embed-worker.js) and resolves once its model is loaded:
+ * `{embed(texts) → Promise of vectors, terminate(), failed}`. A worker that fails later rejects
+ * what it was asked and is marked `failed`.
+ */
+function startHelper(source) {
+  const worker = new Worker(new URL('./embed-worker.js', import.meta.url), { type: 'module' });
+  const waiting = new Map();
+  let next = 1;
+  const helper = {
+    failed: false,
+    embed(texts) {
+      const id = next++;
+      return new Promise((resolve, reject) => {
+        waiting.set(id, { resolve, reject });
+        worker.postMessage({ type: 'embed', id, texts });
+      });
+    },
+    terminate() {
+      worker.terminate();
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const fail = (error) => {
+      helper.failed = true;
+      for (const w of waiting.values()) w.reject(error);
+      waiting.clear();
+      worker.terminate();
+      reject(error);
+    };
+    worker.onerror = (e) => {
+      e.preventDefault?.();
+      fail(new SextantError('INTERNAL', `an embedding worker stopped: ${e.message || 'its script failed to load'}`));
+    };
+    worker.onmessage = ({ data }) => {
+      if (data.type === 'loaded') return resolve(helper);
+      if (data.type === 'error' && !waiting.has(data.id)) return fail(new SextantError(data.code, data.message));
+      const w = waiting.get(data.id);
+      waiting.delete(data.id);
+      if (data.type === 'vectors') w?.resolve(data.vectors);
+      else w?.reject(new SextantError(data.code, data.message));
+    };
+    // The model's bytes are copied to it: the caller keeps its own.
+    worker.postMessage({ type: 'load', model: source.model, tokenizer: source.tokenizer, config: source.config });
+  });
+}
+
 /**
  * Where a named collection keeps its files and vectors: the browser's origin-private file system
  * (OPFS), under `sextant-collections/<name>/`. Any object with the same four methods works (Node:
@@ -129,6 +188,8 @@ export class Collection {
   #engineIsPartial = false;
   #storage = null; // where changes are written through (Collection.open)
   #saving = Promise.resolve();
+  #source = null; // {model, tokenizer, config}: what a pool worker loads
+  #pool = null; // Promise of the embedding pool's workers, once started
 
   constructor(inner, storage = null) {
     this.#inner = inner;
@@ -203,7 +264,9 @@ export class Collection {
   static async create({ model, tokenizer, config, fetch: fetchImpl = globalThis.fetch } = {}) {
     if (model == null || tokenizer == null) throw new SextantError('BAD_ARGUMENT', 'Collection.create() needs model and tokenizer (URLs, bytes or Blobs)');
     const [modelBytes, tokenizerBytes] = await Promise.all([bytesOf(model, 'model', fetchImpl), bytesOf(tokenizer, 'tokenizer', fetchImpl), ready()]);
-    return new Collection(call(() => new wasm.Collection(modelBytes, tokenizerBytes, config)));
+    const collection = new Collection(call(() => new wasm.Collection(modelBytes, tokenizerBytes, config)));
+    collection.#source = { model: modelBytes, tokenizer: tokenizerBytes, config };
+    return collection;
   }
 
   #changed() {
@@ -313,28 +376,66 @@ export class Collection {
 
   /**
    * Embeds the pending chunks, `batch` at a time, yielding to the event loop between batches.
-   * on_progress({done, total}) after each batch; `signal` stops it between batches with
-   * ABORTED (what was embedded stays). Resolves with the number embedded.
+   * In a browser it embeds on `workers` threads (default `navigator.hardwareConcurrency`): this
+   * one and `workers - 1` Web Workers, each with its own WebAssembly instance and model (started
+   * on the first call, kept until `free()`; no SharedArrayBuffer needed), giving the same vectors
+   * as one thread. on_progress({done, total, chunks_per_s, seconds_left, workers}) after each
+   * batch (`workers`: the threads embedding by then);
+   * `signal` stops it between batches with ABORTED (what was embedded stays); while `paused()`
+   * says true (e.g. the tab is hidden) no new batch starts. Resolves with the number embedded.
    */
-  async embed({ batch = 4, on_progress, signal, save_every_ms = 5000 } = {}) {
-    const total = this.pending;
+  async embed({ batch = 4, workers, on_progress, signal, paused, save_every_ms = 5000 } = {}) {
+    const texts = call(() => this.#inner.pendingTexts());
+    const total = texts.length;
+    const size = Math.max(1, batch | 0);
     let done = 0;
+    let taken = 0;
+    let threads = 1; // this one and the pool workers embedding so far
     let savedAt = Date.now();
+    const started = performance.now();
     const saveVectors = () => this.#save(() => this.#storage.write(VECTORS, this.#inner.vectors()));
-    try {
-      while (done < total) {
-        if (signal?.aborted) throw new SextantError('ABORTED', `embedding stopped after ${done} of ${total} chunks; call embed() again to go on`);
-        const n = call(() => this.#inner.embedPending(Math.max(1, batch | 0)));
-        if (n === 0) break;
-        done += n;
-        on_progress?.({ done, total });
-        // With storage, vectors are saved every few seconds: a closed tab loses little work.
-        if (this.#storage && Date.now() - savedAt >= save_every_ms) {
-          savedAt = Date.now();
-          await saveVectors();
-        }
+    const stopped = () => new SextantError('ABORTED', `embedding stopped after ${done} of ${total} chunks; call embed() again to go on`);
+    /** The next batch of texts, once not paused; null when none is left or when stopped. */
+    const take = async () => {
+      while (paused?.() && !signal?.aborted) await new Promise((resolve) => setTimeout(resolve, PAUSE_POLL_MS));
+      if (signal?.aborted || taken >= total) return null;
+      const slice = texts.slice(taken, taken + size);
+      taken += slice.length;
+      return slice;
+    };
+    const keep = async (slice, vectors) => {
+      slice.forEach((text, i) => call(() => this.#inner.setVector(text, vectors[i])));
+      done += slice.length;
+      const seconds = (performance.now() - started) / 1000;
+      const rate = seconds > 0 ? done / seconds : 0;
+      on_progress?.({ done, total, chunks_per_s: rate, seconds_left: rate > 0 ? (total - done) / rate : null, workers: threads });
+      // With storage, vectors are saved every few seconds: a closed tab loses little work.
+      if (this.#storage && Date.now() - savedAt >= save_every_ms) {
+        savedAt = Date.now();
+        await saveVectors();
+      }
+    };
+    const embedHere = (slice) => slice.map((text) => call(() => this.#inner.embedPassage(text)));
+    const here = async () => {
+      for (let slice; (slice = await take()); ) {
+        await keep(slice, embedHere(slice));
         await nextTask();
       }
+    };
+    // A pool worker that fails hands its batch back to this thread and takes no more.
+    const helper = async (worker) => {
+      threads++;
+      for (let slice; (slice = await take()); ) {
+        const vectors = await worker.embed(slice).catch(() => null);
+        await keep(slice, vectors ?? embedHere(slice));
+        if (!vectors) return;
+      }
+    };
+    try {
+      // This thread starts at once; each pool worker joins once its model is loaded.
+      const helpers = total > size ? this.#helpers(poolSize(workers) - 1) : Promise.resolve([]);
+      await Promise.all([here(), helpers.then((pool) => Promise.all(pool.map(helper)))]);
+      if (signal?.aborted && done < total) throw stopped();
     } finally {
       // The keyword index does not change while chunks are embedded: the engine is made again
       // once, after the loop (hybrid if every chunk has its vector now).
@@ -344,6 +445,18 @@ export class Collection {
       }
     }
     return done;
+  }
+
+  /**
+   * The pool's `count` Web Workers, started once (each loads the wasm and the model); fewer
+   * where they cannot start (no module workers, or outside a browser): this thread then embeds
+   * alone or with those that did.
+   */
+  async #helpers(count) {
+    if (count <= 0 || isNode || typeof Worker === 'undefined' || !this.#source) return [];
+    this.#pool ??= Promise.all(Array.from({ length: count }, () => startHelper(this.#source).catch(() => null)));
+    const pool = await this.#pool;
+    return pool.filter((worker) => worker && !worker.failed);
   }
 
   #searcher() {
@@ -406,8 +519,10 @@ export class Collection {
     await this.#save(() => this.#storage.write(VECTORS, this.#inner.vectors()));
   }
 
-  /** Releases the WebAssembly memory. */
+  /** Releases the WebAssembly memory, and ends the embedding pool's workers. */
   free() {
+    this.#pool?.then((pool) => pool.forEach((worker) => worker?.terminate()));
+    this.#pool = null;
     this.#engine?.free();
     this.#engine = null;
     this.#inner?.free();

@@ -685,6 +685,23 @@ impl Collection {
         Ok(embedded as u32)
     }
 
+    /// `embedPassage(text)` → the vector of a pending text, as `embedPending` embeds it: what a
+    /// pool worker holding a collection with the same model and config computes for another
+    /// collection's `setVector` (the same wasm and weights give the same bits).
+    #[wasm_bindgen(js_name = embedPassage)]
+    pub fn embed_passage(&self, text: &str) -> Result<Vec<f32>, JsValue> {
+        use crate::embed::{Embedder, TextKind};
+        self.embedder
+            .embed(text, TextKind::Passage)
+            .map_err(|e| js_error(e.code(), e))
+    }
+
+    /// `setVector(text, vector)`: keeps the vector of a pending text (from `embedPassage`).
+    #[wasm_bindgen(js_name = setVector)]
+    pub fn set_vector(&mut self, text: &str, vector: Vec<f32>) -> Result<(), JsValue> {
+        self.inner.set_vector(text, vector).map_err(collection_error)
+    }
+
     /// `countTokens(text)` → the model's tokens of `text`, as framing counts them.
     #[wasm_bindgen(js_name = countTokens)]
     pub fn count_tokens(&self, text: &str) -> Result<u32, JsValue> {

@@ -1,7 +1,9 @@
 // Runs in headless Chromium (driven by bench/collection-browser.mjs): a collection indexed in the
 // page the way the research workspace does it (kept in OPFS, one JSONL file added, parsed and
 // chunked, then every chunk embedded and the index written), and Transformers.js embedding the
-// very same chunk texts with the same model.onnx, one thread each. Rounds alternate between the
+// very same chunk texts with the same model.onnx (the collection on `workers` threads, its
+// default when not given: the pool of Web Workers; Transformers.js on one, without
+// cross-origin isolation). Rounds alternate between the
 // two so that machine noise hits both alike.
 import { localExtractor } from './transformers.mjs';
 
@@ -16,7 +18,7 @@ async function opfsBytes(name) {
   return files;
 }
 
-window.runCollectionBench = async ({ jsonl, rounds, batch }) => {
+window.runCollectionBench = async ({ jsonl, rounds, batch, workers }) => {
   const { Collection, deleteCollection } = await import('/pkg/collection.js');
   const [model, tokenizer] = await Promise.all([bytesOf('/model/model.onnx'), bytesOf('/model/tokenizer.json')]);
   const file = new TextEncoder().encode(jsonl);
@@ -32,7 +34,8 @@ window.runCollectionBench = async ({ jsonl, rounds, batch }) => {
     const t2 = performance.now();
     const texts = c.pendingTexts();
     const t3 = performance.now();
-    await c.embed({ batch });
+    let threads = 1;
+    await c.embed({ batch, workers, on_progress: (p) => (threads = Math.max(threads, p.workers)) });
     const t4 = performance.now();
     const index = c.export();
     await c.flush();
@@ -59,6 +62,7 @@ window.runCollectionBench = async ({ jsonl, rounds, batch }) => {
         docs_per_s: documents / ((t2 - t1 + (t5 - t3)) / 1000),
         chunks_per_s: chunks / ((t2 - t1 + (t5 - t3)) / 1000),
         embed_chunks_per_s: chunks / ((t4 - t3) / 1000),
+        embedding_threads: threads,
       },
       transformers: {
         one_at_a_time_chunks_per_s: chunks / ((s1 - s0) / 1000),

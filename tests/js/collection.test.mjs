@@ -257,6 +257,50 @@ test('in Chromium, a collection lives in OPFS: reload, and the same results come
   }
 });
 
+test('in Chromium, a pool of embedding workers gives the index one thread gives', async () => {
+  const site = mkdtempSync(path.join(tmpdir(), 'sextant-collection-pool-'));
+  await cp(path.join(consumerProject(), 'node_modules/sextant-search'), path.join(site, 'sextant'), { recursive: true, dereference: true });
+  writeFileSync(path.join(site, 'index.html'), '<!doctype html><meta charset="utf-8"><title>pool</title><link rel="icon" href="data:,"><script type="module">import * as c from "./sextant/collection.js"; window.collections = c;</script>');
+  exampleFiles(site);
+  const server = await startStaticServer(site);
+  const context = await launch();
+  try {
+    const page = await watchedPage(context);
+    await page.goto(server.url + '/');
+    await page.waitForFunction(() => window.collections, null, { timeout: 60000 });
+    const got = await page.evaluate(async () => {
+      const { Collection } = window.collections;
+      // Sixty sections of their own words: enough chunks that the pool's workers load their
+      // model and take batches before this thread is done.
+      const words = ['tide', 'orbit', 'lunar', 'basin', 'current', 'estuary', 'harbour', 'surge', 'neap', 'spring'];
+      const text = Array.from({ length: 60 }, (_, i) => `## Section ${i}\n\nThe ${words[i % 10]} and the ${words[(i * 7) % 10]} meet at station ${i * 13}, ${words[(i * 3) % 10]} rising.\n`).join('\n');
+      const build = async (workers) => {
+        const c = await Collection.create({ model: '/model.onnx', tokenizer: '/tokenizer.json' });
+        await c.addFile('tides.md', text);
+        let most = 0;
+        let last = null;
+        await c.embed({ workers, batch: 2, on_progress: (p) => ((most = Math.max(most, p.workers)), (last = p)) });
+        const bytes = c.export();
+        c.free();
+        return { bytes: Array.from(bytes), most, last };
+      };
+      const one = await build(1);
+      const pool = await build(3);
+      return { one, pool };
+    });
+    assert.equal(got.one.most, 1);
+    assert.ok(got.pool.most >= 2, `the pool's workers never embedded (${got.pool.most} threads)`);
+    assert.equal(got.pool.last.done, got.pool.last.total);
+    assert.ok(got.pool.last.chunks_per_s > 0 && got.pool.last.seconds_left === 0);
+    assert.ok(got.one.bytes.length > 0);
+    assert.deepEqual(got.pool.bytes, got.one.bytes, 'the pool gave another index');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await context.close();
+    await server.close();
+  }
+});
+
 test('an index the CLI built imports as a collection file, with its vectors, and stays after a reopen', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'sextant-import-'));
   const cli = path.join(dir, 'tiny.sxt');

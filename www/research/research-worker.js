@@ -18,6 +18,7 @@ let model = null;
 let tokenizer = null;
 let embedding = null; // {controller, promise} while the embed loop runs
 let paused = false;
+let hidden = false; // the page is hidden and asked to pause embedding meanwhile
 const asking = new Map(); // ask id → AbortController
 const CONVERSATION = 'conversation.json';
 let dead = null; // the trap that stopped the WebAssembly, once one has
@@ -51,7 +52,12 @@ function startEmbedding() {
   const controller = new AbortController();
   const target = collection;
   const promise = target
-    .embed({ batch: 2, signal: controller.signal, on_progress: ({ done, total }) => postMessage({ event: 'progress', done, total, pending: target.pending, files: target.files() }) })
+    .embed({
+      batch: 2,
+      signal: controller.signal,
+      paused: () => hidden,
+      on_progress: ({ done, total, chunks_per_s, seconds_left }) => postMessage({ event: 'progress', done, total, chunks_per_s, seconds_left, pending: target.pending, files: target.files() }),
+    })
     .then(
       () => 'done',
       (e) => {
@@ -140,6 +146,11 @@ const ops = {
   async resume() {
     paused = false;
     startEmbedding();
+    return state();
+  },
+  /** `{hidden}`: whether embedding waits (between batches) because the page is hidden. */
+  async visibility({ hidden: now }) {
+    hidden = Boolean(now);
     return state();
   },
   async search({ query, k }) {

@@ -95,7 +95,7 @@ function onWorkerMessage({ data }) {
   }
   if (data.event === 'progress') {
     if (current) Object.assign(current, { files: data.files, pending: data.pending });
-    showProgress(data.pending, data.done, data.total);
+    showProgress(data.pending, data.chunks_per_s, data.seconds_left);
     showFiles(data.files);
     return;
   }
@@ -159,12 +159,34 @@ function showFiles(files) {
   $('files').replaceChildren(...rows);
 }
 
-function showProgress(pending, done, total) {
+function showProgress(pending, rate, secondsLeft) {
   const chunks = current?.files?.reduce((n, f) => n + f.chunks, 0) ?? 0;
   $('progress').max = Math.max(1, chunks);
   $('progress').value = Math.max(0, chunks - pending);
-  $('progress-text').textContent = pending ? `embedding: ${pending} chunks to go` : chunks ? 'every chunk embedded' : '';
+  const speed = rate > 0 ? ` · ${rate.toFixed(1)} chunks/s · about ${duration(secondsLeft)} left` : '';
+  $('progress-text').textContent = pending ? `embedding: ${pending} chunks to go${speed}` : chunks ? 'every chunk embedded' : '';
 }
+
+/** Seconds as a reader says them: "40 s", "3 min", "1 h 5 min". */
+function duration(seconds) {
+  const s = Math.max(0, Math.round(seconds ?? 0));
+  if (s < 90) return `${s} s`;
+  const minutes = Math.round(s / 60);
+  return minutes < 90 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+// "Pause while this tab is hidden" (kept per browser): embedding waits between batches while the
+// tab is hidden, and goes on when it is shown again.
+const PAUSE_HIDDEN_KEY = 'sextant-research-pause-hidden';
+$('pause-hidden').checked = localStorage.getItem(PAUSE_HIDDEN_KEY) === '1';
+function sendVisibility() {
+  request('visibility', { hidden: $('pause-hidden').checked && document.visibilityState === 'hidden' }).catch(() => {});
+}
+$('pause-hidden').addEventListener('change', () => {
+  localStorage.setItem(PAUSE_HIDDEN_KEY, $('pause-hidden').checked ? '1' : '0');
+  sendVisibility();
+});
+document.addEventListener('visibilitychange', sendVisibility);
 
 function showState() {
   if (!current) return;
