@@ -205,12 +205,18 @@ test('an opened collection writes through to its storage and reopens without emb
   await expectCode(api.Collection.open('notes', { model, tokenizer, storage, config: { chunking: { max_tokens: 100 } } }), 'BAD_ARGUMENT');
 });
 
-test('in Chromium, a collection lives in OPFS: reload, and the same results come back without embedding', async () => {
-  const site = mkdtempSync(path.join(tmpdir(), 'sextant-collection-site-'));
+/** A site with the package under sextant/, the model files, and a page exposing the collection API as `window.collections`. */
+async function collectionSite(prefix) {
+  const site = mkdtempSync(path.join(tmpdir(), prefix));
   exampleFiles(site);
   await cp(path.join(consumerProject(), 'node_modules/sextant-search'), path.join(site, 'sextant'), { recursive: true, dereference: true });
-  for (const f of FILES) await cp(path.join(tiny, f), path.join(site, 'docs', f), { recursive: true });
   writeFileSync(path.join(site, 'index.html'), '<!doctype html><meta charset="utf-8"><title>collection</title><link rel="icon" href="data:,"><script type="module">import * as c from "./sextant/collection.js"; window.collections = c;</script>');
+  return site;
+}
+
+test('in Chromium, a collection lives in OPFS: reload, and the same results come back without embedding', async () => {
+  const site = await collectionSite('sextant-collection-site-');
+  for (const f of FILES) await cp(path.join(tiny, f), path.join(site, 'docs', f), { recursive: true });
   const server = await startStaticServer(site);
   const context = await launch();
   try {
@@ -260,11 +266,7 @@ test('in Chromium, a collection lives in OPFS: reload, and the same results come
 });
 
 test('in Chromium, a pool of embedding workers gives the index one thread gives', async () => {
-  const site = mkdtempSync(path.join(tmpdir(), 'sextant-collection-pool-'));
-  await cp(path.join(consumerProject(), 'node_modules/sextant-search'), path.join(site, 'sextant'), { recursive: true, dereference: true });
-  writeFileSync(path.join(site, 'index.html'), '<!doctype html><meta charset="utf-8"><title>pool</title><link rel="icon" href="data:,"><script type="module">import * as c from "./sextant/collection.js"; window.collections = c;</script>');
-  exampleFiles(site);
-  const server = await startStaticServer(site);
+  const server = await startStaticServer(await collectionSite('sextant-collection-pool-'));
   const context = await launch();
   try {
     const page = await watchedPage(context);
