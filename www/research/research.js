@@ -81,6 +81,7 @@ function restartWorker(message) {
   const name = current?.name;
   current = null;
   workerStarted = Promise.resolve(startWorker());
+  sendVisibility(); // a new worker starts unpaused: tell it whether the tab is hidden
   if (!name) return;
   open(name, { restarted: true })
     .then(() => say(['The engine stopped and was restarted; ', nameNode(name), ' was reopened from storage.'], true))
