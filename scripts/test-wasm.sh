@@ -18,5 +18,9 @@ export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-900}
 echo "wasm tests in Node"
 cargo test --target wasm32-unknown-unknown --no-default-features --features model --test wasm_parity
 echo "wasm tests in headless Chromium"
+# webdriver.json (read by the runner from this folder) gives chromedriver a 15-minute script
+# timeout: the runner reads the page's output with a synchronous script, which waits while a test
+# holds the main thread (the model embedding passages), and chromedriver's default 30 s failed CI
+# on a busy machine.
 WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver} \
   cargo test --target wasm32-unknown-unknown --no-default-features --features model --test wasm_parity
