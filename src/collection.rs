@@ -1,17 +1,15 @@
 //! A collection built where its documents are (the browser's research workspace): files are
 //! added and removed one at a time and chunked at once; their chunks are embedded when the caller
 //! asks, a few at a time, so a Web Worker can report progress, pause and cancel; and the whole is
-//! written as a format-2 index whenever asked. The steps are `sextant build`'s
-//! ([`crate::indexer`]): natively, the same files give the same index bytes; in wasm, the same
-//! chunks and keyword index, and vectors that differ at most in float rounding.
+//! written as a format-2 index whenever asked. It drives `sextant build`'s pipeline
+//! ([`crate::indexer`]): the same chunks, model inputs and keys, and the same assembly, so the
+//! same files give the same index bytes, natively and in wasm (int8 passages are exact).
 //!
 //! Vectors are kept by the digest of the text embedded ([`text_key`]), like the CLI's embedding
 //! cache, so adding or removing a file never embeds unchanged text again, and the vectors can be
 //! saved and restored ([`Collection::vectors_to_bytes`]) beside the files themselves.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-
-use sha2::{Digest, Sha256};
 
 use crate::chunk::{collect_chunks, ChunkedCorpus, Document, Section};
 use crate::codec::ByteReader;
@@ -20,13 +18,10 @@ use crate::embed::{Embedder, ModelSpec, ModelTokenizer, TextKind};
 use crate::error_code::ErrorCode;
 use crate::index::writer::BuiltIndex;
 use crate::index::IndexStore;
-use crate::indexer::{assemble, split, validate, BuildError};
+use crate::indexer::{assemble_chunked, split, validate, BuildError, Chunked};
 use crate::loader::{load_file, LoadError};
 
-/// The key of an embedded text: SHA-256 of the text as the model saw it (passage prefix + chunk).
-pub fn text_key(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
-}
+pub use crate::indexer::text_key;
 
 /// The first bytes of saved vectors computed with f32 weights (all saved vectors before int8
 /// passages, 2026-12-02).
@@ -103,6 +98,10 @@ pub struct FileSummary {
 struct FileEntry {
     documents: Vec<Document>,
     splits: Vec<Vec<Vec<String>>>,
+    /// What the model reads for each chunk the file's documents keep, and its key
+    /// ([`Chunked`], kept once the file is added).
+    inputs: Vec<String>,
+    keys: Vec<[u8; 32]>,
 }
 
 /// Documents by file, their chunk texts, and the vectors computed so far.
@@ -194,7 +193,7 @@ impl Collection {
             .iter()
             .map(|d| split(d, &self.config, tokenizer))
             .collect::<Result<Vec<_>, _>>()?;
-        self.insert(path, key, FileEntry { documents, splits })
+        self.insert(path, key, documents, splits)
     }
 
     /// What a file expands to (a DOCX's HTML, a PDF's text) is held to `input.max_file_bytes`,
@@ -214,8 +213,13 @@ impl Collection {
 
     /// Keeps a file's documents and chunk texts once their ids are checked against every other
     /// file's: they are unique collection-wide.
-    fn insert(&mut self, path: &str, key: Vec<String>, entry: FileEntry) -> Result<FileSummary, CollectionError> {
-        let documents = &entry.documents;
+    fn insert(
+        &mut self,
+        path: &str,
+        key: Vec<String>,
+        documents: Vec<Document>,
+        splits: Vec<Vec<Vec<String>>>,
+    ) -> Result<FileSummary, CollectionError> {
         for (k, f) in self.files.iter().filter(|(k, _)| **k != key) {
             if let Some(d) = f.documents.iter().find(|d| documents.iter().any(|n| n.id == d.id)) {
                 let second = documents
@@ -230,6 +234,20 @@ impl Collection {
                 .into());
             }
         }
+        // A chunk repeating an earlier one of its document is dropped within the document, so
+        // the file's chunks are the ones the whole collection keeps of it.
+        let chunked = Chunked::new(
+            &documents,
+            collect_chunks(&documents, splits.clone()),
+            self.config.fields,
+            &self.prefix,
+        );
+        let entry = FileEntry {
+            documents,
+            splits,
+            inputs: chunked.inputs,
+            keys: chunked.keys,
+        };
         self.files.insert(key, entry);
         Ok(self.summary(path).expect("just added"))
     }
@@ -327,7 +345,7 @@ impl Collection {
             }
         }
         validate(&documents, &self.config, tokenizer)?;
-        let summary = self.insert(path, key, FileEntry { documents, splits })?;
+        let summary = self.insert(path, key, documents, splits)?;
         let vectors_taken = vectors.len();
         for (text, vector) in vectors {
             self.vectors.insert(self.key(&text), vector);
@@ -374,36 +392,24 @@ impl Collection {
     /// Each file's kept chunks without a vector yet (one pass over the collection).
     fn pending_by_file(&self) -> HashMap<&[String], usize> {
         let mut pending = HashMap::new();
-        for (key, input) in self.kept_inputs() {
-            if !self.has_vector(&input) {
-                *pending.entry(key).or_default() += 1;
+        for (file, _, key) in self.kept_inputs() {
+            if !self.vectors.contains_key(key) {
+                *pending.entry(file).or_default() += 1;
             }
         }
         pending
     }
 
-    /// What the model reads for each chunk the index keeps (a text repeating an earlier chunk of
-    /// its document is dropped, as [`collect_chunks`] drops it), with its file, in build order:
-    /// its text, after its title and headings when `fields.embed_context` (as `sextant build`
-    /// embeds it). Each input once: chunks of several documents that the model reads alike share
-    /// one vector.
-    fn kept_inputs(&self) -> Vec<(&[String], String)> {
-        let fields = self.config.fields;
-        let mut listed: HashSet<String> = HashSet::new();
+    /// What the model reads for each chunk the collection keeps, with its key and file, in build
+    /// order; each input once (chunks of several documents that the model reads alike share one
+    /// vector).
+    fn kept_inputs(&self) -> Vec<(&[String], &str, &[u8; 32])> {
+        let mut listed: HashSet<&[u8; 32]> = HashSet::new();
         let mut out = Vec::new();
-        for (key, entry) in &self.files {
-            for (document, sections) in entry.documents.iter().zip(&entry.splits) {
-                let mut seen: HashSet<&str> = HashSet::new();
-                for (section, texts) in document.sections.iter().zip(sections) {
-                    for t in texts {
-                        if t.is_empty() || !seen.insert(t.as_str()) {
-                            continue;
-                        }
-                        let input = fields.embed_input(&document.title, &section.heading_path, t);
-                        if listed.insert(input.clone()) {
-                            out.push((key.as_slice(), input));
-                        }
-                    }
+        for (file, entry) in &self.files {
+            for (input, key) in entry.inputs.iter().zip(&entry.keys) {
+                if listed.insert(key) {
+                    out.push((file.as_slice(), input.as_str(), key));
                 }
             }
         }
@@ -414,19 +420,14 @@ impl Collection {
         text_key(&format!("{}{text}", self.prefix))
     }
 
-    fn has_vector(&self, text: &str) -> bool {
-        self.vectors.contains_key(&self.key(text))
-    }
-
     /// What the model is to read for each chunk without a vector yet (its text, after its title
     /// and headings when `fields.embed_context`), each once, in build order: embed them as
     /// passages.
     pub fn pending(&self) -> Vec<String> {
-        let mut seen = HashSet::new();
         self.kept_inputs()
             .into_iter()
-            .map(|(_, input)| input)
-            .filter(|t| !self.has_vector(t) && seen.insert(t.clone()))
+            .filter(|(_, _, key)| !self.vectors.contains_key(*key))
+            .map(|(_, input, _)| input.to_string())
             .collect()
     }
 
@@ -458,7 +459,7 @@ impl Collection {
 
     /// Forgets vectors no file's chunk needs any more.
     pub fn prune_vectors(&mut self) {
-        let needed: HashSet<[u8; 32]> = self.kept_inputs().into_iter().map(|(_, t)| self.key(&t)).collect();
+        let needed: HashSet<[u8; 32]> = self.kept_inputs().into_iter().map(|(_, _, key)| *key).collect();
         self.vectors.retain(|k, _| needed.contains(k));
     }
 
@@ -476,29 +477,15 @@ impl Collection {
         if corpus.chunks.is_empty() {
             return Err(CollectionError::Empty);
         }
-        let mut missing = 0;
-        let vectors: Vec<Vec<f32>> = corpus
-            .chunks
-            .iter()
-            .map(|c| {
-                let title = documents.get(c.doc as usize).map_or("", |d| d.title.as_str());
-                self.config.fields.embed_input(title, &c.heading_path, &c.text)
-            })
-            .map(|input| match self.vectors.get(&self.key(&input)) {
-                Some(v) => v.clone(),
-                None => {
-                    missing += 1;
-                    vec![0.0; self.dims]
-                }
-            })
-            .collect();
-        if missing > 0 && !partial {
-            return Err(BuildError::Config(format!(
-                "{missing} chunks are not embedded yet; embed the pending chunks first, or build a partial index for keyword search"
-            ))
-            .into());
-        }
-        Ok(assemble(&documents, &corpus, &vectors, spec, &self.config)?)
+        let chunked = Chunked::new(&documents, corpus, self.config.fields, &self.prefix);
+        Ok(assemble_chunked(
+            &documents,
+            &chunked,
+            &self.vectors,
+            spec,
+            &self.config,
+            partial,
+        )?)
     }
 
     /// The magic of saved vectors made with this collection's weights.
@@ -640,7 +627,7 @@ mod tests {
                 model.embed(&input, TextKind::Passage).unwrap()
             })
             .collect();
-        let direct = assemble(&documents, &corpus, &vectors, model.spec(), &config).unwrap();
+        let direct = crate::indexer::assemble(&documents, &corpus, &vectors, model.spec(), &config).unwrap();
         assert_eq!(built.manifest, direct.manifest);
         assert_eq!(built.files, direct.files, "byte for byte");
     }

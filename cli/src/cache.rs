@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use sextant::digest::sha256_hex;
 use sextant::embed::ModelSpec;
+use sextant::indexer::VectorStore;
 
 const MAGIC: &[u8; 8] = b"SXEMBC1\n";
 
@@ -56,9 +57,6 @@ pub struct EmbeddingCache {
     vectors: HashMap<[u8; 32], Vec<f32>>,
     fresh: Vec<([u8; 32], Vec<f32>)>,
 }
-
-/// The cache key of a text: the same as a browser collection's (`sextant::collection`).
-pub use sextant::collection::text_key;
 
 impl EmbeddingCache {
     /// Opens (or starts) the cache of `spec` in `dir`. An unreadable cache is started afresh.
@@ -102,11 +100,6 @@ impl EmbeddingCache {
         })
     }
 
-    /// The vector of a text embedded before, if any.
-    pub fn get(&self, key: &[u8; 32]) -> Option<&Vec<f32>> {
-        self.vectors.get(key)
-    }
-
     /// Remembers a new vector (written by [`EmbeddingCache::save`]).
     pub fn put(&mut self, key: [u8; 32], vector: Vec<f32>) {
         if vector.len() == self.dims && !self.vectors.contains_key(&key) {
@@ -138,5 +131,13 @@ impl EmbeddingCache {
         }
         file.write_all(&out)?;
         Ok(())
+    }
+}
+
+/// Vectors by the key of the text embedded ([`sextant::indexer::text_key`], as a browser
+/// collection keys them).
+impl VectorStore for EmbeddingCache {
+    fn vector(&self, key: &[u8; 32]) -> Option<&[f32]> {
+        self.vectors.get(key).map(Vec::as_slice)
     }
 }

@@ -1,20 +1,21 @@
 //! The steps `sextant build` and `sextant build --site` share: loading documents with progress,
 //! chunking and embedding them on all cores, assembling the index, and writing files atomically.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use sextant::chunk::{ChunkedCorpus, Document};
+use sextant::chunk::Document;
 use sextant::config::{BuildConfig, InputConfig};
-use sextant::embed::{Embedder, TextKind, TractEmbedder};
+use sextant::embed::{Embedder, TractEmbedder};
 use sextant::index::writer::BuiltIndex;
-use sextant::indexer::{assemble, collect, split, validate};
+use sextant::indexer::{self, assemble_chunked, Chunked, Executor, VectorStore};
 use sextant::loader::{load_file, LoadError};
 
-use crate::cache::{text_key, EmbeddingCache};
+use crate::cache::EmbeddingCache;
 use crate::inputs::{InputFile, Skipped};
 use crate::model;
 
@@ -106,75 +107,45 @@ impl BuildStats {
     }
 }
 
-/// Documents chunked, with what the model reads for each chunk and that text's cache key.
-pub struct Chunked {
-    /// The chunks, numbered.
-    pub corpus: ChunkedCorpus,
-    /// What the model reads for each chunk: its text, after its title and headings if
-    /// `fields.embed_context`.
-    pub inputs: Vec<String>,
-    /// The embedding cache key of each input (passage prefix included).
-    pub keys: Vec<[u8; 32]>,
+/// The core's executor on rayon's pool: every core `--threads` gives.
+pub struct Rayon;
+
+impl Executor for Rayon {
+    fn map<T: Send>(&self, n: usize, job: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
+        (0..n).into_par_iter().map(job).collect()
+    }
 }
 
-/// Checks the configuration and chunks the documents on all cores.
+/// Checks the configuration and chunks the documents on all cores, with a progress bar.
 pub fn chunk_documents(documents: &[Document], config: &BuildConfig, embedder: &TractEmbedder) -> Result<Chunked> {
-    validate(documents, config, embedder.tokenizer())?;
     let progress = bar(documents.len() as u64, "chunking");
-    let splits = documents
-        .par_iter()
-        .map(|document| {
-            let texts = split(document, config, embedder.tokenizer());
-            progress.inc(1);
-            texts
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let chunked = indexer::chunk_documents(
+        documents,
+        config,
+        embedder.tokenizer(),
+        &embedder.spec().passage_prefix,
+        &Rayon,
+        &|| progress.inc(1),
+    )?;
     progress.finish_and_clear();
-    let corpus = collect(documents, splits)?;
-    let prefix = &embedder.spec().passage_prefix;
-    let inputs: Vec<String> = corpus
-        .chunks
-        .iter()
-        .map(|c| {
-            let title = documents.get(c.doc as usize).map_or("", |d| d.title.as_str());
-            config.fields.embed_input(title, &c.heading_path, &c.text)
-        })
-        .collect();
-    let keys: Vec<[u8; 32]> = inputs.iter().map(|t| text_key(&format!("{prefix}{t}"))).collect();
-    Ok(Chunked { corpus, inputs, keys })
+    Ok(chunked)
 }
 
-/// The vectors of the chunks `wanted` says (by chunk number), from the embedding cache in
+/// The vectors of the chunks `wanted` says (by chunk number): from the embedding cache in
 /// `cache_dir` when given, else embedded now on all cores (each distinct input once) and added
-/// to the cache; `None` for the chunks not wanted.
+/// to the cache. Returns what was embedded now, with the cache, to look vectors up in both.
 pub fn embed_chunks(
     chunked: &Chunked,
     embedder: &TractEmbedder,
     cache_dir: Option<&Path>,
-    wanted: &(dyn Fn(usize) -> bool + Sync),
-) -> Result<(Vec<Option<Vec<f32>>>, BuildStats)> {
-    let Chunked { inputs, keys, .. } = chunked;
+    wanted: &dyn Fn(usize) -> bool,
+) -> Result<(Embeddings, BuildStats)> {
     let mut cache = match cache_dir {
         Some(dir) => Some(EmbeddingCache::open(dir, embedder.spec())?),
         None => None,
     };
-    let mut vectors: Vec<Option<Vec<f32>>> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            if !wanted(i) {
-                return None;
-            }
-            cache.as_ref().and_then(|c| c.get(k)).cloned()
-        })
-        .collect();
-    // Each input the cache lacks is embedded once, however many chunks (of documents sharing
-    // text) read it.
-    let mut first_of: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
-    let todo: Vec<usize> = (0..vectors.len())
-        .filter(|&i| wanted(i) && vectors[i].is_none() && *first_of.entry(keys[i]).or_insert(i) == i)
-        .collect();
-    let chunks = (0..vectors.len()).filter(|&i| wanted(i)).count();
+    let todo = chunked.pending(&cache, wanted);
+    let chunks = (0..chunked.keys.len()).filter(|&i| wanted(i)).count();
     let mut stats = BuildStats {
         chunks,
         reused: chunks - todo.len(),
@@ -183,31 +154,19 @@ pub fn embed_chunks(
     };
     let progress = bar(todo.len() as u64, "embedding");
     let started = std::time::Instant::now();
-    let fresh: Vec<(usize, Vec<f32>, usize)> = todo
-        .par_iter()
-        .map(|&i| {
-            let text = &inputs[i];
-            let v = embedder.embed(text, TextKind::Passage)?;
-            let tokens = embedder.tokenizer().count(text)?;
-            progress.inc(1);
-            Ok((i, v, tokens))
-        })
-        .collect::<Result<_, sextant::embed::EmbedError>>()
+    let fresh = chunked
+        .embed(&todo, embedder, &Rayon, &|| progress.inc(1))
         .context("embedding chunks")?;
     progress.finish_and_clear();
     stats.embed_seconds = started.elapsed().as_secs_f64();
-    let mut embedded: std::collections::HashMap<[u8; 32], Vec<f32>> = std::collections::HashMap::new();
-    for (i, v, tokens) in fresh {
-        stats.tokens += tokens;
+    let mut now = HashMap::with_capacity(fresh.len());
+    for e in fresh {
+        stats.tokens += e.tokens;
+        let key = chunked.keys[e.chunk];
         if let Some(c) = cache.as_mut() {
-            c.put(keys[i], v.clone());
+            c.put(key, e.vector.clone());
         }
-        embedded.insert(keys[i], v);
-    }
-    for (i, (v, key)) in vectors.iter_mut().zip(keys).enumerate() {
-        if v.is_none() && wanted(i) {
-            *v = embedded.get(key).cloned();
-        }
+        now.insert(key, e.vector);
     }
     if stats.embed_seconds > 0.0 {
         stats.chunks_per_second = stats.embedded as f64 / stats.embed_seconds;
@@ -218,7 +177,19 @@ pub fn embed_chunks(
             eprintln!("warning: the embedding cache was not updated: {e:#}");
         }
     }
-    Ok((vectors, stats))
+    Ok((Embeddings { cache, now }, stats))
+}
+
+/// Vectors for a build: the embedding cache's, then those embedded now.
+pub struct Embeddings {
+    cache: Option<EmbeddingCache>,
+    now: HashMap<[u8; 32], Vec<f32>>,
+}
+
+impl VectorStore for Embeddings {
+    fn vector(&self, key: &[u8; 32]) -> Option<&[f32]> {
+        self.cache.vector(key).or_else(|| self.now.vector(key))
+    }
 }
 
 /// Chunks and embeds (on all cores, reusing the embedding cache in `cache_dir` when given) and
@@ -233,8 +204,7 @@ pub fn build_index(
     let embedder = model::load(&dir, &config.model)?;
     let chunked = chunk_documents(documents, config, &embedder)?;
     let (vectors, stats) = embed_chunks(&chunked, &embedder, cache_dir, &|_| true)?;
-    let vectors: Vec<Vec<f32>> = vectors.into_iter().map(Option::unwrap_or_default).collect();
-    let built = assemble(documents, &chunked.corpus, &vectors, embedder.spec(), config)?;
+    let built = assemble_chunked(documents, &chunked, &vectors, embedder.spec(), config, false)?;
     Ok((built, stats))
 }
 

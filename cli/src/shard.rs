@@ -24,9 +24,9 @@ use sextant::config::BuildConfig;
 use sextant::digest::sha256_hex;
 use sextant::embed::{Embedder, ModelSpec, TractEmbedder};
 use sextant::index::writer::BuiltIndex;
-use sextant::indexer::assemble;
+use sextant::indexer::{assemble, VectorStore};
 
-use crate::indexing::{chunk_documents, embed_chunks, write_atomically, BuildStats, Chunked};
+use crate::indexing::{chunk_documents, embed_chunks, write_atomically, BuildStats};
 
 const MAGIC: &[u8; 8] = b"SXSHARD1";
 /// The largest header a partial may have (a header is a few kilobytes).
@@ -153,8 +153,9 @@ pub fn build_shard(
     let mut records: Vec<([u8; 32], Vec<f32>)> = chunked
         .keys
         .iter()
-        .zip(vectors)
-        .filter_map(|(k, v)| v.map(|v| (*k, v)))
+        .enumerate()
+        .filter(|&(i, _)| wanted(i))
+        .filter_map(|(_, k)| vectors.vector(k).map(|v| (*k, v.to_vec())))
         .collect();
     records.sort_by_key(|r| r.0);
     records.dedup_by(|a, b| a.0 == b.0);
@@ -343,19 +344,17 @@ pub fn merge_index(
     for p in read {
         vectors.extend(p.vectors);
     }
-    let chunked: Chunked = chunk_documents(documents, config, embedder)?;
-    let mut ordered = Vec::with_capacity(chunked.keys.len());
-    for (chunk, key) in chunked.corpus.chunks.iter().zip(&chunked.keys) {
-        let Some(v) = vectors.get(key) else {
-            let doc = documents.get(chunk.doc as usize);
-            bail!(
-                "chunk {} of {} has no vector in the partials (its page is in shard {}/{count}); rebuild that shard from this site",
-                chunk.id,
-                doc.map_or("?", |d| d.source.as_str()),
-                doc.map_or(0, |d| share_of(d, count))
-            );
-        };
-        ordered.push(v.clone());
+    let chunked = chunk_documents(documents, config, embedder)?;
+    let (ordered, missing) = chunked.vectors(&vectors, embedder.spec().dims);
+    if let Some(&first) = missing.first() {
+        let chunk = &chunked.corpus.chunks[first];
+        let doc = documents.get(chunk.doc as usize);
+        bail!(
+            "chunk {} of {} has no vector in the partials (its page is in shard {}/{count}); rebuild that shard from this site",
+            chunk.id,
+            doc.map_or("?", |d| d.source.as_str()),
+            doc.map_or(0, |d| share_of(d, count))
+        );
     }
     let built = assemble(documents, &chunked.corpus, &ordered, embedder.spec(), config)?;
     let stats = BuildStats {
