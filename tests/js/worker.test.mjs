@@ -12,6 +12,7 @@ import { root, modelDir, sextantBin } from './harness.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
 import { startWorkerd, rss } from './workerd.mjs';
 import { addBase, cranfieldAssets as cranfieldAssetsOf } from './assets.mjs';
+import { assertSameRanking } from './ranking.mjs';
 
 const parityDir = process.env.SEXTANT_PARITY_DIR;
 const TOKEN = 'edge-secret-token';
@@ -88,22 +89,6 @@ test('assets load lazily on the first request, and memory stays well under 128 M
   assert.ok(loaded.index_files_read > 0, `${loaded.index_files_read} reads`);
   assert.ok(loaded.index_bytes_read < total / 2, `${loaded.index_bytes_read} bytes read`);
 });
-
-// The same results in the same order, but for near-ties (scores within 1e-4, which a last bit
-// can order either way; with int8 weights, one activation's level): each rank's score is the
-// expected one within 1e-4, and its chunk the expected one or one expected at a score within
-// 1e-4 of this rank's (tests/wasm_parity.rs checks the same way).
-function assertSameRanking(got, want, context) {
-  const TIE = 1e-4;
-  assert.equal(got.length, want.length, context);
-  const last = want.at(-1)?.score ?? 0;
-  got.forEach((r, i) => {
-    assert.ok(Math.abs(r.score - want[i].score) <= TIE, `${context}: rank ${i} scores ${r.score}, expected ${want[i].score}`);
-    const expected = want.find((w) => w.chunk_id === r.chunk_id);
-    const tied = expected ? Math.abs(expected.score - want[i].score) <= TIE : Math.abs(r.score - last) <= TIE;
-    assert.ok(r.chunk_id === want[i].chunk_id || tied, `${context}: rank ${i} is ${r.chunk_id}, expected ${want[i].chunk_id}`);
-  });
-}
 
 test('/search gives the native CLI top 10 for Cranfield queries', async () => {
   const expected = readFileSync(path.join(parityDir, 'expected.jsonl'), 'utf8')

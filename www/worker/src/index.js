@@ -1,7 +1,9 @@
 // sextant at the edge: one ES-module Worker answering search, context, ask and MCP requests from
 // the index bundles the browser uses. The bundles, model and tokenizer are Workers Static Assets
-// (read through the ASSETS binding on the first request, never at start-up); the WebAssembly is
-// imported as a module by the package's `workerd` entry (Workers may not compile wasm at run time).
+// (read through the ASSETS binding on the first request, never at start-up), or objects of an R2
+// bucket bound as SEXTANT_R2 for a site past the static assets' limits (20,000 files per version
+// on the free plan, 25 MiB per file); the WebAssembly is imported as a module by the package's
+// `workerd` entry (Workers may not compile wasm at run time).
 //
 //   GET  /search?q=&k=&mode=&bases=…  → JSON, the fields of `sextant search --json`, each result
 //                                       naming its base
@@ -53,7 +55,40 @@ const TYPES = {
 let engine = null; // Promise<{bases, unavailable}>, made on the first request that needs it
 let loadedAt = null;
 let loadMs = null;
-const indexRead = { files: 0, bytes: 0 }; // index files read through ASSETS, as queries needed them
+const indexRead = { files: 0, bytes: 0 }; // index files read, as queries needed them
+
+/** `bytes=a-b` (what the package's pack reader sends) as R2's range, or null for the whole object. */
+export function r2Range(header) {
+  const m = /^bytes=(\d+)-(\d+)$/.exec(header ?? '');
+  if (!m) return null;
+  const offset = Number(m[1]);
+  const last = Number(m[2]);
+  return last >= offset ? { offset, length: last - offset + 1 } : null;
+}
+
+/**
+ * Reads a search file (`folder/name`: the site manifest, an index file or pack, the model, the
+ * tokenizer) as a Response: from the R2 bucket bound as SEXTANT_R2 when there is one (its keys
+ * are the paths under the assets folder, e.g. `sextant/sextant.json`: upload the folder `sextant
+ * build --site` wrote as it is), else through the ASSETS binding. A Range header gets a 206 with
+ * that range from either.
+ */
+async function searchFile(env, path, init = {}) {
+  const bucket = env.SEXTANT_R2;
+  if (!bucket) return env.ASSETS.fetch(new Request(`http://assets/${path}`, init));
+  const range = r2Range(new Headers(init.headers).get('range'));
+  const object = await bucket.get(path, range ? { range } : {});
+  if (!object) return new Response(`${path} is not in the R2 bucket`, { status: 404 });
+  const headers = { 'content-type': 'application/octet-stream', etag: object.httpEtag };
+  if (!range) return new Response(object.body, { status: 200, headers });
+  const end = Math.min(range.offset + range.length, object.size) - 1;
+  return new Response(object.body, { status: 206, headers: { ...headers, 'content-range': `bytes ${range.offset}-${end}/${object.size}` } });
+}
+
+/** Where the search files come from, for messages. */
+function filesFrom(env) {
+  return env.SEXTANT_R2 ? 'the R2 bucket SEXTANT_R2' : 'the static assets';
+}
 
 export class HttpError extends Error {
   constructor(code, message, headers = {}) {
@@ -104,16 +139,16 @@ function basesOf(env) {
 
 /** The entry manifest a site build wrote into `folder`: hashed names of the bundle, model and tokenizer. */
 async function siteManifest(env, folder) {
-  const response = await env.ASSETS.fetch(new Request(`http://assets/${folder}/sextant.json`));
-  if (!response.ok) throw new HttpError('NOT_BUILT', `the search assets are missing from ${folder}/: run \`make worker\` (sextant build --site) before deploying`);
+  const response = await searchFile(env, `${folder}/sextant.json`);
+  if (!response.ok) throw new HttpError('NOT_BUILT', `the search files are missing from ${folder}/ in ${filesFrom(env)}: run \`make worker\` (sextant build --site) before deploying${env.SEXTANT_R2 ? `, then upload that folder to the bucket under ${folder}/` : ''}`);
   const manifest = await response.json();
   if (!manifest.index) throw new HttpError('NOT_BUILT', `the search assets in ${folder}/ are from another version of sextant: rebuild them with \`make worker\` (sextant build --site)`);
   return manifest;
 }
 
 async function asset(env, name) {
-  const response = await env.ASSETS.fetch(new Request(`http://assets/${name}`));
-  if (!response.ok) throw new HttpError('NOT_BUILT', `asset ${name} is missing (${response.status}); rebuild with \`make worker\``);
+  const response = await searchFile(env, name);
+  if (!response.ok) throw new HttpError('NOT_BUILT', `${name} is missing from ${filesFrom(env)} (${response.status}); rebuild with \`make worker\``);
   return new Uint8Array(await response.arrayBuffer());
 }
 
@@ -149,7 +184,7 @@ function getEngine(env) {
     let bases;
     try {
       // Each index is read lazily: its manifest now, each shard or fragment when a query needs
-      // it, through the ASSETS binding. int8 weights by default: integer products, the fastest
+      // it, through the ASSETS binding or from R2. int8 weights by default: integer products, the fastest
       // queries and about 31 MB less memory than f32 in a 128 MB isolate (BENCHMARKS.md);
       // SEXTANT_WEIGHTS = "f32" multiplies in f32, as `sextant build` embeds passages.
       bases = await Bases.load({
@@ -159,9 +194,10 @@ function getEngine(env) {
         weights: weightsOf(env),
         // One budget for all the bases' index files.
         max_index_bytes: Math.floor(maxIndexBytes(env) / found.length),
-        // Objects in packs are read with Range requests, which the ASSETS binding answers (206).
+        // Objects in packs are read with Range requests, which the ASSETS binding and R2 answer
+        // (206).
         fetch: async (url, init) => {
-          const response = await env.ASSETS.fetch(new Request(url, init));
+          const response = await searchFile(env, new URL(url).pathname.slice(1), init);
           if (!response.ok) return response;
           const bytes = await response.arrayBuffer();
           indexRead.files += 1;
@@ -517,6 +553,7 @@ async function healthz(env) {
     loaded_at: loadedAt,
     load_ms: loadMs,
     weights: weightsOf(env),
+    files: env.SEXTANT_R2 ? 'r2' : 'assets',
     bases: configured.map(({ name, folder }) => {
       const missing = loaded?.unavailable.find((u) => u.base === name);
       if (missing) return { base: name, folder, loaded: false, code: missing.code, message: missing.message };
