@@ -5,11 +5,12 @@
 //! passage vector): `<cache dir>/<key>.vectors`, `$SEXTANT_CACHE_DIR` or
 //! `~/.cache/sextant/embeddings` by default. It is an append-only log of records (SHA-256 of the
 //! passage text, then `dims` f32 little endian) after a magic line; a record that does not parse
-//! ends the read, so a cut-off write loses only itself. The build writes new vectors back once
-//! embedding is done.
+//! ends the read, so a cut-off write loses only itself. A build reads the file record by record
+//! and holds only the vectors of its own chunks (one cache serves every site and edit, and grows
+//! with them), holds each new vector once, and appends the new ones once embedding is done.
 
-use std::collections::HashMap;
-use std::io::Write;
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -55,12 +56,15 @@ pub struct EmbeddingCache {
     path: PathBuf,
     dims: usize,
     vectors: HashMap<[u8; 32], Vec<f32>>,
-    fresh: Vec<([u8; 32], Vec<f32>)>,
+    /// Keys of the vectors put since the last save (each vector is held once, in `vectors`).
+    fresh: Vec<[u8; 32]>,
 }
 
 impl EmbeddingCache {
-    /// Opens (or starts) the cache of `spec` in `dir`. An unreadable cache is started afresh.
-    pub fn open(dir: &Path, spec: &ModelSpec) -> Result<Self> {
+    /// Opens (or starts) the cache of `spec` in `dir`, holding only the vectors of `wanted` keys
+    /// (a cache shared by many sites and edits may be far larger than one build needs). An
+    /// unreadable cache is started afresh.
+    pub fn open(dir: &Path, spec: &ModelSpec, wanted: &HashSet<[u8; 32]>) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating the embedding cache {}", dir.display()))?;
         let mut setup = format!(
             "{} {} {} {:?} {} {:?}",
@@ -74,21 +78,26 @@ impl EmbeddingCache {
         let path = dir.join(format!("{key}.vectors"));
         let dims = spec.dims;
         let mut vectors = HashMap::new();
-        if let Ok(bytes) = std::fs::read(&path) {
-            if let Some(mut rest) = bytes.strip_prefix(MAGIC.as_slice()) {
-                let record = 32 + dims * 4;
-                while rest.len() >= record {
-                    let (head, tail) = rest.split_at(record);
+        // Read record by record: the file is never held whole.
+        if let Ok(file) = std::fs::File::open(&path) {
+            let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+            let mut magic = [0u8; 8];
+            let mut record = vec![0u8; 32 + dims * 4];
+            if reader.read_exact(&mut magic).is_ok() && &magic == MAGIC {
+                // A cut-off last record ends the read.
+                while reader.read_exact(&mut record).is_ok() {
                     let mut id = [0u8; 32];
-                    id.copy_from_slice(&head[..32]);
-                    let v: Vec<f32> = head[32..]
+                    id.copy_from_slice(&record[..32]);
+                    if !wanted.contains(&id) {
+                        continue;
+                    }
+                    let v: Vec<f32> = record[32..]
                         .chunks_exact(4)
                         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                         .collect();
                     if v.iter().all(|x| x.is_finite()) {
                         vectors.insert(id, v);
                     }
-                    rest = tail;
                 }
             }
         }
@@ -103,7 +112,8 @@ impl EmbeddingCache {
     /// Remembers a new vector (written by [`EmbeddingCache::save`]).
     pub fn put(&mut self, key: [u8; 32], vector: Vec<f32>) {
         if vector.len() == self.dims && !self.vectors.contains_key(&key) {
-            self.fresh.push((key, vector));
+            self.vectors.insert(key, vector);
+            self.fresh.push(key);
         }
     }
 
@@ -122,12 +132,11 @@ impl EmbeddingCache {
         if new {
             out.extend_from_slice(MAGIC);
         }
-        for (key, vector) in self.fresh.drain(..) {
+        for key in self.fresh.drain(..) {
             out.extend_from_slice(&key);
-            for x in &vector {
+            for x in &self.vectors[&key] {
                 out.extend_from_slice(&x.to_le_bytes());
             }
-            self.vectors.insert(key, vector);
         }
         file.write_all(&out)?;
         Ok(())
@@ -139,5 +148,59 @@ impl EmbeddingCache {
 impl VectorStore for EmbeddingCache {
     fn vector(&self, key: &[u8; 32]) -> Option<&[f32]> {
         self.vectors.get(key).map(Vec::as_slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sextant::embed::{Pooling, Weights};
+
+    #[test]
+    fn a_cache_holds_only_the_vectors_a_build_wants_and_survives_a_cut_off_write() {
+        let dir = std::env::temp_dir().join(format!("sextant-cache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let spec = ModelSpec {
+            sha256: "m".into(),
+            tokenizer_sha256: "t".into(),
+            dims: 3,
+            max_tokens: 256,
+            pooling: Pooling::Mean,
+            normalize: true,
+            query_prefix: String::new(),
+            passage_prefix: String::new(),
+            weights: Weights::Int8,
+        };
+        let key = |i: u8| [i; 32];
+        let all: HashSet<[u8; 32]> = (0..4).map(key).collect();
+        let mut cache = EmbeddingCache::open(&dir, &spec, &all).unwrap();
+        for i in 0..4u8 {
+            cache.put(key(i), vec![f32::from(i); 3]);
+        }
+        cache.put(key(9), vec![1.0; 2]); // the wrong length: not kept
+        cache.save().unwrap();
+        let again = EmbeddingCache::open(&dir, &spec, &all).unwrap();
+        assert_eq!(again.vector(&key(2)), Some(&[2.0, 2.0, 2.0][..]));
+        assert_eq!(again.vectors.len(), 4);
+        // Another build's keys: only those are held.
+        let some: HashSet<[u8; 32]> = [key(1), key(3), key(7)].into();
+        let part = EmbeddingCache::open(&dir, &spec, &some).unwrap();
+        let mut held: Vec<_> = part.vectors.keys().copied().collect();
+        held.sort();
+        assert_eq!(held, vec![key(1), key(3)]);
+        // A write cut off in its last record loses that record only.
+        let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+        let bytes = std::fs::read(&file).unwrap();
+        std::fs::write(&file, &bytes[..bytes.len() - 5]).unwrap();
+        let cut = EmbeddingCache::open(&dir, &spec, &all).unwrap();
+        assert_eq!(cut.vectors.len(), 3);
+        assert!(cut.vector(&key(3)).is_none());
+        // Another setup (f32 weights) has a file of its own.
+        let f32_spec = ModelSpec {
+            weights: Weights::F32,
+            ..spec.clone()
+        };
+        assert!(EmbeddingCache::open(&dir, &f32_spec, &all).unwrap().vectors.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

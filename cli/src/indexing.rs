@@ -141,7 +141,13 @@ pub fn embed_chunks(
     wanted: &dyn Fn(usize) -> bool,
 ) -> Result<(Embeddings, BuildStats)> {
     let mut cache = match cache_dir {
-        Some(dir) => Some(EmbeddingCache::open(dir, embedder.spec())?),
+        Some(dir) => {
+            let wanted = (0..chunked.keys.len())
+                .filter(|&i| wanted(i))
+                .map(|i| chunked.keys[i])
+                .collect();
+            Some(EmbeddingCache::open(dir, embedder.spec(), &wanted)?)
+        }
         None => None,
     };
     let todo = chunked.pending(&cache, wanted);
@@ -159,14 +165,17 @@ pub fn embed_chunks(
         .context("embedding chunks")?;
     progress.finish_and_clear();
     stats.embed_seconds = started.elapsed().as_secs_f64();
-    let mut now = HashMap::with_capacity(fresh.len());
+    // Each vector is held once: in the cache when there is one, else in `now`.
+    let mut now = HashMap::new();
     for e in fresh {
         stats.tokens += e.tokens;
         let key = chunked.keys[e.chunk];
-        if let Some(c) = cache.as_mut() {
-            c.put(key, e.vector.clone());
+        match cache.as_mut() {
+            Some(c) => c.put(key, e.vector),
+            None => {
+                now.insert(key, e.vector);
+            }
         }
-        now.insert(key, e.vector);
     }
     if stats.embed_seconds > 0.0 {
         stats.chunks_per_second = stats.embedded as f64 / stats.embed_seconds;
