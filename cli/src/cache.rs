@@ -154,23 +154,13 @@ impl VectorStore for EmbeddingCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sextant::embed::{Pooling, Weights};
+    use sextant::embed::{ModelOptions, Weights};
 
     #[test]
     fn a_cache_holds_only_the_vectors_a_build_wants_and_survives_a_cut_off_write() {
         let dir = std::env::temp_dir().join(format!("sextant-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let spec = ModelSpec {
-            sha256: "m".into(),
-            tokenizer_sha256: "t".into(),
-            dims: 3,
-            max_tokens: 256,
-            pooling: Pooling::Mean,
-            normalize: true,
-            query_prefix: String::new(),
-            passage_prefix: String::new(),
-            weights: Weights::Int8,
-        };
+        let spec = ModelSpec::new("m".into(), "t".into(), 3, &ModelOptions::default());
         let key = |i: u8| [i; 32];
         let all: HashSet<[u8; 32]> = (0..4).map(key).collect();
         let mut cache = EmbeddingCache::open(&dir, &spec, &all).unwrap();

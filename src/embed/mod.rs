@@ -87,6 +87,21 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
+    /// The spec of a model with these digests and dimensions, run with `options`.
+    pub fn new(sha256: String, tokenizer_sha256: String, dims: usize, options: &ModelOptions) -> Self {
+        Self {
+            sha256,
+            tokenizer_sha256,
+            dims,
+            max_tokens: options.max_tokens,
+            pooling: options.pooling,
+            normalize: options.normalize,
+            query_prefix: options.query_prefix.clone(),
+            passage_prefix: options.passage_prefix.clone(),
+            weights: options.weights,
+        }
+    }
+
     /// The options that load this model the way the index was built with it.
     pub fn options(&self) -> ModelOptions {
         ModelOptions {

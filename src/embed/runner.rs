@@ -80,17 +80,15 @@ impl TractEmbedder {
         let mut embedder = Self {
             loaded,
             tokenizer: tokenizer_impl,
-            spec: ModelSpec {
-                sha256: model_sha256,
-                tokenizer_sha256: sha256_hex(tokenizer),
-                dims: 0,
-                max_tokens: options.max_tokens,
-                pooling: options.pooling,
-                normalize: options.normalize,
-                query_prefix: options.query_prefix.clone(),
-                passage_prefix: options.passage_prefix.clone(),
-                weights,
-            },
+            spec: ModelSpec::new(
+                model_sha256,
+                sha256_hex(tokenizer),
+                0,
+                &ModelOptions {
+                    weights,
+                    ..options.clone()
+                },
+            ),
         };
         let probe = embedder.embed("probe", TextKind::Query)?;
         if probe.is_empty() {

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use crate::bm25::Bm25Params;
 use crate::chunk::Chunk;
 use crate::embed::ModelSpec;
-use crate::embed::Pooling;
 
 /// A small deterministic generator (the seed is printed by the tests that use it).
 pub(crate) struct Lcg(pub(crate) u64);
@@ -35,17 +34,12 @@ impl Lcg {
 }
 
 pub(crate) fn model(dims: usize) -> ModelSpec {
-    ModelSpec {
-        sha256: "0".repeat(64),
-        tokenizer_sha256: "1".repeat(64),
-        dims,
+    let options = crate::embed::ModelOptions {
         max_tokens: 8,
-        pooling: Pooling::Mean,
-        normalize: true,
-        query_prefix: String::new(),
-        passage_prefix: String::new(),
         weights: crate::embed::Weights::F32,
-    }
+        ..Default::default()
+    };
+    ModelSpec::new("0".repeat(64), "1".repeat(64), dims, &options)
 }
 
 pub(crate) fn chunk(id: &str, doc: u32, text: &str) -> Chunk {
