@@ -431,7 +431,7 @@ export function makeApi(wasm, initialise) {
           continue;
         }
         lists.push({ base: live[i], results: r.value.results });
-        perBase.push({ base: live[i], count: r.value.results.length, fallback: r.value.fallback, vector_method: r.value.vector_method, timings: r.value.timings });
+        perBase.push({ base: live[i], count: r.value.results.length, fallback: r.value.fallback, did_you_mean: r.value.did_you_mean, vector_method: r.value.vector_method, timings: r.value.timings });
       }
       if (lists.length === 0) {
         throw new SextantError(failed[0]?.code ?? 'INTERNAL', `no knowledge base answered: ${failed.map((f) => `${f.base}: ${f.message}`).join('; ')}`, { failed });
@@ -443,7 +443,9 @@ export function makeApi(wasm, initialise) {
       for (const { timings: t } of perBase) for (const [key, ms] of Object.entries(t)) timings[key] = (timings[key] ?? 0) + ms;
       timings.total_ms = performance.now() - started;
       const fallback = [...new Set(perBase.flatMap((b) => b.fallback ?? []))];
-      return { results, timings, fallback, bases: perBase, partial: failed.length > 0, failed };
+      // The spelling of the base that found the most.
+      const didYouMean = perBase.filter((b) => b.did_you_mean).sort((a, b) => b.count - a.count)[0]?.did_you_mean;
+      return { results, timings, fallback, ...(didYouMean ? { did_you_mean: didYouMean } : {}), bases: perBase, partial: failed.length > 0, failed };
     }
 
     /**

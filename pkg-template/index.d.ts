@@ -171,9 +171,12 @@ export interface SearchResponse {
   timings: StageTimings;
   /** 'rescored': binary codes picked candidates, int8 vectors ranked them; 'exact': every int8 vector scored. */
   vector_method: 'rescored' | 'exact' | null;
-  /** The index terms keyword search looked for instead when the index holds none of the query's
-   * words (a typo, or a word being typed): empty when the query's own words were searched for. */
+  /** The index terms keyword search looked for in place of the query's words the index does not
+   * hold (a typo, or a word being typed): empty when every word was searched for as written. */
   fallback: string[];
+  /** The query with each such word spelled as the results spell the term searched in its
+   * place, to offer as "did you mean"; absent when there is none. */
+  did_you_mean?: string;
 }
 
 export interface Framed {
@@ -466,6 +469,7 @@ export interface BaseSummary {
   base: string;
   count: number;
   fallback: string[];
+  did_you_mean?: string;
   vector_method: SearchResponse['vector_method'];
   timings: StageTimings;
 }
@@ -482,6 +486,8 @@ export interface BasesSearchResponse extends OverBases {
   results: BaseResult[];
   timings: StageTimings;
   fallback: string[];
+  /** The "did you mean" spelling of the base that found the most, if any has one. */
+  did_you_mean?: string;
 }
 
 export interface BaseChoice {

@@ -284,11 +284,11 @@ class SearchBox {
     }
     if (ticket !== this.latest) return; // a newer query is on its way
     this.shownMode = response.mode;
-    this.render(response.results, query, response.fallback);
+    this.render(response.results, query, response.fallback, response.did_you_mean);
     this.showMode();
   }
 
-  render(results, query, fallback = []) {
+  render(results, query, fallback = [], didYouMean = null) {
     this.active = -1;
     this.links = [];
     this.results.dataset.query = query; // which query these results answer
@@ -298,8 +298,19 @@ class SearchBox {
       this.results.replaceChildren();
       return;
     }
-    // Words of the query the index does not hold were searched for as their nearest words.
-    this.status.textContent = !results.length ? `No results for “${query}”` : fallback?.length ? `Not every word of “${query}” is in these pages: showing near matches` : '';
+    // Words of the query the index does not hold were searched for as their nearest words; the
+    // core spells the query as the results do ("did you mean"), a click searches for that.
+    if (results.length && didYouMean) {
+      const suggestion = el('button', { type: 'button', class: 'sextant-suggestion', text: didYouMean });
+      suggestion.addEventListener('click', () => {
+        this.input.value = didYouMean;
+        this.input.focus();
+        this.search();
+      });
+      this.status.replaceChildren('Did you mean ', suggestion, '?');
+    } else {
+      this.status.textContent = !results.length ? `No results for “${query}”` : fallback?.length ? `Not every word of “${query}” is in these pages: showing near matches` : '';
+    }
     const pages = new Map();
     for (const r of results) {
       if (!pages.has(r.doc_id)) pages.set(r.doc_id, []);

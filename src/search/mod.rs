@@ -6,7 +6,9 @@
 //! `-word` exclude their chunks and `"quoted phrases"` keep only the chunks holding them; BM25
 //! takes its top `depth` chunks (`depth` defaults to `max(10·k, 100)`; with `document_bm25` and
 //! results by document, the chunks of its top `depth` documents scored whole), a query word the
-//! index does not hold searched for as its nearest terms ([`pipeline::fallback_terms`]),
+//! index does not hold (outside quotes) searched for as its nearest terms
+//! ([`pipeline::fallback_terms`], weighted [`pipeline::FALLBACK_WEIGHT`]; the response spells
+//! them as the results do in `did_you_mean`),
 //! expanded by RM3 from its top chunks when `query_expansion` is on; the dense retriever
 //! scores every chunk's binary code, rescoring the best `layout.rescore` (at least `depth`) with
 //! their int8 vectors; hybrid fuses the two lists (a convex combination of normalised scores, or
@@ -178,6 +180,7 @@ impl Engine {
             timings.rerank_ms = clock.now_ms() - r;
         }
         let results = done_or_return!(stages.results(reranked, &dense, &keyword.hits));
+        let did_you_mean = pipeline::did_you_mean(&plan.query, &keyword.corrections, &results, &self.analyzer);
         timings.fusion_ms = clock.now_ms() - t - timings.rerank_ms;
         timings.total_ms = clock.now_ms() - start;
         Ok(Step::Done(SearchResponse {
@@ -185,6 +188,7 @@ impl Engine {
             timings,
             vector_method,
             fallback: keyword.fallback,
+            did_you_mean,
         }))
     }
 }
@@ -273,11 +277,25 @@ mod tests {
         let (partial, _) = search_split("lmap oil", &keyword, None);
         assert_eq!(partial.fallback, ["lamp"]);
         assert_eq!(ids(&partial), ["a#0", "b#0"], "lamp and oil, then lamp alone");
+        assert_eq!(
+            partial.did_you_mean.as_deref(),
+            Some("lamp oil"),
+            "spelled as the results do"
+        );
         let (exact, _) = search_split("lamp oil", &keyword, None);
         assert!(exact.fallback.is_empty(), "every word held: no fallback");
-        // A quoted phrase is taken as written.
+        assert_eq!(exact.did_you_mean, None);
+        // A quoted phrase is taken as written; a word outside it still falls back.
         let (phrase, _) = search_split("\"lmap oil\"", &keyword, None);
         assert!(phrase.fallback.is_empty() && phrase.results.is_empty());
+        let (beside, _) = search_split("\"oil\" lmap", &keyword, None);
+        assert_eq!(beside.fallback, ["lamp"]);
+        assert_eq!(
+            ids(&beside),
+            ["a#0"],
+            "the phrase's chunk, found by the corrected word too"
+        );
+        assert_eq!(beside.did_you_mean.as_deref(), Some("\"oil\" lamp"));
         // By document, BM25 scores a's two chunks together: "lamp fog" matches both of a's
         // chunks (a document holding both words) above b's single "lamp".
         let by_document = SearchOptions {

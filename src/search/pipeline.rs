@@ -13,6 +13,7 @@ pub mod stages;
 
 use std::collections::HashMap;
 
+use crate::analyzer::Analyzer;
 use crate::bm25::{score_documents_weighted, score_weighted, Bm25Params};
 use crate::fusion::{
     convex_combination, documents_scored, reciprocal_rank_fusion, FusedHit, Fusion, PageScore, ScoredList, RRF_K,
@@ -50,8 +51,15 @@ pub fn keyword_candidates(
     weighted_keyword_candidates(store, &weighted, params, depth, level)
 }
 
-/// Index terms searched for at most, for each word of a query none of whose words the index holds.
+/// Index terms searched for at most, for each word of a query the index does not hold.
 pub const FALLBACK_TERMS: usize = 3;
+
+/// The weight of each term searched for in place of a query word the index does not hold, where
+/// a word found as written weighs 1. Measured on Cranfield and NPL with one typo in every query
+/// (`scripts/typo-queries.py`, BENCHMARKS.md): weighing the guesses half lost 0.024 keyword
+/// nDCG@10 on NPL and 0.007 on Cranfield against full weight (the misspelled word is usually a
+/// query's rarest and most telling), so they count as the word would have.
+pub const FALLBACK_WEIGHT: f32 = 1.0;
 
 /// The index terms to search for in place of a query term the index does not hold (a typo, or a
 /// word being typed), from `candidates` (the index's terms starting with the same character,
@@ -93,6 +101,75 @@ pub fn fallback_terms(term: &str, candidates: &[(String, u32)]) -> Vec<String> {
     near.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(b.2)));
     near.into_iter().take(FALLBACK_TERMS).map(|n| n.2.to_string()).collect()
 }
+
+/// The query with each word whose term the index does not hold (a `corrections` key) written as
+/// the results write the term searched in its place: the first word of the results' titles,
+/// headings and texts that the analyzer reads as that term alone. Words in quotes and excluded
+/// words stay as written. `None` without a correction, or when no result spells one.
+pub fn did_you_mean(
+    query: &str,
+    corrections: &[(String, String)],
+    results: &[SearchResult],
+    analyzer: &Analyzer,
+) -> Option<String> {
+    if corrections.is_empty() {
+        return None;
+    }
+    let words = |text: &str| -> Vec<(usize, usize)> {
+        let mut spans = Vec::new();
+        let mut start = None;
+        for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+            match (c.is_alphanumeric(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    spans.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        spans
+    };
+    let spelling = |term: &str| -> Option<String> {
+        results.iter().take(SPELLING_RESULTS).find_map(|r| {
+            let fields = std::iter::once(r.title.as_str())
+                .chain(r.heading_path.iter().map(String::as_str))
+                .chain(std::iter::once(r.text.as_str()));
+            fields
+                .flat_map(|f| words(f).into_iter().map(move |(a, b)| &f[a..b]))
+                .find_map(|w| {
+                    let terms = analyzer.terms(w);
+                    (terms.len() == 1 && terms[0] == term).then(|| w.to_lowercase())
+                })
+        })
+    };
+    let mut out = String::with_capacity(query.len());
+    let mut last = 0;
+    let mut changed = false;
+    for (a, b) in words(query) {
+        let before = &query[..a];
+        let quoted = before.matches('"').count() % 2 == 1;
+        let excluded = before.ends_with('-') && before[..a - 1].chars().last().is_none_or(char::is_whitespace);
+        if quoted || excluded {
+            continue;
+        }
+        let terms = analyzer.terms(&query[a..b]);
+        let [term] = terms.as_slice() else { continue };
+        let Some((_, near)) = corrections.iter().find(|(t, _)| t == term) else {
+            continue;
+        };
+        let Some(word) = spelling(near) else { continue };
+        out.push_str(&query[last..a]);
+        out.push_str(&word);
+        last = b;
+        changed = true;
+    }
+    out.push_str(&query[last..]);
+    changed.then_some(out)
+}
+
+/// Results read for the spelling of a correction ([`did_you_mean`]).
+pub const SPELLING_RESULTS: usize = 10;
 
 /// The optimal-string-alignment distance between `a` and `b` (insertions, deletions,
 /// substitutions and swaps of neighbours, in characters), if it is at most `most`.
@@ -583,6 +660,39 @@ mod tests {
         // Two of each document: 1 follows 0, and k still counts chunks.
         assert_eq!(kept(10, None, Some(2)), [0, 1, 2, 4, 6]);
         assert_eq!(kept(3, None, Some(2)), [0, 1, 2]);
+    }
+
+    #[test]
+    fn did_you_mean_spells_each_correction_as_the_results_do() {
+        let analyzer = crate::analyzer::Analyzer::english();
+        let result = |title: &str, text: &str| SearchResult {
+            title: title.into(),
+            text: text.into(),
+            ..Default::default()
+        };
+        let results = [
+            result("Fog signals", "The horn sounds in fog."),
+            result(
+                "Lamps",
+                "Keepers trimmed the Lamps' wicks; configuring a lens takes a day.",
+            ),
+        ];
+        let term = |w: &str| analyzer.terms(w)[0].clone();
+        let fixes = [
+            (term("lmaps"), term("lamps")),
+            (term("configurin"), term("configuring")),
+        ];
+        // Each misspelled word takes the first spelling of its correction in the results (the
+        // title first); the rest of the query stays as written.
+        assert_eq!(
+            did_you_mean("Lmaps oil, configurin?", &fixes, &results, &analyzer).as_deref(),
+            Some("lamps oil, configuring?")
+        );
+        // Quoted and excluded words are taken as written.
+        assert_eq!(did_you_mean("\"lmaps\" -lmaps fog", &fixes, &results, &analyzer), None);
+        // No correction, or none the results spell: nothing to offer.
+        assert_eq!(did_you_mean("lmaps", &[], &results, &analyzer), None);
+        assert_eq!(did_you_mean("lmaps", &fixes[..1], &results[..1], &analyzer), None);
     }
 
     #[test]

@@ -12,6 +12,8 @@ use super::types::SearchError;
 /// phrase written 500 times is checked once per chunk).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryPlan {
+    /// The query as written.
+    pub query: String,
     /// What to embed and rerank with: the query without its exclusions and quotes.
     pub text: String,
     /// The analyzer terms keyword search looks for (none in dense mode).
@@ -54,6 +56,7 @@ impl QueryPlan {
             }
         }
         Ok(Self {
+            query: query.to_string(),
             text: parsed.text,
             terms,
             excluded,

@@ -120,7 +120,7 @@ pub struct RetrieverHit {
 }
 
 /// One result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {
     /// 1-based position in the results.
     pub rank: u32,
@@ -179,6 +179,11 @@ pub struct SearchResponse {
     /// not hold (a typo, or a word still being typed): the nearest terms to each such word
     /// ([`pipeline::fallback_terms`]). Empty when every word was searched for as written.
     pub fallback: Vec<String>,
+    /// The query with each word the index does not hold spelled as the results spell its
+    /// nearest term ([`pipeline::did_you_mean`]), to offer as "did you mean"; absent when every
+    /// word was found as written or no result spells a correction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub did_you_mean: Option<String>,
 }
 
 /// Framed context for a question: the results, the blocks that fit the budget, and the exact chat

@@ -35,6 +35,9 @@ fn print_results(response: &SearchResponse) -> Result<()> {
     if response.results.is_empty() {
         writeln!(out, "no results")?;
     }
+    if let Some(spelling) = &response.did_you_mean {
+        writeln!(out, "did you mean: {spelling}")?;
+    }
     for r in &response.results {
         // The breadcrumb, without a first heading that only repeats the title.
         let path: Vec<&str> = r

@@ -18,8 +18,8 @@ use crate::search::plan::QueryPlan;
 use crate::search::types::{SearchError, SearchResult, Step};
 
 use super::{
-    assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, keyword_candidates, rescore,
-    weighted_keyword_candidates, Bm25Level, Candidate, FuseOptions, Ranked, VectorMethod, FEEDBACK_CHUNKS,
+    assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, rescore, weighted_keyword_candidates,
+    Bm25Level, Candidate, FuseOptions, Ranked, VectorMethod, FALLBACK_WEIGHT, FEEDBACK_CHUNKS,
 };
 
 /// Keyword shards a fallback reads at most for one word before it narrows its range.
@@ -82,6 +82,9 @@ pub struct KeywordHits {
     pub hits: Ranked,
     /// The fallback terms ([`fallback_terms`]), or nothing.
     pub fallback: Vec<String>,
+    /// Each query term the index does not hold, with the nearest term searched for in its place
+    /// (the most frequent of the nearest): what "did you mean" offers.
+    pub corrections: Vec<(String, String)>,
 }
 
 /// The fused list in the reranker's order, with its scores by chunk.
@@ -205,33 +208,49 @@ impl Stages<'_> {
         let depth = self.options.depth();
         let wide = admissible.width(depth, manifest.counts.chunks);
         let mut terms = self.plan.terms.clone();
+        let mut weighted: Vec<(String, f32)> = terms.iter().map(|t| (t.clone(), 1.0)).collect();
         let mut fallback = Vec::new();
+        let mut corrections = Vec::new();
         let level = if self.options.scores_documents() {
             Bm25Level::Documents
         } else {
             Bm25Level::Chunks
         };
+        // A quoted phrase is taken as written: its words are never replaced.
+        let quoted: HashSet<String> = self.plan.phrase_terms().into_iter().collect();
         let missing: Vec<String> = terms
             .iter()
-            .filter(|t| self.store.postings(t).is_none())
+            .filter(|t| self.store.postings(t).is_none() && !quoted.contains(*t))
             .cloned()
             .collect();
-        if self.plan.phrases.is_empty() && !missing.is_empty() {
+        if !missing.is_empty() {
             // A word of the query the index does not hold (a typo, or a word being typed) is
-            // searched for as its nearest terms, beside the words it holds. A quoted phrase is
-            // taken as written.
-            fallback = match self.fallback(&missing) {
+            // searched for as its nearest terms (each weighted FALLBACK_WEIGHT), beside the
+            // words it holds.
+            let nearest = match self.fallback(&missing) {
                 Step::Done(f) => f,
                 Step::Need(need) => return Step::Need(need),
             };
             terms.retain(|t| !missing.contains(t));
-            terms.extend(fallback.iter().cloned());
+            weighted.retain(|(t, _)| !missing.contains(t));
+            for (term, near) in nearest {
+                if let Some(best) = near.first() {
+                    corrections.push((term, best.clone()));
+                }
+                for t in near {
+                    if !weighted.iter().any(|(w, _)| *w == t) {
+                        weighted.push((t.clone(), FALLBACK_WEIGHT));
+                        terms.push(t.clone());
+                        fallback.push(t);
+                    }
+                }
+            }
         }
         let cut = |list: Ranked| match level {
             Bm25Level::Chunks => admissible.cut(list, depth),
             Bm25Level::Documents => admissible.cut_documents(list, depth, |c| self.document_of(c)),
         };
-        let mut hits = cut(keyword_candidates(self.store, &terms, params, wide, level));
+        let mut hits = cut(weighted_keyword_candidates(self.store, &weighted, params, wide, level));
         if self.options.query_expansion && !hits.is_empty() {
             let expanded = match self.expansion(&terms, &hits) {
                 Step::Done(e) => e,
@@ -239,12 +258,17 @@ impl Stages<'_> {
             };
             hits = cut(weighted_keyword_candidates(self.store, &expanded, params, wide, level));
         }
-        Step::Done(KeywordHits { hits, fallback })
+        Step::Done(KeywordHits {
+            hits,
+            fallback,
+            corrections,
+        })
     }
 
     /// The nearest index terms to each of `terms` ([`fallback_terms`]), from the shards of the
-    /// terms that start as each does ([`Stages::fallback_range`]); each term once.
-    fn fallback(&self, terms: &[String]) -> Step<Vec<String>> {
+    /// terms that start as each does ([`Stages::fallback_range`]); a term none is near to is
+    /// left out.
+    fn fallback(&self, terms: &[String]) -> Step<Vec<(String, Vec<String>)>> {
         let mut ranges: Vec<(String, String)> = Vec::new();
         let mut need: Vec<String> = Vec::new();
         for term in terms {
@@ -262,20 +286,19 @@ impl Stages<'_> {
         if !need.is_empty() {
             return Step::Need(sorted(need));
         }
-        let mut seen = HashSet::new();
         Step::Done(
             terms
                 .iter()
-                .flat_map(|t| {
+                .filter_map(|t| {
                     let candidates = self
                         .fallback_range(t)
                         .ok()
                         .flatten()
                         .map(|(from, to)| self.store.terms_between(&from, &to))
                         .unwrap_or_default();
-                    fallback_terms(t, &candidates)
+                    let near = fallback_terms(t, &candidates);
+                    (!near.is_empty()).then(|| (t.clone(), near))
                 })
-                .filter(|t| seen.insert(t.clone()))
                 .collect(),
         )
     }
