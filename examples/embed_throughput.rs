@@ -1,10 +1,12 @@
-//! Passage embedding throughput natively: a BEIR-layout corpus (`corpus.jsonl`) chunked with the
-//! default build settings, the first `limit` chunks embedded as passages with int8 weights on
-//! `threads` threads (each a text at a time, as `sextant build` does), chunks/s and tokens/s
-//! printed as JSON. With `--dump FILE` the chunk texts are written as JSONL (`{"text": …}`) for
-//! `scripts/bench-onnxruntime-passages.py`, so onnxruntime embeds exactly the same texts.
+//! Passage embedding throughput natively: a BEIR-layout corpus (`corpus.jsonl`) or a folder of
+//! HTML pages (a site) chunked with the default build settings, what the model reads for the
+//! first `limit` chunks (as `sextant build` embeds them: title and headings before the text)
+//! embedded as passages with int8 weights on `threads` threads (each a text at a time, as the
+//! build does), chunks/s and tokens/s printed as JSON. With `--dump FILE` those inputs are
+//! written as JSONL (`{"text": …}`) for `scripts/bench-onnxruntime-passages.py`, so onnxruntime
+//! embeds exactly the same texts.
 //!
-//! cargo run --release --example embed_throughput -- <corpus.jsonl> <model dir> <threads> <limit> [--dump FILE]
+//! cargo run --release --example embed_throughput -- <corpus.jsonl | site dir> <model dir> <threads> <limit> [--dump FILE]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -21,9 +23,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = std::fs::read(format!("{model_dir}/model.onnx"))?;
     let tokenizer = std::fs::read(format!("{model_dir}/tokenizer.json"))?;
     let embedder = TractEmbedder::from_vec_with(model, &tokenizer, &ModelOptions::default(), Weights::Int8)?;
-    let documents = sextant::loader::load_jsonl(corpus, &std::fs::read_to_string(corpus)?)?;
-    let chunked = sextant::indexer::chunk_corpus(&documents, &BuildConfig::default(), embedder.tokenizer())?;
-    let texts: Vec<&str> = chunked.chunks.iter().take(limit).map(|c| c.text.as_str()).collect();
+    let config = BuildConfig::default();
+    let documents = if std::path::Path::new(corpus).is_dir() {
+        site_pages(std::path::Path::new(corpus), &config)?
+    } else {
+        sextant::loader::load_jsonl(corpus, &std::fs::read_to_string(corpus)?)?
+    };
+    let chunked = sextant::indexer::chunk_documents(
+        &documents,
+        &config,
+        embedder.tokenizer(),
+        "",
+        &sextant::indexer::OneThread,
+        &|| (),
+    )?;
+    let texts: Vec<&str> = chunked.inputs.iter().take(limit).map(String::as_str).collect();
     if let [flag, file] = rest {
         if flag != "--dump" {
             return Err(format!("unknown option {flag}").into());
@@ -60,4 +74,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     );
     Ok(())
+}
+
+/// Every HTML page under `dir` (sorted; a page the loader refuses is passed over).
+fn site_pages(
+    dir: &std::path::Path,
+    config: &BuildConfig,
+) -> Result<Vec<sextant::chunk::Document>, Box<dyn std::error::Error>> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "html") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut documents = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(dir)?.to_string_lossy().replace('\\', "/");
+        if let Ok(docs) = sextant::loader::load_file(&rel, &std::fs::read(&path)?, &config.input) {
+            documents.extend(docs);
+        }
+    }
+    Ok(documents)
 }
