@@ -92,12 +92,16 @@ test('typing a query shows results with the expected page first', async () => {
     assert.ok(!/[\p{L}\p{N}]/u.test(before) && !/[\p{L}\p{N}]/u.test(after), `"${before}[${word}]${after}" highlights part of a word`);
   }
   await page.screenshot({ path: path.join(artifacts, 'search-results.png'), fullPage: true });
-  // A typo: a word of the query is not in the index, so its nearest word is searched for, said
-  // and marked.
+  // A typo: a word of the query is not in the index, so its nearest word is searched for and
+  // marked, and the query spelled as the pages spell it is offered; a click searches for it.
   await searchFor(page, 'injecton');
-  assert.match(await page.locator('.sextant-status').textContent(), /Not every word of “injecton” is in these pages: showing near matches/);
+  assert.match(await page.locator('.sextant-status').textContent(), /^Did you mean injection\?$/);
   const typoMarks = await page.locator('.sextant-snippet mark').allTextContents();
   assert.ok(typoMarks.some((w) => /^injection$/i.test(w)), `marked: ${typoMarks}`);
+  await page.locator('.sextant-suggestion').click();
+  assert.equal(await page.locator('.sextant-input').inputValue(), 'injection');
+  await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.query === 'injection', null, { timeout: 30000 });
+  assert.equal(await page.locator('.sextant-status').textContent(), '', 'spelled right: nothing to offer');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
