@@ -444,8 +444,8 @@ export function makeApi(wasm, initialise) {
       timings.total_ms = performance.now() - started;
       const fallback = [...new Set(perBase.flatMap((b) => b.fallback ?? []))];
       // The spelling of the base that found the most.
-      const didYouMean = perBase.filter((b) => b.did_you_mean).sort((a, b) => b.count - a.count)[0]?.did_you_mean;
-      return { results, timings, fallback, ...(didYouMean ? { did_you_mean: didYouMean } : {}), bases: perBase, partial: failed.length > 0, failed };
+      const didYouMean = perBase.filter((b) => b.did_you_mean).sort((a, b) => b.count - a.count)[0]?.did_you_mean ?? null;
+      return { results, timings, fallback, did_you_mean: didYouMean, bases: perBase, partial: failed.length > 0, failed };
     }
 
     /**

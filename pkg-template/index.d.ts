@@ -175,8 +175,8 @@ export interface SearchResponse {
    * hold (a typo, or a word being typed): empty when every word was searched for as written. */
   fallback: string[];
   /** The query with each such word spelled as the results spell the term searched in its
-   * place, to offer as "did you mean"; absent when there is none. */
-  did_you_mean?: string;
+   * place, to offer as "did you mean"; null when there is none. */
+  did_you_mean: string | null;
 }
 
 export interface Framed {
@@ -469,7 +469,7 @@ export interface BaseSummary {
   base: string;
   count: number;
   fallback: string[];
-  did_you_mean?: string;
+  did_you_mean: string | null;
   vector_method: SearchResponse['vector_method'];
   timings: StageTimings;
 }
@@ -486,8 +486,8 @@ export interface BasesSearchResponse extends OverBases {
   results: BaseResult[];
   timings: StageTimings;
   fallback: string[];
-  /** The "did you mean" spelling of the base that found the most, if any has one. */
-  did_you_mean?: string;
+  /** The "did you mean" spelling of the base that found the most, or null when none has one. */
+  did_you_mean: string | null;
 }
 
 export interface BaseChoice {

@@ -180,9 +180,9 @@ pub struct SearchResponse {
     /// ([`pipeline::fallback_terms`]). Empty when every word was searched for as written.
     pub fallback: Vec<String>,
     /// The query with each word the index does not hold spelled as the results spell its
-    /// nearest term ([`pipeline::did_you_mean`]), to offer as "did you mean"; absent when every
+    /// nearest term ([`pipeline::did_you_mean`]), to offer as "did you mean"; `None` when every
     /// word was found as written or no result spells a correction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub did_you_mean: Option<String>,
 }
 
