@@ -1056,17 +1056,23 @@ fn a_word_the_index_does_not_hold_falls_back_to_the_nearest_terms() {
     };
     let exact = search("lighthouse");
     assert_eq!(exact["fallback"], serde_json::json!([]));
-    // A typo (two letters swapped) and a word half typed find what the word would have.
+    assert_eq!(exact["did_you_mean"], serde_json::Value::Null);
+    // A typo (two letters swapped) and a word half typed find what the word would have, and
+    // the query is offered as the results spell it.
     for typo in ["lighthuose", "lightho"] {
         let v = search(typo);
         assert_eq!(v["fallback"], serde_json::json!(["lighthous"]), "{typo}: {v}");
         assert_eq!(v["results"], exact["results"].clone(), "{typo}");
+        assert_eq!(v["did_you_mean"], "lighthouse", "{typo}");
     }
     // Beside a word the index holds, the typo is searched as its nearest term too: the
     // results are those of both words.
     let v = search("lighthuose keeper");
     assert_eq!(v["fallback"], serde_json::json!(["lighthous"]), "{v}");
     assert_eq!(v["results"], search("lighthouse keeper")["results"].clone());
+    assert_eq!(v["did_you_mean"], "lighthouse keeper");
+    let text = ok(&["search", s(bundle), "lighthuose keeper", "--mode", "keyword", "-k", "3"]);
+    assert!(text.starts_with("did you mean: lighthouse keeper\n"), "{text}");
     assert!(search("qqqqqqq")["results"].as_array().unwrap().is_empty());
 }
 
