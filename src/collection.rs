@@ -5,7 +5,7 @@
 //! ([`crate::indexer`]): the same chunks, model inputs and keys, and the same assembly, so the
 //! same files give the same index bytes, natively and in wasm (int8 passages are exact).
 //!
-//! Vectors are kept by the digest of the text embedded ([`text_key`]), like the CLI's embedding
+//! Vectors are kept by the digest of the text embedded ([`crate::indexer::text_key`]), like the CLI's embedding
 //! cache, so adding or removing a file never embeds unchanged text again, and the vectors can be
 //! saved and restored ([`Collection::vectors_to_bytes`]) beside the files themselves.
 
@@ -18,10 +18,8 @@ use crate::embed::{Embedder, ModelSpec, ModelTokenizer, TextKind};
 use crate::error_code::ErrorCode;
 use crate::index::writer::BuiltIndex;
 use crate::index::IndexStore;
-use crate::indexer::{assemble_chunked, split, validate, BuildError, Chunked};
+use crate::indexer::{assemble_chunked, split, text_key, validate, BuildError, Chunked};
 use crate::loader::{load_file, LoadError};
-
-pub use crate::indexer::text_key;
 
 /// The first bytes of saved vectors computed with f32 weights (all saved vectors before int8
 /// passages, 2026-12-02).
