@@ -29,8 +29,17 @@ pub struct Document {
     pub url: Option<String>,
     /// Title (front matter `title`, HTML `<title>`, first heading, or JSONL `title`).
     pub title: String,
-    /// Front matter and other metadata, flattened to strings, sorted by key.
+    /// Front matter and other metadata, flattened to strings, sorted by key (shown with results:
+    /// HTML's `data-sextant-meta`).
     pub metadata: BTreeMap<String, String>,
+    /// Filter values by filter name (HTML's `data-sextant-filter`, front matter keys named in
+    /// `input.filters`), each list sorted, each value once: what `filters` in a query selects.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub filters: BTreeMap<String, Vec<String>>,
+    /// Sort values by sort key (HTML's `data-sextant-sort`, front matter keys named in
+    /// `input.sort`): what `sort` in a query orders by.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sort: BTreeMap<String, String>,
     /// Content, one section per heading.
     pub sections: Vec<Section>,
 }

@@ -301,6 +301,8 @@ impl Collection {
                     url: info.url.clone(),
                     title: info.title.clone(),
                     metadata: info.metadata.clone(),
+                    filters: info.filters.clone(),
+                    sort: info.sort.clone(),
                     sections: Vec::new(),
                 });
                 splits.push(Vec::new());
@@ -716,13 +718,13 @@ mod tests {
             source: "big.pdf".into(),
             url: None,
             title: "Big".into(),
-            metadata: Default::default(),
             sections: vec![Section {
                 heading_path: vec![],
                 anchor: None,
                 text: "fog ".repeat(400),
                 code: Vec::new(),
             }],
+            ..Default::default()
         }];
         assert!(c.add_documents("big.pdf", pages, model.tokenizer()).is_err());
         assert!(c.files().is_empty(), "nothing added");

@@ -116,6 +116,12 @@ pub struct InputConfig {
     /// Most bytes a document's front matter may flatten to: every value with its whole key path
     /// (`a.b.c`), aliases followed. Default 1 MiB.
     pub max_front_matter_bytes: usize,
+    /// Front matter fields that are filters: each value of such a field (a list's
+    /// items) is a value of the filter of its name. Default none (HTML pages say theirs with
+    /// `data-sextant-filter`).
+    pub filters: Vec<String>,
+    /// Front matter fields that are sort keys (`date`, `weight`). Default none.
+    pub sort: Vec<String>,
 }
 
 impl Default for InputConfig {
@@ -127,6 +133,8 @@ impl Default for InputConfig {
             max_nesting_depth: 512,
             max_front_matter_values: 10_000,
             max_front_matter_bytes: 1024 * 1024,
+            filters: Vec::new(),
+            sort: Vec::new(),
         }
     }
 }

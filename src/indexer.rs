@@ -320,6 +320,8 @@ pub fn assemble(
             url: d.url.clone(),
             title: d.title.clone(),
             metadata: d.metadata.clone(),
+            filters: d.filters.clone(),
+            sort: d.sort.clone(),
         })
         .collect();
     Ok(write_index(IndexInput {
@@ -391,13 +393,13 @@ mod tests {
             source: format!("{id}.md"),
             url: None,
             title: id.to_uppercase(),
-            metadata: Default::default(),
             sections: vec![Section {
                 heading_path: vec![id.to_uppercase()],
                 anchor: None,
                 text: text.into(),
                 code: Vec::new(),
             }],
+            ..Default::default()
         }
     }
 

@@ -52,6 +52,7 @@ pub mod digest;
 pub mod embed;
 pub mod error_code;
 pub mod eval;
+pub mod filters;
 #[cfg(feature = "indexer")]
 pub mod format1;
 pub mod frame;

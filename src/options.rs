@@ -13,8 +13,11 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use std::collections::BTreeMap;
+
 use crate::bm25::Bm25Override;
 use crate::embed::Weights;
+pub use crate::filters::{Filter, SortOrder};
 pub use crate::fusion::{Fusion, PageScore};
 
 /// Longest query accepted, in bytes (UTF-8).
@@ -185,6 +188,18 @@ pub struct SearchOptions {
     /// [`MAX_RERANK_DEPTH`] (0: none). Without one, nothing. Default
     /// [`DEFAULT_RERANK_DEPTH`] (20).
     pub rerank_depth: usize,
+    /// Only pages whose filter values pass, by filter name: a value, a list (all of them), or
+    /// `{any, all, none}` lists (`crate::filters::Filter`); applied before results are cut, in
+    /// every mode. Default none.
+    pub filters: BTreeMap<String, Filter>,
+    /// Order the best `depth` matches by one sort key's values (`{"date": "desc"}`; numbers when
+    /// every value of the key is one, else text; pages without a value last) before cutting to
+    /// `k`. Default none: by relevance.
+    pub sort: BTreeMap<String, SortOrder>,
+    /// Count, for every filter value, the matching pages that have it (`filter_counts` in the
+    /// response): the pages holding a query word, or ranked by the dense retriever, that pass
+    /// the exclusions, phrases and filters. Default false.
+    pub filter_counts: bool,
 }
 
 impl Default for SearchOptions {
@@ -206,6 +221,9 @@ impl Default for SearchOptions {
             document_bm25: true,
             sub_results: None,
             rerank_depth: DEFAULT_RERANK_DEPTH,
+            filters: BTreeMap::new(),
+            sort: BTreeMap::new(),
+            filter_counts: false,
         }
     }
 }
@@ -235,8 +253,14 @@ impl SearchOptions {
         self.document_bm25 && (self.per_document || self.fuse_documents || self.sub_results.is_some())
     }
 
+    /// Whether the query reads the index's facets file (it filters, sorts or counts).
+    pub fn uses_facets(&self) -> bool {
+        !self.filters.is_empty() || !self.sort.is_empty() || self.filter_counts
+    }
+
     /// Checks every option against its documented range.
     pub fn validate(&self) -> Result<(), BadOption> {
+        crate::filters::validate(&self.filters, &self.sort).map_err(|(name, reason)| bad(name, reason))?;
         if !(1..=MAX_K).contains(&self.k) {
             return Err(bad("k", format!("{} is out of range; use 1 to {MAX_K}", self.k)));
         }

@@ -1,13 +1,15 @@
 //! The query flags `search` and `frame` share: the core's [`SearchOptions`], each field a flag of
-//! the same name in kebab case (`per_document` → `--per-document`). Defaults come from the core;
-//! a test checks that every option has its flag.
+//! the same name in kebab case (`per_document` → `--per-document`; `filters` is `--filter`,
+//! repeated, with `--filters` its alias). Defaults come from the core; `options()` names every
+//! field, so an option without its flag does not compile.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use sextant::bm25::Bm25Override;
 use sextant::embed::Weights;
-use sextant::options::{Fusion, Mode, PageScore, SearchOptions, VectorSearch};
+use sextant::options::{Filter, Fusion, Mode, PageScore, SearchOptions, SortOrder, VectorSearch};
 
 /// `--mode`, parsed by the core's own names.
 pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
@@ -104,9 +106,66 @@ pub struct SearchFlags {
     /// A sextant.toml: with a [rerank] section, its cross-encoder reranks the best results.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Only pages with this filter value: NAME=VALUE (repeat for more; the same name twice
+    /// needs both), or NAME!=VALUE for pages without it.
+    #[arg(long = "filter", alias = "filters", value_name = "NAME=VALUE", value_parser = filter_parser)]
+    pub filters: Vec<(String, bool, String)>,
+    /// Order the best matches by a sort key's values: KEY, KEY:asc or KEY:desc.
+    #[arg(long, value_name = "KEY[:asc|desc]", value_parser = sort_parser)]
+    pub sort: Option<(String, SortOrder)>,
+    /// Count, for every filter value, the matching pages that have it.
+    #[arg(long)]
+    pub filter_counts: bool,
+}
+
+/// Parses `--filter NAME=VALUE` (true: the page must have it) or `NAME!=VALUE` (false).
+fn filter_parser(s: &str) -> Result<(String, bool, String), String> {
+    let (name, has, value) = match s.split_once("!=") {
+        Some((name, value)) => (name, false, value),
+        None => match s.split_once('=') {
+            Some((name, value)) => (name, true, value),
+            None => {
+                return Err(format!(
+                    "{s:?} is not NAME=VALUE or NAME!=VALUE (e.g. --filter tags=python)"
+                ))
+            }
+        },
+    };
+    if name.trim().is_empty() || value.trim().is_empty() {
+        return Err(format!("{s:?} needs a name and a value (e.g. --filter tags=python)"));
+    }
+    Ok((name.trim().to_string(), has, value.trim().to_string()))
+}
+
+/// Parses `--sort KEY[:asc|desc]`.
+fn sort_parser(s: &str) -> Result<(String, SortOrder), String> {
+    let (key, order) = match s.rsplit_once(':') {
+        Some((key, order)) => match SortOrder::from_name(order) {
+            Some(order) => (key, order),
+            None => return Err(format!("{order:?} is not asc or desc (e.g. --sort date:desc)")),
+        },
+        None => (s, SortOrder::Asc),
+    };
+    if key.trim().is_empty() {
+        return Err("give the sort key (e.g. --sort date:desc)".into());
+    }
+    Ok((key.trim().to_string(), order))
 }
 
 impl SearchFlags {
+    /// The `--filter`s by name: the values a page must have, and those it must not.
+    fn filters(&self) -> BTreeMap<String, Filter> {
+        let mut filters: BTreeMap<String, Filter> = BTreeMap::new();
+        for (name, has, value) in &self.filters {
+            let filter = filters.entry(name.clone()).or_default();
+            match has {
+                true => filter.all.push(value.clone()),
+                false => filter.none.push(value.clone()),
+            }
+        }
+        filters
+    }
+
     /// The options (a BM25 parameter not given is the index's).
     pub fn options(&self) -> SearchOptions {
         let bm25 = (self.bm25_k1.is_some() || self.bm25_b.is_some()).then_some(Bm25Override {
@@ -130,6 +189,9 @@ impl SearchFlags {
             page_score: self.page_score,
             document_bm25: self.document_bm25,
             sub_results: self.sub_results,
+            filters: self.filters(),
+            sort: self.sort.iter().cloned().collect(),
+            filter_counts: self.filter_counts,
         }
     }
 }

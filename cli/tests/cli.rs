@@ -877,6 +877,8 @@ fn every_search_option_has_its_flag() {
             .flat_map(|key| match key.as_str() {
                 // The BM25 override is an object: one flag per parameter.
                 "bm25" => vec!["--bm25-k1".to_string(), "--bm25-b".to_string()],
+                // Filters are given one at a time.
+                "filters" => vec!["--filter".to_string()],
                 _ => vec![flag(key)],
             })
             .collect()
@@ -1174,12 +1176,14 @@ fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn a_site_built_in_shards_by_separate_processes_merges_to_the_single_build_bytes() {
+    // Each page has a filter value and a sort value: the merge's facets are the single build's.
     let pages: Vec<(String, String)> = (0..12)
         .map(|i| {
             (
                 format!("p{i}/index.html"),
                 format!(
-                    "<main><h1>Page {i}</h1><p>The lamp of tower {i} turns {} times at dusk.</p><h2 id=\"fog\">Fog</h2><p>Horn {i} sounds in fog and rain.</p></main>",
+                    "<main data-sextant-filter=\"coast:{}\" data-sextant-sort=\"height:{i}\"><h1>Page {i}</h1><p>The lamp of tower {i} turns {} times at dusk.</p><h2 id=\"fog\">Fog</h2><p>Horn {i} sounds in fog and rain.</p></main>",
+                    ["north", "south", "west"][i % 3],
                     i * 3 + 1
                 ),
             )
@@ -1276,4 +1280,79 @@ fn a_site_built_in_shards_by_separate_processes_merges_to_the_single_build_bytes
         s(&sharded.join("p.sxs")),
     ]);
     assert!(e.contains("inside the site"), "{e}");
+}
+
+#[test]
+fn filters_sort_and_counts_from_pagefind_attributes_reach_search() {
+    let site = tmp("faceted-site");
+    let _ = std::fs::remove_dir_all(&site);
+    let pages = [
+        (
+            "guide/index.html",
+            "guide",
+            "2024-03-01",
+            "The lamp is lit at dusk by the keeper.",
+        ),
+        (
+            "api/index.html",
+            "api",
+            "2023-01-15",
+            "The lamp API turns the lamp on and off.",
+        ),
+        (
+            "news/index.html",
+            "news",
+            "2025-07-30",
+            "A new lamp was fitted to the north tower.",
+        ),
+    ];
+    for (path, section, date, text) in pages {
+        let file = site.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let html = format!(
+            "<html><head><meta data-pagefind-sort=\"date[content]\" content=\"{date}\"></head><body><main data-pagefind-body>\
+             <h1>{section}</h1><span data-pagefind-filter=\"section\">{section}</span>\
+             <span data-pagefind-filter=\"tower:north\"></span><p data-pagefind-meta=\"author:Ada\">{text}</p></main></body></html>"
+        );
+        std::fs::write(file, html).unwrap();
+    }
+    let package = fake_package();
+    ok(&["build", "--site", s(&site), "--package", s(&package), "--no-cache"]);
+    let site_manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join("sextant/sextant.json")).unwrap()).unwrap();
+    let index = site.join("sextant").join(site_manifest["index"].as_str().unwrap());
+    let search = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["search", s(&index), "lamp", "--mode", "keyword", "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let urls = |v: &serde_json::Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["url"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(urls(&search(&["--filter", "section=api"])), ["/api/"]);
+    let not_api = urls(&search(&["--filter", "section!=api"]));
+    assert_eq!(not_api.len(), 2, "{not_api:?}");
+    assert!(!not_api.contains(&"/api/".to_string()));
+    assert!(
+        urls(&search(&["--filter", "section=api", "--filter", "section=news"])).is_empty(),
+        "both needed"
+    );
+    assert_eq!(urls(&search(&["--sort", "date:desc"])), ["/news/", "/guide/", "/api/"]);
+    assert_eq!(urls(&search(&["--sort", "date"])), ["/api/", "/guide/", "/news/"]);
+    let counted = search(&["--filter-counts", "--filter", "tower=north"]);
+    assert_eq!(counted["filter_counts"]["section"]["api"], 1);
+    assert_eq!(counted["filter_counts"]["tower"]["north"], 3);
+    assert_eq!(counted["results"][0]["metadata"]["author"], "Ada");
+    assert!(search(&[])["filter_counts"].is_null(), "not asked");
+    let text = ok(&["search", s(&index), "lamp", "--mode", "keyword", "--filter-counts"]);
+    assert!(text.contains("filter section: api (1), guide (1), news (1)"), "{text}");
+    let err = fails(&["search", s(&index), "lamp", "--filter", "section"]);
+    assert!(err.contains("NAME=VALUE"), "{err}");
+    let err = fails(&["search", s(&index), "lamp", "--sort", "date:up"]);
+    assert!(err.contains("asc or desc"), "{err}");
 }

@@ -13,7 +13,7 @@ use crate::codec::{put_varint, ByteReader, DecodeError};
 use crate::digest::sha256_hex;
 
 /// A document's record (its text lives in the chunks): in a fragment beside its chunks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DocumentInfo {
     /// Stable id.
     pub id: String,
@@ -27,6 +27,13 @@ pub struct DocumentInfo {
     /// Metadata.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// Filter values by filter name ([`crate::chunk::Document::filters`]; a query reads them
+    /// from the index's facets file, [`super::Facets`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub filters: BTreeMap<String, Vec<String>>,
+    /// Sort values by sort key ([`crate::chunk::Document::sort`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sort: BTreeMap<String, String>,
 }
 
 /// First bytes of each binary file kind.

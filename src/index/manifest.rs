@@ -16,10 +16,14 @@ use super::files::valid_file_name;
 
 /// The format major of split and packed indexes.
 pub const INDEX_MAJOR: u16 = 2;
-/// The format minor written (minors only add files or manifest fields, or tighten what the
-/// writer guarantees: 2.2 counts only documents that have chunks; 2.3 records `model.weights`;
-/// 2.4 stores objects in packs and lists runs in pages, `super::directory`).
-pub const INDEX_MINOR: u16 = 4;
+/// The newest format minor written (minors only add files or manifest fields, or tighten what
+/// the writer guarantees: 2.2 counts only documents that have chunks; 2.3 records
+/// `model.weights`; 2.4 stores objects in packs and lists runs in pages, `super::directory`; 2.5
+/// adds the facets file, and is written only by an index that has one).
+pub const INDEX_MINOR: u16 = 5;
+/// The minor that added the facets file (`files.facets`). An index without one is written as
+/// 2.4, which readers of 2.4 still read.
+pub const FACETS_MINOR: u16 = 5;
 /// The first minor whose every document has a chunk (so the norms name every document number).
 pub const EVERY_DOCUMENT_HAS_CHUNKS: u16 = 2;
 /// The oldest major a packed file may have: format 1, read only to convert it
@@ -411,6 +415,10 @@ pub struct IndexFiles {
     pub keyword_shards: usize,
     /// Chunk lengths and document numbers.
     pub norms: String,
+    /// (2.5) Filter and sort values by document ([`super::Facets`]); absent when no document
+    /// has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facets: Option<String>,
     /// Keyword shards in term order, or (2.4) their pages, each with its first shard's term.
     pub keyword: Vec<ShardRef>,
     /// Text fragments.
@@ -550,6 +558,7 @@ impl IndexManifest {
         [f.norms.as_str(), f.vectors.meta.as_str()]
             .into_iter()
             .chain(f.vectors.centroids.as_deref())
+            .chain(f.facets.as_deref())
             .chain(f.keyword.iter().map(|s| s.file.as_str()))
             .chain(
                 [&f.fragments, &f.vectors.codes, &f.vectors.blocks]

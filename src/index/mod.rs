@@ -24,12 +24,17 @@
 //! `Range` requests) and the runs are listed by pages of `layout.page_entries` objects, so a host
 //! serves few files and the manifest names pages, not every object (`directory`).
 //!
+//! From 2.5 an index whose pages carry filters or sort values has a facets file (`facets`):
+//! each filter's values with their documents and each sort key's values, fetched only by a query
+//! that filters, sorts or asks for filter counts.
+//!
 //! Modules: `manifest` (the manifest and format 2's vocabulary), `store` ([`IndexStore`]), `files`
-//! (each file kind from and to bytes), `directory` (references, pages and packs), `packed`,
+//! (each file kind from and to bytes), `facets`, `directory` (references, pages and packs), `packed`,
 //! `error` ([`IndexError`]), and `writer` (feature `collection`).
 
 pub mod directory;
 mod error;
+pub mod facets;
 pub mod files;
 mod manifest;
 pub mod packed;
@@ -40,6 +45,7 @@ pub(crate) mod tests;
 pub mod writer;
 
 pub use error::IndexError;
+pub use facets::Facets;
 pub use files::DocumentInfo;
 pub use manifest::{
     check_model, crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef,

@@ -8,7 +8,7 @@ use crate::codec::{put_string, put_varint, ByteReader};
 use crate::container::{self, Container, SectionEntry, SectionId};
 
 use super::error::IndexError;
-use super::manifest::{IndexManifest, INDEX_MAJOR, INDEX_MINOR, OLDEST_READABLE_MAJOR};
+use super::manifest::{IndexManifest, INDEX_MAJOR, OLDEST_READABLE_MAJOR};
 use super::store::IndexStore;
 
 /// Packs a manifest and its files into one `.sxt`.
@@ -28,7 +28,7 @@ pub fn pack(manifest: &IndexManifest, files: &[(String, Vec<u8>)]) -> Result<Vec
     }
     Ok(container::write(
         INDEX_MAJOR,
-        INDEX_MINOR,
+        manifest.format.minor,
         &[(SectionId::Manifest as u32, json), (SectionId::Files as u32, directory)],
     ))
 }

@@ -9,6 +9,7 @@ use crate::bm25::TermTable;
 
 use super::directory::{page_from_bytes, Found, Location, ObjectRef, Run, RunTable};
 use super::error::IndexError;
+use super::facets::Facets;
 use super::files::{self, content_matches, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::manifest::{FileRun, IndexManifest};
 
@@ -27,6 +28,8 @@ enum Role {
     Pack(usize),
     /// The code files' centroids.
     Centroids,
+    /// Filter and sort values (2.5).
+    Facets,
 }
 
 /// The partitions of binary codes a dense query reads.
@@ -174,6 +177,8 @@ pub struct IndexStore {
     /// The centroids of the code files (partitions), once added (indexes that have them).
     centroids: Option<BlockFile>,
     centroids_ref: Option<ObjectRef>,
+    facets: Option<Facets>,
+    facets_ref: Option<ObjectRef>,
     blocks: HashMap<usize, Held<BlockFile>>,
     /// Counts queries ([`IndexStore::begin_query`]): what a held file records when used.
     clock: AtomicU64,
@@ -198,6 +203,8 @@ impl IndexStore {
             block_of: HashMap::new(),
             centroids: None,
             centroids_ref: None,
+            facets: None,
+            facets_ref: None,
             blocks: HashMap::new(),
             clock: AtomicU64::new(0),
         };
@@ -215,6 +222,10 @@ impl IndexStore {
             .map(|r| reference(r, packs));
         if let Some(centroids) = store.centroids_ref.clone() {
             store.place(&centroids, Role::Centroids);
+        }
+        store.facets_ref = store.manifest.files.facets.as_deref().map(|r| reference(r, packs));
+        if let Some(facets) = store.facets_ref.clone() {
+            store.place(&facets, Role::Facets);
         }
         let mut places: Vec<(ObjectRef, Role)> = Vec::new();
         for run in Run::ALL {
@@ -415,6 +426,9 @@ impl IndexStore {
                     self.fragments
                         .insert(i, Held::new(fragment, bytes.len(), self.clock.load(Ordering::Relaxed)));
                 }
+                Role::Facets => {
+                    self.facets = Some(Facets::from_bytes(bytes, documents).map_err(|e| bad(e.to_string()))?);
+                }
                 Role::Centroids => {
                     let partitions = self.runs.codes.len();
                     let file =
@@ -462,6 +476,25 @@ impl IndexStore {
     /// The calibration, once added.
     pub fn meta(&self) -> Option<&VectorMeta> {
         self.meta.as_ref()
+    }
+
+    /// The filter and sort values, once added (`None` too for an index that has none:
+    /// [`IndexStore::has_facets`]).
+    pub fn facets(&self) -> Option<&Facets> {
+        self.facets.as_ref()
+    }
+
+    /// Whether the index has a facets file (some document has a filter or sort value).
+    pub fn has_facets(&self) -> bool {
+        self.facets_ref.is_some()
+    }
+
+    /// The facets file, when the index has one and it is not added yet.
+    pub fn facets_needs(&self) -> Vec<String> {
+        match (&self.facets_ref, &self.facets) {
+            (Some(r), None) => vec![r.name.clone()],
+            _ => Vec::new(),
+        }
     }
 
     /// The name to fetch for `found`: the object, or the page that lists it.
@@ -739,6 +772,7 @@ impl IndexStore {
         if let (Some(centroids), None) = (&self.centroids_ref, &self.centroids) {
             out.push(centroids.name.clone());
         }
+        out.extend(self.facets_needs());
         for run in Run::ALL {
             let table = self.runs.of(run);
             out.extend(table.pages_missing().map(|p| p.name.clone()));

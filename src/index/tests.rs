@@ -61,7 +61,7 @@ pub(crate) fn document(id: &str) -> DocumentInfo {
         source: id.into(),
         url: None,
         title: id.to_uppercase(),
-        metadata: Default::default(),
+        ..Default::default()
     }
 }
 
@@ -102,12 +102,17 @@ pub(crate) fn tiny() -> BuiltIndex {
         chunk("a#1", 0, &texts[1]),
         chunk("b#0", 1, &texts[2]),
     ];
+    small(&documents, &chunks, &vectors)
+}
+
+/// An index of three-dimensional vectors cut in files of two chunks.
+fn small(documents: &[DocumentInfo], chunks: &[Chunk], vectors: &[Vec<f32>]) -> BuiltIndex {
     write_index(IndexInput {
-        documents: &documents,
-        chunks: &chunks,
+        documents,
+        chunks,
         duplicates_dropped: 0,
         shared_chunks: 0,
-        vectors: &vectors,
+        vectors,
         model: &model(3),
         chunking: crate::chunk::ChunkParams::default(),
         bm25: Bm25Params::default(),
@@ -121,6 +126,44 @@ pub(crate) fn tiny() -> BuiltIndex {
         },
     })
     .unwrap()
+}
+
+/// Four pages, each a chunk holding "lamp" (the first most often), with filters (`tags`,
+/// `lang`) and a sort key (`rank`, the reverse of BM25's order) on all but the last.
+pub(crate) fn faceted() -> BuiltIndex {
+    let texts = ["lamp lamp lamp oil", "lamp lamp fog", "lamp lens glass", "lamp"].map(String::from);
+    let vectors = vec![
+        vec![1.0, 0.0, 0.0],
+        vec![0.0, 1.0, 0.0],
+        vec![0.0, 0.0, 1.0],
+        vec![0.6, 0.8, 0.0],
+    ];
+    let facets: [(&[&str], &str, &str); 4] = [
+        (&["guide", "oil"], "en", "3"),
+        (&["guide"], "fr", "2"),
+        (&["api"], "en", "10"),
+        (&[], "", ""),
+    ];
+    let documents: Vec<DocumentInfo> = ["a", "b", "c", "d"]
+        .iter()
+        .zip(facets)
+        .map(|(id, (tags, lang, rank))| {
+            let mut d = document(id);
+            if !tags.is_empty() {
+                d.filters
+                    .insert("tags".into(), tags.iter().map(|t| t.to_string()).collect());
+                d.filters.insert("lang".into(), vec![lang.to_string()]);
+                d.sort.insert("rank".into(), rank.to_string());
+            }
+            d
+        })
+        .collect();
+    let chunks: Vec<Chunk> = ["a#0", "b#0", "c#0", "d#0"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| chunk(id, i as u32, &texts[i]))
+        .collect();
+    small(&documents, &chunks, &vectors)
 }
 
 /// A store holding every file of `built`.

@@ -11,11 +11,12 @@ use crate::embed::ModelSpec;
 
 use super::directory::{page_to_bytes, Location, ObjectRef, PackWriter, PageEntry, Run};
 use super::error::IndexError;
+use super::facets::Facets;
 use super::files::DocumentInfo;
 use super::files::{cluster_order, file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::manifest::{
     crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
-    INDEX_MAJOR, INDEX_MINOR,
+    FACETS_MINOR, INDEX_MAJOR,
 };
 
 /// A written index: its manifest and its files (name, bytes), each once: its packs, or (with
@@ -167,6 +168,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let (table, lengths) = TermTable::build(&terms);
     let norms = Norms::new(lengths, input.chunks.iter().map(|c| c.doc).collect());
     let norms_name = add("norms", "bin", norms.to_bytes());
+    let facets_name = Facets::of_documents(input.documents).map(|f| add("facets", "bin", f.to_bytes()));
     let keyword: Vec<ShardRef> = table
         .split(input.layout.keyword_shard_bytes)
         .into_iter()
@@ -236,6 +238,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
 
     let listed = Listed {
         norms: norms_name,
+        facets: facets_name,
         meta: meta_name,
         centroids: centroids_name,
         keyword,
@@ -247,7 +250,10 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let manifest = IndexManifest {
         format: FormatVersion {
             major: INDEX_MAJOR,
-            minor: INDEX_MINOR,
+            minor: match index_files.facets {
+                Some(_) => FACETS_MINOR,
+                None => FACETS_MINOR - 1,
+            },
         },
         generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),
         crates: crate_versions(),
@@ -286,6 +292,7 @@ fn mean_vector<'a>(vectors: impl Iterator<Item = &'a [f32]>, dims: usize) -> Vec
 /// The objects of an index by role, each run in order (names may repeat: equal objects).
 struct Listed {
     norms: String,
+    facets: Option<String>,
     meta: String,
     centroids: Option<String>,
     keyword: Vec<ShardRef>,
@@ -303,6 +310,7 @@ fn store_objects(
     layout: &Layout,
 ) -> (Vec<(String, Vec<u8>)>, Places, IndexFiles) {
     let mut order: Vec<&str> = vec![&listed.norms, &listed.meta];
+    order.extend(listed.facets.as_deref());
     order.extend(listed.centroids.as_deref());
     order.extend(listed.codes.iter().map(String::as_str));
     order.extend(listed.keyword.iter().map(|s| s.file.as_str()));
@@ -386,6 +394,7 @@ fn store_objects(
         page_entries: per_page,
         keyword_shards: listed.keyword.len(),
         norms: encode(&listed.norms),
+        facets: listed.facets.as_deref().map(encode),
         keyword: keyword_pages
             .iter()
             .map(|(first, page)| ShardRef {

@@ -3,6 +3,11 @@
 //! Main content is the first `[data-sextant-body]`, else `<main>`, else `[role=main]` (Sphinx),
 //! else `<article>`, else `<body>`. Inside it, `nav`, `header`, `footer`, `script`, `style`, `noscript`, `template`,
 //! `svg`, elements with `hidden` and anything marked `[data-sextant-ignore]` are dropped.
+//! Anywhere on the page, `data-sextant-filter`, `-sort` and `-meta` give the page's filter
+//! values, sort values and metadata (`name` takes the element's text, `name:value` the value,
+//! `name[attribute]` the element's attribute; comma-separated). Pagefind's `data-pagefind-*`
+//! names of the same attributes (and of `-body` and `-ignore`) are read as aliases, so a site
+//! built for Pagefind is indexed as it is.
 //! Headings (`h1`–`h6`) start sections; a heading's anchor is its `id`, else the `id` of the
 //! element it opens (Sphinx wraps sections as `<section id=…><h2>`), else none. Permalink
 //! markers (`a.headerlink`, `a.hash-link`, `¶`) are not part of heading text.
@@ -11,9 +16,10 @@ use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
 
 use super::html_parse::parse_bounded;
-use super::{file_stem, push_block, LoadError};
+use super::{add_filter_value, add_sort_value, file_stem, push_block, LoadError};
 use crate::chunk::{Document, Section};
 use crate::config::InputConfig;
+use crate::filters::{parse_attribute, AttributePart};
 
 const SKIPPED: [&str; 9] = [
     "nav", "header", "footer", "script", "style", "noscript", "template", "svg", "iframe",
@@ -203,9 +209,15 @@ fn heading_level(name: &str) -> Option<usize> {
     }
 }
 
+/// The attribute `data-sextant-{name}`, else Pagefind's `data-pagefind-{name}`.
+fn data_attr<'a>(e: &'a scraper::node::Element, name: &str) -> Option<&'a str> {
+    e.attr(&format!("data-sextant-{name}"))
+        .or_else(|| e.attr(&format!("data-pagefind-{name}")))
+}
+
 fn skipped(element: ElementRef) -> bool {
     let e = element.value();
-    if SKIPPED.contains(&e.name()) || e.attr("data-sextant-ignore").is_some() || e.attr("hidden").is_some() {
+    if SKIPPED.contains(&e.name()) || data_attr(e, "ignore").is_some() || e.attr("hidden").is_some() {
         return true;
     }
     e.name() == "a"
@@ -284,7 +296,12 @@ pub fn load_site_page(path: &str, text: &str, input: &InputConfig) -> Result<Doc
     let html = parse_bounded(text, input.max_nesting_depth).map_err(|_| SiteSkip::TooDeep {
         limit: input.max_nesting_depth,
     })?;
-    if select_first(&html, "html[data-sextant-ignore], body[data-sextant-ignore]").is_some() {
+    if select_first(
+        &html,
+        "html[data-sextant-ignore], body[data-sextant-ignore], html[data-pagefind-ignore], body[data-pagefind-ignore]",
+    )
+    .is_some()
+    {
         return Err(SiteSkip::Ignored);
     }
     if let Ok(meta) = Selector::parse("meta") {
@@ -321,10 +338,17 @@ pub fn load_html(path: &str, text: &str, input: &InputConfig) -> Result<Document
 
 /// The document of a parsed page, or the nesting depth that went over `max_depth`.
 fn document_from(path: &str, html: &Html, max_depth: usize) -> Result<Document, usize> {
-    let root = ["[data-sextant-body]", "main", "[role=main]", "article", "body"]
-        .iter()
-        .find_map(|s| select_first(html, s))
-        .unwrap_or_else(|| html.root_element());
+    let root = [
+        "[data-sextant-body]",
+        "[data-pagefind-body]",
+        "main",
+        "[role=main]",
+        "article",
+        "body",
+    ]
+    .iter()
+    .find_map(|s| select_first(html, s))
+    .unwrap_or_else(|| html.root_element());
     let mut walker = Walker {
         sections: Vec::new(),
         current: Section::default(),
@@ -353,14 +377,61 @@ fn document_from(path: &str, html: &Html, max_depth: usize) -> Result<Document, 
         .filter(|t| !t.is_empty())
         .or(walker.first_h1)
         .unwrap_or_else(|| file_stem(path).to_string());
-    Ok(Document {
+    let mut document = Document {
         id: path.to_string(),
         source: path.to_string(),
         url: None,
         title,
-        metadata: Default::default(),
         sections: walker.sections,
-    })
+        ..Default::default()
+    };
+    read_facets(html, &mut document);
+    Ok(document)
+}
+
+/// The page's filter values, sort values and metadata from `data-sextant-filter`, `-sort` and
+/// `-meta` (or Pagefind's names) anywhere on it; metadata `title` replaces the page's title.
+fn read_facets(html: &Html, document: &mut Document) {
+    let Ok(selector) = Selector::parse(
+        "[data-sextant-filter], [data-sextant-sort], [data-sextant-meta], \
+         [data-pagefind-filter], [data-pagefind-sort], [data-pagefind-meta]",
+    ) else {
+        return;
+    };
+    for element in html.select(&selector) {
+        let e = element.value();
+        for kind in ["filter", "sort", "meta"] {
+            let Some(attribute) = data_attr(e, kind) else {
+                continue;
+            };
+            for part in parse_attribute(attribute) {
+                let (name, value) = match part {
+                    AttributePart::Value(name, value) => (name, value),
+                    AttributePart::Text(name) => {
+                        let mut text = String::new();
+                        collect_text(*element, &mut text);
+                        (name, text.split_whitespace().collect::<Vec<_>>().join(" "))
+                    }
+                    AttributePart::Attribute(name, attr) => match e.attr(&attr) {
+                        Some(value) => (name, value.to_string()),
+                        None => continue,
+                    },
+                };
+                match kind {
+                    "filter" => add_filter_value(document, &name, &value),
+                    "sort" => add_sort_value(document, &name, &value),
+                    _ if name == "title" && !value.trim().is_empty() => document.title = value.trim().to_string(),
+                    _ if !value.trim().is_empty() => {
+                        document
+                            .metadata
+                            .entry(name)
+                            .or_insert_with(|| value.trim().to_string());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -439,6 +510,58 @@ mod tests {
             SiteSkip::NoIndex
         );
         assert_eq!(skip("<body><nav>only navigation</nav></body>"), SiteSkip::Empty);
+    }
+
+    #[test]
+    fn filters_sort_and_meta_come_from_sextant_and_pagefind_attributes() {
+        let page = r#"<html><head>
+            <meta data-pagefind-filter="version[content]" content="3.11">
+            <meta data-sextant-sort="date[content]" content="2024-05-01">
+            </head><body>
+            <nav data-sextant-filter="section:Reference">menu</nav>
+            <div data-pagefind-body>
+              <h1>Pathlib</h1>
+              <span data-pagefind-filter="tag">  file   system </span>
+              <span data-sextant-filter="tag:paths, level:intro\, basics"></span>
+              <p data-sextant-meta="author:Ada, title:Paths made easy" data-pagefind-sort="weight:2">Text.</p>
+              <img data-pagefind-meta="image[src]" src="/p.png">
+              <div data-pagefind-ignore><p>skipped words</p></div>
+            </div></body></html>"#;
+        let doc = load_site_page("lib/pathlib.html", page, &InputConfig::default()).unwrap();
+        let values = |name: &str| doc.filters.get(name).cloned().unwrap_or_default();
+        assert_eq!(values("tag"), ["file system", "paths"], "text collapsed, sorted");
+        assert_eq!(values("version"), ["3.11"], "an attribute, outside the body");
+        assert_eq!(values("section"), ["Reference"], "in chrome that is not indexed");
+        assert_eq!(values("level"), ["intro, basics"], "an escaped comma");
+        assert_eq!(doc.sort.get("date").map(String::as_str), Some("2024-05-01"));
+        assert_eq!(doc.sort.get("weight").map(String::as_str), Some("2"));
+        assert_eq!(doc.metadata.get("author").map(String::as_str), Some("Ada"));
+        assert_eq!(doc.metadata.get("image").map(String::as_str), Some("/p.png"));
+        assert_eq!(doc.title, "Paths made easy", "meta title names the result");
+        let text: String = doc.sections.iter().map(|s| s.text.as_str()).collect();
+        assert!(!text.contains("skipped") && !text.contains("menu"), "{text}");
+        assert!(text.contains("Text."), "data-pagefind-body is the main content");
+        let ignored = "<html><body data-pagefind-ignore><main><p>x</p></main></body></html>";
+        assert_eq!(
+            load_site_page("i.html", ignored, &InputConfig::default()),
+            Err(SiteSkip::Ignored)
+        );
+    }
+
+    #[test]
+    fn a_pages_filter_values_are_bounded() {
+        let spans: String = (0..400)
+            .map(|i| format!("<span data-sextant-filter=\"n:{i}\"></span>"))
+            .collect();
+        let long = "x".repeat(1000);
+        let page = format!("<main><p>t</p>{spans}<b data-sextant-filter=\"long:{long}\"></b></main>");
+        let doc = load_html("b.html", &page, &InputConfig::default()).unwrap();
+        let total: usize = doc.filters.values().map(Vec::len).sum();
+        assert_eq!(total, crate::loader::MAX_PAGE_FILTER_VALUES);
+        assert!(!doc.filters.contains_key("long"), "past the page's limit");
+        let one = format!("<main><p>t</p><b data-sextant-filter=\"long:{long}é\"></b></main>");
+        let doc = load_html("c.html", &one, &InputConfig::default()).unwrap();
+        assert_eq!(doc.filters["long"][0].len(), crate::filters::MAX_FACET_BYTES);
     }
 
     #[test]

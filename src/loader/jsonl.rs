@@ -64,6 +64,7 @@ pub fn load_jsonl(path: &str, text: &str) -> Result<Vec<Document>, LoadError> {
                 text: section,
                 code: Vec::new(),
             }],
+            ..Default::default()
         });
     }
     Ok(docs)

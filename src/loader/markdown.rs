@@ -165,19 +165,41 @@ pub fn load_markdown(path: &str, text: &str, input: &InputConfig) -> Result<Docu
         .cloned()
         .or(first_h1)
         .unwrap_or_else(|| file_stem(path).to_string());
-    Ok(Document {
+    let mut document = Document {
         id: path.to_string(),
         source: path.to_string(),
         url: None,
         title,
         metadata,
         sections,
-    })
+        ..Default::default()
+    };
+    super::facets_from_metadata(&mut document, input);
+    Ok(document)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn front_matter_fields_named_in_the_config_are_filters_and_sort_keys() {
+        let md = "---\ntitle: T\ntags: [install, linux]\ndate: 2024-01-02\n---\n# T\n\nText.\n";
+        let input = InputConfig {
+            filters: vec!["tags".into(), "missing".into()],
+            sort: vec!["date".into()],
+            ..InputConfig::default()
+        };
+        let doc = load_markdown("a.md", md, &input).unwrap();
+        assert_eq!(doc.filters["tags"], ["install", "linux"]);
+        assert!(!doc.filters.contains_key("missing"));
+        assert_eq!(doc.sort["date"], "2024-01-02");
+        let plain = load_markdown("a.md", md, &InputConfig::default()).unwrap();
+        assert!(
+            plain.filters.is_empty() && plain.sort.is_empty(),
+            "only fields the config names"
+        );
+    }
 
     #[test]
     fn slugs_like_github() {

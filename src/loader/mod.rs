@@ -159,13 +159,71 @@ pub fn load_text(path: &str, text: &str) -> Document {
         source: path.to_string(),
         url: None,
         title: file_stem(path).to_string(),
-        metadata: Default::default(),
         sections: vec![Section {
             heading_path: Vec::new(),
             anchor: None,
             text: text.replace("\r\n", "\n").trim().to_string(),
             code: Vec::new(),
         }],
+        ..Default::default()
+    }
+}
+
+/// Most values of one filter, and most filter values over all filters, a page keeps (the rest
+/// are left out): a page is found by a handful.
+pub const MAX_PAGE_FILTER_VALUES: usize = 256;
+
+/// Adds a filter value to a page: trimmed, at most [`crate::filters::MAX_FACET_BYTES`] bytes
+/// (cut at a character), each once, sorted; empty values and values past
+/// [`MAX_PAGE_FILTER_VALUES`] left out.
+pub fn add_filter_value(document: &mut Document, name: &str, value: &str) {
+    let value = clip(value.trim());
+    let name = clip(name.trim());
+    let total: usize = document.filters.values().map(Vec::len).sum();
+    if value.is_empty() || name.is_empty() || total >= MAX_PAGE_FILTER_VALUES {
+        return;
+    }
+    let values = document.filters.entry(name.to_string()).or_default();
+    if let Err(at) = values.binary_search_by(|v| v.as_str().cmp(value)) {
+        values.insert(at, value.to_string());
+    }
+}
+
+/// Sets a page's sort value for `key` (the first one given wins), clipped as filter values are.
+pub fn add_sort_value(document: &mut Document, key: &str, value: &str) {
+    let (key, value) = (clip(key.trim()), clip(value.trim()));
+    if !key.is_empty() && !value.is_empty() {
+        document
+            .sort
+            .entry(key.to_string())
+            .or_insert_with(|| value.to_string());
+    }
+}
+
+/// At most [`crate::filters::MAX_FACET_BYTES`] bytes of `s`, cut at a character.
+fn clip(s: &str) -> &str {
+    let mut end = s.len().min(crate::filters::MAX_FACET_BYTES);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The filters and sort values of a page whose metadata (its front matter) has the
+/// fields `input.filters` and `input.sort` name; a list's items (flattened as `a, b`) are
+/// values of their own.
+pub fn facets_from_metadata(document: &mut Document, input: &InputConfig) {
+    for name in &input.filters {
+        if let Some(values) = document.metadata.get(name).cloned() {
+            for value in values.split(", ") {
+                add_filter_value(document, name, value);
+            }
+        }
+    }
+    for key in &input.sort {
+        if let Some(value) = document.metadata.get(key).cloned() {
+            add_sort_value(document, key, &value);
+        }
     }
 }
 

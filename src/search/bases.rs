@@ -212,15 +212,8 @@ mod tests {
             rank,
             chunk_id: id.into(),
             doc_id: id.split('#').next().unwrap_or(id).into(),
-            title: String::new(),
-            source: String::new(),
-            url: String::new(),
-            heading_path: Vec::new(),
-            text: String::new(),
             score,
-            dense: None,
-            keyword: None,
-            rerank: None,
+            ..SearchResult::default()
         }
     }
 

@@ -162,6 +162,9 @@ impl Engine {
             timings.keyword_ms = clock.now_ms() - t;
         }
 
+        let filter_counts = options
+            .filter_counts
+            .then(|| stages.filter_counts(&admissible, &keyword, binary.as_ref().map(|(_, c)| &c[..])));
         let (dense, vector_method) = match (vector, binary) {
             (Some(vector), Some((method, candidates))) => {
                 let t = clock.now_ms();
@@ -189,6 +192,7 @@ impl Engine {
             vector_method,
             fallback: keyword.fallback,
             did_you_mean,
+            filter_counts,
         }))
     }
 }
@@ -200,20 +204,32 @@ mod tests {
     use crate::index::{IndexManifest, IndexStore};
 
     /// An engine over `tiny()` with only its manifest: files come as queries ask.
-    fn split_engine() -> (Engine, crate::index::writer::BuiltIndex) {
-        let built = tiny();
+    fn split_engine(built: crate::index::writer::BuiltIndex) -> (Engine, crate::index::writer::BuiltIndex) {
         let manifest = IndexManifest::from_json(&serde_json::to_vec(&built.manifest).unwrap()).unwrap();
         (Engine::new(IndexStore::new(manifest)), built)
     }
 
     /// Searches until done, adding the files each step asks for; the steps taken.
     fn search_split(query: &str, options: &SearchOptions, vector: Option<&[f32]>) -> (SearchResponse, usize) {
-        let (mut engine, built) = split_engine();
-        for round in 1..10 {
+        let (response, fetched) = search_split_of(tiny(), query, options, vector);
+        (response, fetched.len())
+    }
+
+    /// The response over a split index, and the files it asked for, round by round.
+    fn search_split_of(
+        built: crate::index::writer::BuiltIndex,
+        query: &str,
+        options: &SearchOptions,
+        vector: Option<&[f32]>,
+    ) -> (SearchResponse, Vec<Vec<String>>) {
+        let (mut engine, built) = split_engine(built);
+        let mut fetched = Vec::new();
+        for _ in 1..10 {
             match engine.search_with_vector(query, vector, options, &NoClock).unwrap() {
-                Step::Done(response) => return (response, round),
+                Step::Done(response) => return (response, fetched),
                 Step::Need(files) => {
                     assert!(!files.is_empty());
+                    fetched.push(files.clone());
                     for name in files {
                         engine
                             .add_file(&name, crate::index::tests::bytes_of(&built, &name))
@@ -305,6 +321,88 @@ mod tests {
         let (pages, _) = search_split("lamp fog", &by_document, None);
         assert_eq!(ids(&pages)[0].split('#').next(), Some("a"));
         assert_eq!(pages.results.len(), 2, "one result per document");
+    }
+
+    #[test]
+    fn filters_apply_before_the_cut_in_every_mode_and_counts_and_sort_follow_them() {
+        let built = crate::index::tests::faceted();
+        let reference = built.manifest.files.facets.clone().expect("the pages have filters");
+        let facets_file = reference.split('@').next().unwrap().to_string();
+        let vector = [0.0, 1.0, 0.0];
+        let with = |json: serde_json::Value| -> SearchOptions {
+            let mut options = serde_json::json!({"mode": "keyword", "k": 1, "depth": 1});
+            options
+                .as_object_mut()
+                .unwrap()
+                .extend(json.as_object().unwrap().clone());
+            serde_json::from_value(options).unwrap()
+        };
+        let run = |options: &SearchOptions| {
+            let v = options.mode.needs_model().then_some(&vector[..]);
+            let (split, fetched) = search_split_of(crate::index::tests::faceted(), "lamp", options, v);
+            let packed = Engine::new(full_store(&crate::index::tests::faceted()))
+                .search_with_vector("lamp", v, options, &NoClock)
+                .unwrap()
+                .done()
+                .unwrap();
+            assert_eq!(split, packed, "{options:?}");
+            let read_facets = fetched.iter().flatten().any(|f| *f == facets_file);
+            assert_eq!(
+                read_facets,
+                options.uses_facets(),
+                "{options:?}: the facets file only when used"
+            );
+            split
+        };
+        // The best page for "lamp" is a; with depth 1 and k 1 the filter still finds c.
+        assert_eq!(ids(&run(&with(serde_json::json!({})))), ["a#0"]);
+        for mode in ["keyword", "dense", "hybrid"] {
+            let api = run(&with(serde_json::json!({"mode": mode, "filters": {"tags": "api"}})));
+            assert_eq!(ids(&api), ["c#0"], "{mode}");
+            let not_guide = run(&with(
+                serde_json::json!({"mode": mode, "k": 4, "filters": {"tags": {"none": ["guide"]}}}),
+            ));
+            assert_eq!(not_guide.results.len(), 2, "{mode}: c and the page without tags");
+        }
+        let both = run(&with(
+            serde_json::json!({"k": 4, "filters": {"tags": ["guide", "oil"]}}),
+        ));
+        assert_eq!(ids(&both), ["a#0"], "a list needs all its values");
+        let any = run(&with(
+            serde_json::json!({"k": 4, "filters": {"tags": {"any": ["oil", "api"]}, "lang": "en"}}),
+        ));
+        assert_eq!(ids(&any), ["a#0", "c#0"]);
+        let nothing = run(&with(serde_json::json!({"filters": {"nope": "x"}})));
+        assert!(nothing.results.is_empty(), "a filter no page has matches none");
+
+        let counted = run(&with(
+            serde_json::json!({"k": 4, "filter_counts": true, "filters": {"lang": "en"}}),
+        ));
+        let counts = counted.filter_counts.expect("asked for");
+        assert_eq!(counts["tags"]["guide"], 1, "a (b is fr)");
+        assert_eq!(counts["tags"]["api"], 1);
+        assert_eq!(counts["lang"]["fr"], 0, "filtered out, still listed");
+        assert_eq!(run(&with(serde_json::json!({}))).filter_counts, None, "not asked");
+
+        let sorted = run(&with(serde_json::json!({"k": 4, "depth": 4, "sort": {"rank": "asc"}})));
+        assert_eq!(ids(&sorted), ["b#0", "a#0", "c#0", "d#0"], "2 < 3 < 10, unranked last");
+        let desc = run(&with(serde_json::json!({"k": 2, "depth": 4, "sort": {"rank": "desc"}})));
+        assert_eq!(ids(&desc), ["c#0", "a#0"]);
+        assert_eq!(desc.results[0].metadata, Default::default());
+
+        let keyword = SearchOptions {
+            mode: Mode::Keyword,
+            ..Default::default()
+        };
+        let plain = Engine::new(full_store(&tiny()));
+        let filtered = SearchOptions {
+            filters: [("tags".to_string(), serde_json::from_str("\"x\"").unwrap())].into(),
+            filter_counts: true,
+            ..keyword
+        };
+        let response = plain.search("lamp", &filtered, &NoClock).unwrap().done().unwrap();
+        assert!(response.results.is_empty(), "an index without facets has no values");
+        assert_eq!(response.filter_counts, Some(Default::default()));
     }
 
     #[test]

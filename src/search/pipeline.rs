@@ -502,6 +502,7 @@ pub fn assemble(
             dense: hit(dense, candidate.dense_rank),
             keyword: hit(keyword, candidate.keyword_rank),
             rerank: reranked.get(&candidate.chunk).copied(),
+            metadata: doc.metadata.clone(),
         });
     }
     results

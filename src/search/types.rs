@@ -1,6 +1,8 @@
 //! The types of a query: its errors, its answer (`Step`: done, or the files it needs), results,
 //! stage timings, framed context, and the clock the core is given.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::embed::EmbedError;
@@ -147,6 +149,9 @@ pub struct SearchResult {
     pub keyword: Option<RetrieverHit>,
     /// The cross-encoder's score, when it reranked this result (`rerank_depth`).
     pub rerank: Option<f32>,
+    /// The document's metadata (front matter, HTML's `data-sextant-meta`), to show with it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// Milliseconds spent in each stage of a query (all zero without a clock).
@@ -184,7 +189,15 @@ pub struct SearchResponse {
     /// word was found as written or no result spells a correction.
     #[serde(default)]
     pub did_you_mean: Option<String>,
+    /// With `filter_counts`: for every filter of the index and each of its values, how many
+    /// matching pages have it (`SearchOptions::filter_counts` says which pages match); `None`
+    /// when not asked.
+    #[serde(default)]
+    pub filter_counts: Option<FilterCounts>,
 }
+
+/// Filter name → value → pages.
+pub type FilterCounts = BTreeMap<String, BTreeMap<String, usize>>;
 
 /// Framed context for a question: the results, the blocks that fit the budget, and the exact chat
 /// messages to send to an LLM. What `sextant frame --json` prints and `context()` returns.

@@ -61,6 +61,12 @@ fn print_results(response: &SearchResponse) -> Result<()> {
         let snippet: String = snippet.chars().take(160).collect();
         writeln!(out, "     {snippet}")?;
     }
+    if let Some(counts) = &response.filter_counts {
+        for (name, values) in counts {
+            let values: Vec<String> = values.iter().map(|(v, n)| format!("{v} ({n})")).collect();
+            writeln!(out, "filter {name}: {}", values.join(", "))?;
+        }
+    }
     let t = response.timings;
     writeln!(
         out,

@@ -12,10 +12,11 @@ use std::collections::{HashMap, HashSet};
 
 use crate::analyzer::Analyzer;
 use crate::embed::Reranker;
-use crate::index::IndexStore;
+use crate::index::facets::Passing;
+use crate::index::{Facets, IndexStore};
 use crate::options::{Mode, SearchOptions, VectorSearch};
 use crate::search::plan::QueryPlan;
-use crate::search::types::{SearchError, SearchResult, Step};
+use crate::search::types::{FilterCounts, SearchError, SearchResult, Step};
 
 use super::{
     assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, rescore, weighted_keyword_candidates,
@@ -127,6 +128,9 @@ impl Stages<'_> {
         if let Some(vector) = vector {
             need.extend(self.store.code_needs(Some(vector), self.probe()));
         }
+        if self.options.uses_facets() {
+            need.extend(self.store.facets_needs());
+        }
         sorted(need)
     }
 
@@ -141,9 +145,10 @@ impl Stages<'_> {
 
     /// The chunks that may be results. With phrases, when few chunks hold all their terms, their
     /// fragments are read now and only those holding the phrases stay, so the retrievers' lists
-    /// are cut after them (more are checked as results, by [`Stages::fuse`]).
+    /// are cut after them (more are checked as results, by [`Stages::fuse`]). With filters, only
+    /// the chunks of the pages that pass them.
     pub fn admissible(&self) -> Step<Admissible> {
-        let banned: HashSet<u32> = self.plan.excluded.iter().flat_map(|t| self.chunks_holding(t)).collect();
+        let mut banned: HashSet<u32> = self.plan.excluded.iter().flat_map(|t| self.chunks_holding(t)).collect();
         let phrase_terms = self.plan.phrase_terms();
         let mut required = (!phrase_terms.is_empty()).then(|| self.chunks_holding(&phrase_terms));
         if let Some(r) = required.as_mut().filter(|r| r.len() <= PHRASE_CHECK_LIMIT) {
@@ -153,7 +158,58 @@ impl Stages<'_> {
             }
             r.retain(|&c| self.holds_phrases(c) == Some(true));
         }
+        if let Some(passing) = self.passing() {
+            banned.extend(passing.excluded.iter().flat_map(|&d| self.chunks_of(d)));
+            if let Some(documents) = passing.required {
+                let allowed: HashSet<u32> = documents.iter().flat_map(|&d| self.chunks_of(d)).collect();
+                required = Some(match required {
+                    None => allowed,
+                    Some(r) => r.intersection(&allowed).copied().collect(),
+                });
+            }
+        }
         Step::Done(Admissible { banned, required })
+    }
+
+    /// The pages the query's filters let through (`None`: it has none). An index without a
+    /// facets file has no values: only filters of `none` lists pass there.
+    fn passing(&self) -> Option<Passing> {
+        let none = Facets::default();
+        self.store.facets().unwrap_or(&none).passing(&self.options.filters)
+    }
+
+    /// The chunks of document `doc` (the norms list documents in order).
+    fn chunks_of(&self, doc: u32) -> std::ops::Range<u32> {
+        let documents = self.store.norms().map_or(&[][..], |n| &n.documents[..]);
+        let from = documents.partition_point(|&d| d < doc);
+        let to = documents.partition_point(|&d| d <= doc);
+        from as u32..to as u32
+    }
+
+    /// For every filter value, the matching pages that have it ([`SearchOptions::filter_counts`]):
+    /// the pages of the chunks holding a searched term (the query's, or the fallback's in their
+    /// place) and of the dense retriever's candidates (`binary`), those `admissible` only.
+    pub fn filter_counts(
+        &self,
+        admissible: &Admissible,
+        keyword: &KeywordHits,
+        binary: Option<&[u32]>,
+    ) -> FilterCounts {
+        let Some(facets) = self.store.facets() else {
+            return FilterCounts::new();
+        };
+        let mut chunks: HashSet<u32> = binary.unwrap_or_default().iter().copied().collect();
+        if self.options.mode != Mode::Dense {
+            for term in self.plan.terms.iter().chain(&keyword.fallback) {
+                chunks.extend(self.store.postings(term).map(|p| p.chunks()).unwrap_or_default());
+            }
+        }
+        let documents: HashSet<u32> = chunks
+            .into_iter()
+            .filter(|&c| admissible.allows(c))
+            .filter_map(|c| self.document_of(c))
+            .collect();
+        facets.counts(&documents)
     }
 
     /// The binary stage: the chunks whose codes score best for `vector` (the best
@@ -437,13 +493,13 @@ impl Stages<'_> {
     /// once those are here.
     pub fn results(&self, reranked: Reranked, dense: &[(u32, f32)], keyword: &[(u32, f32)]) -> Step<Vec<SearchResult>> {
         let o = self.options;
-        let kept = filter(
-            reranked.candidates,
-            o.k,
-            o.score_threshold,
-            o.chunks_per_document(),
-            |c| self.document_of(c),
-        );
+        let mut candidates = reranked.candidates;
+        if let (Some((key, &order)), Some(facets)) = (o.sort.iter().next(), self.store.facets()) {
+            facets.sort_by(&mut candidates, key, order, |c| self.document_of(c.chunk));
+        }
+        let kept = filter(candidates, o.k, o.score_threshold, o.chunks_per_document(), |c| {
+            self.document_of(c)
+        });
         let need = self.store.fragment_needs(kept.iter().map(|c| c.chunk));
         if !need.is_empty() {
             return Step::Need(need);

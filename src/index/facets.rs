@@ -1,0 +1,415 @@
+//! The facets file (format 2.5): each filter's values with the documents that have them, and
+//! each sort key's value of each document that has one. A query fetches it only when it filters,
+//! sorts or asks for filter counts; an index whose pages have none has no facets file.
+//!
+//! Layout (`docs/FORMAT.md`): `SXfc`, then the filters — their count, and each filter's name, its
+//! values' count, and each value with its documents (count, then number deltas, increasing) —
+//! then the sort keys: their count, and each key's name, its entries' count and each entry's
+//! document delta (increasing) and value. Names and values are length-prefixed UTF-8.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::codec::{put_string, put_varint, ByteReader, DecodeError};
+use crate::filters::{Filter, SortOrder};
+
+use super::files::DocumentInfo;
+
+/// First bytes of a facets file.
+pub const FACETS_MAGIC: &[u8; 4] = b"SXfc";
+
+/// One sort key's values: the documents that have one, in order, and how they compare.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SortColumn {
+    /// (document, value), documents increasing.
+    pub values: Vec<(u32, String)>,
+    /// Every value is a number: they compare as numbers, else as text.
+    pub numeric: bool,
+}
+
+impl SortColumn {
+    fn new(values: Vec<(u32, String)>) -> Self {
+        let numeric = values.iter().all(|(_, v)| number(v).is_some());
+        Self { values, numeric }
+    }
+
+    /// Document `doc`'s value.
+    pub fn value(&self, doc: u32) -> Option<&str> {
+        let i = self.values.binary_search_by_key(&doc, |(d, _)| *d).ok()?;
+        Some(&self.values[i].1)
+    }
+
+    /// How two values compare under this key.
+    fn compare(&self, a: &str, b: &str) -> std::cmp::Ordering {
+        match (self.numeric, number(a), number(b)) {
+            (true, Some(x), Some(y)) => x.total_cmp(&y),
+            _ => a.cmp(b),
+        }
+    }
+}
+
+fn number(text: &str) -> Option<f64> {
+    text.trim().parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+/// The documents a query's filters let through.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Passing {
+    /// Only these (`None`: any document not excluded).
+    pub required: Option<HashSet<u32>>,
+    /// Never these.
+    pub excluded: HashSet<u32>,
+}
+
+impl Passing {
+    /// Whether document `doc` passes.
+    pub fn allows(&self, doc: u32) -> bool {
+        !self.excluded.contains(&doc) && self.required.as_ref().is_none_or(|r| r.contains(&doc))
+    }
+}
+
+/// Every document's filter values and sort values.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Facets {
+    /// How many documents the index has.
+    pub documents: u32,
+    /// Filter name → value → the documents that have it (increasing).
+    pub filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
+    /// Sort key → its values.
+    pub sort: BTreeMap<String, SortColumn>,
+}
+
+impl Facets {
+    /// The facets of an index's documents (numbered in order), or `None` when no document has a
+    /// filter or sort value.
+    pub fn of_documents(documents: &[DocumentInfo]) -> Option<Self> {
+        let mut facets = Facets {
+            documents: documents.len() as u32,
+            ..Facets::default()
+        };
+        let mut sort: BTreeMap<String, Vec<(u32, String)>> = BTreeMap::new();
+        for (n, d) in documents.iter().enumerate() {
+            let n = n as u32;
+            for (name, values) in &d.filters {
+                let by_value = facets.filters.entry(name.clone()).or_default();
+                for v in values {
+                    let docs = by_value.entry(v.clone()).or_default();
+                    if docs.last() != Some(&n) {
+                        docs.push(n);
+                    }
+                }
+            }
+            for (key, value) in &d.sort {
+                sort.entry(key.clone()).or_default().push((n, value.clone()));
+            }
+        }
+        facets.sort = sort.into_iter().map(|(k, v)| (k, SortColumn::new(v))).collect();
+        (!facets.filters.is_empty() || !facets.sort.is_empty()).then_some(facets)
+    }
+
+    /// The bytes of the file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = FACETS_MAGIC.to_vec();
+        put_varint(&mut out, u64::from(self.documents));
+        put_varint(&mut out, self.filters.len() as u64);
+        for (name, values) in &self.filters {
+            put_string(&mut out, name);
+            put_varint(&mut out, values.len() as u64);
+            for (value, docs) in values {
+                put_string(&mut out, value);
+                put_deltas(&mut out, docs.iter().copied());
+            }
+        }
+        put_varint(&mut out, self.sort.len() as u64);
+        for (key, column) in &self.sort {
+            put_string(&mut out, key);
+            put_varint(&mut out, column.values.len() as u64);
+            let mut previous = None;
+            for (doc, value) in &column.values {
+                put_varint(&mut out, u64::from(delta(previous, *doc)));
+                previous = Some(*doc);
+                put_string(&mut out, value);
+            }
+        }
+        out
+    }
+
+    /// Reads a facets file of an index of `documents` documents: every count bounded by the bytes
+    /// behind it, documents increasing and below the count, names and values UTF-8 and sorted.
+    pub fn from_bytes(bytes: &[u8], documents: usize) -> Result<Self, DecodeError> {
+        let mut r = ByteReader::new(bytes);
+        let offset = r.offset();
+        if r.take(4)? != FACETS_MAGIC {
+            return Err(DecodeError::Invalid {
+                what: "facets magic",
+                offset,
+            });
+        }
+        let offset = r.offset();
+        let count = r.varint_u32("facets document count")?;
+        if count as usize != documents {
+            return Err(DecodeError::Invalid {
+                what: "facets document count",
+                offset,
+            });
+        }
+        let mut facets = Facets {
+            documents: count,
+            ..Facets::default()
+        };
+        let names = r.count("filter count", 2)?;
+        for _ in 0..names {
+            let name = sorted_after(&mut r, facets.filters.keys().next_back(), "filter name")?;
+            let n = r.count("filter value count", 2)?;
+            let mut values: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+            for _ in 0..n {
+                let value = sorted_after(&mut r, values.keys().next_back(), "filter value")?;
+                let docs = read_deltas(&mut r, count)?;
+                values.insert(value, docs);
+            }
+            facets.filters.insert(name, values);
+        }
+        let keys = r.count("sort key count", 2)?;
+        for _ in 0..keys {
+            let key = sorted_after(&mut r, facets.sort.keys().next_back(), "sort key")?;
+            let n = r.count("sort entry count", 2)?;
+            let mut values = Vec::with_capacity(n);
+            let mut previous = None;
+            for _ in 0..n {
+                let doc = next_document(&mut r, previous, count)?;
+                previous = Some(doc);
+                values.push((doc, r.string("sort value")?.to_string()));
+            }
+            facets.sort.insert(key, SortColumn::new(values));
+        }
+        r.finish("facets trailing bytes")?;
+        Ok(facets)
+    }
+
+    /// Which documents pass every filter (`None`: no filters, every document passes). Computed
+    /// from the lists of documents the file holds, so what it takes is bounded by the file.
+    pub fn passing(&self, filters: &BTreeMap<String, Filter>) -> Option<Passing> {
+        if filters.is_empty() {
+            return None;
+        }
+        let empty = Vec::new();
+        let mut passing = Passing::default();
+        for (name, filter) in filters {
+            let by_value = self.filters.get(name);
+            let docs = |v: &String| by_value.and_then(|b| b.get(v)).unwrap_or(&empty);
+            // The documents this filter requires, if it requires any: one of `any`, all of `all`.
+            let mut required: Option<HashSet<u32>> =
+                (!filter.any.is_empty()).then(|| filter.any.iter().flat_map(docs).copied().collect());
+            for v in &filter.all {
+                let has: HashSet<u32> = docs(v).iter().copied().collect();
+                required = Some(match required {
+                    None => has,
+                    Some(r) => r.intersection(&has).copied().collect(),
+                });
+            }
+            if let Some(r) = required {
+                passing.required = Some(match passing.required.take() {
+                    None => r,
+                    Some(p) => p.intersection(&r).copied().collect(),
+                });
+            }
+            passing.excluded.extend(filter.none.iter().flat_map(docs));
+        }
+        Some(passing)
+    }
+
+    /// For every filter and value, how many of `documents` have it (0 included, so a reader sees
+    /// every value).
+    pub fn counts(&self, documents: &HashSet<u32>) -> BTreeMap<String, BTreeMap<String, usize>> {
+        self.filters
+            .iter()
+            .map(|(name, values)| {
+                let counts = values
+                    .iter()
+                    .map(|(v, docs)| (v.clone(), docs.iter().filter(|d| documents.contains(d)).count()))
+                    .collect();
+                (name.clone(), counts)
+            })
+            .collect()
+    }
+
+    /// Orders `items` (each with its document) by `key`'s values in `order`, stably; items whose
+    /// document has no value keep their order after the rest.
+    pub fn sort_by<T>(&self, items: &mut [T], key: &str, order: SortOrder, document_of: impl Fn(&T) -> Option<u32>) {
+        let Some(column) = self.sort.get(key) else {
+            return;
+        };
+        items.sort_by(|a, b| {
+            let va = document_of(a).and_then(|d| column.value(d));
+            let vb = document_of(b).and_then(|d| column.value(d));
+            match (va, vb) {
+                (Some(x), Some(y)) => match order {
+                    SortOrder::Asc => column.compare(x, y),
+                    SortOrder::Desc => column.compare(y, x),
+                },
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            }
+        });
+    }
+}
+
+fn delta(previous: Option<u32>, doc: u32) -> u32 {
+    previous.map_or(doc, |p| doc - p - 1)
+}
+
+fn put_deltas(out: &mut Vec<u8>, docs: impl ExactSizeIterator<Item = u32>) {
+    put_varint(out, docs.len() as u64);
+    let mut previous = None;
+    for d in docs {
+        put_varint(out, u64::from(delta(previous, d)));
+        previous = Some(d);
+    }
+}
+
+/// The next document number: after `previous`, below `count`.
+fn next_document(r: &mut ByteReader, previous: Option<u32>, count: u32) -> Result<u32, DecodeError> {
+    let offset = r.offset();
+    let d = r.varint_u32("document delta")?;
+    previous
+        .map_or(Some(d), |p| p.checked_add(d).and_then(|x| x.checked_add(1)))
+        .filter(|&doc| doc < count)
+        .ok_or(DecodeError::Invalid {
+            what: "document number",
+            offset,
+        })
+}
+
+fn read_deltas(r: &mut ByteReader, count: u32) -> Result<Vec<u32>, DecodeError> {
+    let n = r.count("document count", 1)?;
+    let mut docs = Vec::with_capacity(n);
+    let mut previous = None;
+    for _ in 0..n {
+        let doc = next_document(r, previous, count)?;
+        previous = Some(doc);
+        docs.push(doc);
+    }
+    Ok(docs)
+}
+
+/// A name or value, after `last` in order (each once).
+fn sorted_after(r: &mut ByteReader, last: Option<&String>, what: &'static str) -> Result<String, DecodeError> {
+    let offset = r.offset();
+    let s = r.string(what)?.to_string();
+    if last.is_some_and(|l| *l >= s) {
+        return Err(DecodeError::Invalid { what, offset });
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(filters: &[(&str, &[&str])], sort: &[(&str, &str)]) -> DocumentInfo {
+        DocumentInfo {
+            filters: filters
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+                .collect(),
+            sort: sort.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..DocumentInfo::default()
+        }
+    }
+
+    fn sample() -> Facets {
+        Facets::of_documents(&[
+            document(&[("tags", &["a", "b"]), ("lang", &["en"])], &[("weight", "10")]),
+            document(&[("tags", &["b"])], &[("weight", "9")]),
+            document(&[], &[]),
+            document(&[("tags", &["c"]), ("lang", &["fr"])], &[("weight", "2.5")]),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn round_trips_and_rejects_what_no_writer_writes() {
+        let facets = sample();
+        let bytes = facets.to_bytes();
+        assert_eq!(Facets::from_bytes(&bytes, 4).unwrap(), facets);
+        assert!(Facets::from_bytes(&bytes, 3).is_err(), "another index's document count");
+        for cut in 0..bytes.len() {
+            assert!(Facets::from_bytes(&bytes[..cut], 4).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Facets::from_bytes(&longer, 4).is_err(), "trailing bytes");
+        // A count claiming far more entries than the bytes behind it fails before allocating.
+        let mut huge = FACETS_MAGIC.to_vec();
+        put_varint(&mut huge, 4);
+        put_varint(&mut huge, u64::from(u32::MAX));
+        assert!(Facets::from_bytes(&huge, 4).is_err());
+        assert_eq!(Facets::of_documents(&[document(&[], &[])]), None, "nothing to store");
+    }
+
+    #[test]
+    fn every_byte_flipped_is_an_error_or_a_valid_file() {
+        let bytes = sample().to_bytes();
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut b = bytes.clone();
+                b[i] ^= 1 << bit;
+                if let Ok(f) = Facets::from_bytes(&b, 4) {
+                    assert_eq!(Facets::from_bytes(&f.to_bytes(), 4).unwrap(), f);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn filters_select_documents_and_counts_cover_every_value() {
+        let f = sample();
+        let filters = |json: &str| serde_json::from_str::<BTreeMap<String, Filter>>(json).unwrap();
+        let docs = |passing: Option<Passing>| {
+            let passing = passing.unwrap();
+            (0..4).filter(|&d| passing.allows(d)).collect::<Vec<u32>>()
+        };
+        assert_eq!(f.passing(&BTreeMap::new()), None);
+        assert_eq!(docs(f.passing(&filters(r#"{"tags": "b"}"#))), [0, 1]);
+        assert_eq!(docs(f.passing(&filters(r#"{"tags": ["a", "b"]}"#))), [0]);
+        assert_eq!(docs(f.passing(&filters(r#"{"tags": {"any": ["a", "c"]}}"#))), [0, 3]);
+        assert_eq!(docs(f.passing(&filters(r#"{"tags": {"none": ["b"]}}"#))), [2, 3]);
+        assert_eq!(docs(f.passing(&filters(r#"{"tags": "b", "lang": "en"}"#))), [0]);
+        assert!(docs(f.passing(&filters(r#"{"missing": "x"}"#))).is_empty());
+        // The lists agree with each page's values read one by one.
+        let pages = [vec!["a", "b"], vec!["b"], vec![], vec!["c"]];
+        for json in [r#"{"tags": {"any": ["a", "c"], "none": ["b"]}}"#, r#"{"tags": ["b"]}"#] {
+            let fs = filters(json);
+            let passing = f.passing(&fs).unwrap();
+            for (d, values) in pages.iter().enumerate() {
+                let values: Vec<String> = values.iter().map(|s| s.to_string()).collect();
+                assert_eq!(passing.allows(d as u32), fs["tags"].passes(&values), "{json}: page {d}");
+            }
+        }
+        let counts = f.counts(&[0, 1, 2].into());
+        assert_eq!(counts["tags"]["b"], 2);
+        assert_eq!(counts["tags"]["c"], 0, "a value no match has is still listed");
+        assert_eq!(counts["lang"]["en"], 1);
+    }
+
+    #[test]
+    fn sorting_compares_numbers_as_numbers_and_puts_the_unvalued_last() {
+        let f = sample();
+        let mut docs = vec![2u32, 0, 1, 3];
+        f.sort_by(&mut docs, "weight", SortOrder::Asc, |d| Some(*d));
+        assert_eq!(docs, [3, 1, 0, 2], "2.5 < 9 < 10 as numbers; document 2 has none");
+        f.sort_by(&mut docs, "weight", SortOrder::Desc, |d| Some(*d));
+        assert_eq!(docs, [0, 1, 3, 2]);
+        let mut text = Facets::of_documents(&[
+            document(&[], &[("date", "2024-05-01")]),
+            document(&[], &[("date", "2023-12-31")]),
+        ])
+        .unwrap();
+        let mut docs = vec![0u32, 1];
+        text.sort_by(&mut docs, "date", SortOrder::Asc, |d| Some(*d));
+        assert_eq!(docs, [1, 0], "ISO dates order as text");
+        text.sort.clear();
+        text.sort_by(&mut docs, "date", SortOrder::Desc, |d| Some(*d));
+        assert_eq!(docs, [1, 0], "an unknown key leaves the order alone");
+    }
+}
