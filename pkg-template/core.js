@@ -217,7 +217,11 @@ export function makeApi(wasm, initialise) {
       return this.#engine.hasModel();
     }
 
-    /** await search(query, options) → {results, timings, vector_method, fallback}. */
+    /**
+     * await search(query, options) → {results, timings, vector_method, fallback, did_you_mean,
+     * filter_counts}. Options include `filters` ({name: value | [values] | {any, all, none}}),
+     * `sort` ({key: 'asc' | 'desc'}) and `filter_counts`.
+     */
     async search(query, options) {
       return untilDone(this.#engine, this.#files, () => this.#engine.search(String(query), options), this.#maxIndexBytes);
     }
@@ -445,13 +449,25 @@ export function makeApi(wasm, initialise) {
       const fallback = [...new Set(perBase.flatMap((b) => b.fallback ?? []))];
       // The spelling of the base that found the most.
       const didYouMean = perBase.filter((b) => b.did_you_mean).sort((a, b) => b.count - a.count)[0]?.did_you_mean ?? null;
-      return { results, timings, fallback, did_you_mean: didYouMean, bases: perBase, partial: failed.length > 0, failed };
+      // Filter counts add up over the bases (each counts its own pages).
+      let filterCounts = null;
+      for (const r of settled) {
+        if (r.status !== 'fulfilled' || !r.value.filter_counts) continue;
+        filterCounts ??= {};
+        for (const [name, values] of Object.entries(r.value.filter_counts)) {
+          const into = (filterCounts[name] ??= {});
+          for (const [value, n] of Object.entries(values)) into[value] = (into[value] ?? 0) + n;
+        }
+      }
+      return { results, timings, fallback, did_you_mean: didYouMean, filter_counts: filterCounts, bases: perBase, partial: failed.length > 0, failed };
     }
 
     /**
      * await search(query, {bases, ...options}) → {results (each with base, base_rank and
-     * base_score; rank and score fused), timings, fallback, bases: [{base, count, timings, …}],
-     * partial, failed}. `bases` chooses the bases (names, or "a,b"); all by default.
+     * base_score; rank and score fused), timings, fallback, did_you_mean, filter_counts (summed
+     * over the bases, with `filter_counts: true`), bases: [{base, count, timings, …}], partial,
+     * failed}. `bases` chooses the bases (names, or "a,b"); all by default. With `sort`, each
+     * base's results are sorted and the lists fused by rank.
      */
     async search(query, { bases, ...options } = {}) {
       return this.#searchAll('search', query, bases, options);

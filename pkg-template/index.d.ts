@@ -121,7 +121,17 @@ export interface SearchOptions {
   sub_results?: number;
   /** With a cross-encoder loaded (`loadReranker()`): how many of the best results it reranks, 0–200 (0: none). Default 20. */
   rerank_depth?: number;
+  /** Only pages whose filter values pass, by filter name (before results are cut, in every mode). */
+  filters?: Record<string, Filter>;
+  /** Order the best `depth` matches by one sort key, e.g. `{ date: 'desc' }` (default: by relevance). */
+  sort?: Record<string, 'asc' | 'desc'>;
+  /** Count, for every filter value, the matching pages that have it (`filter_counts` in the response). */
+  filter_counts?: boolean;
 }
+
+/** A value, a list of values a page must all have, or lists of values: at least one of `any`, all of `all`, none of `none` (`not` is `none`). */
+export type Filter = string | number | boolean | Array<string | number | boolean> | { any?: FilterValues; all?: FilterValues; none?: FilterValues; not?: FilterValues };
+type FilterValues = string | number | boolean | Array<string | number | boolean>;
 
 export interface FrameOptions {
   /** Model tokens the framed blocks may take, 1–100000 (default 1500). */
@@ -150,6 +160,8 @@ export interface SearchResult {
   keyword: RetrieverHit | null;
   /** The cross-encoder's score, when it reranked this result. */
   rerank: number | null;
+  /** The page's metadata (front matter, `data-sextant-meta`); absent when it has none. */
+  metadata?: Record<string, string>;
 }
 
 export interface StageTimings {
@@ -177,6 +189,8 @@ export interface SearchResponse {
   /** The query with each such word spelled as the results spell the term searched in its
    * place, to offer as "did you mean"; null when there is none. */
   did_you_mean: string | null;
+  /** With `filter_counts: true`: filter name → value → matching pages that have it; else null. */
+  filter_counts: Record<string, Record<string, number>> | null;
 }
 
 export interface Framed {

@@ -78,6 +78,25 @@ pub fn mcp_tools() -> Value {
                         "items": {"type": "string"},
                         "description": "The knowledge bases to search (describe lists them); all by default.",
                     },
+                    "filters": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "anyOf": [
+                                {"type": "string"},
+                                {"type": "array", "items": {"type": "string"}},
+                                {
+                                    "type": "object",
+                                    "properties": {
+                                        "any": {"type": "array", "items": {"type": "string"}},
+                                        "all": {"type": "array", "items": {"type": "string"}},
+                                        "none": {"type": "array", "items": {"type": "string"}},
+                                    },
+                                    "additionalProperties": false,
+                                },
+                            ],
+                        },
+                        "description": "Only pages with these filter values, by filter name (the pages' filters, e.g. {\"version\": \"3.11\"}): a value, a list the page must all have, or {\"any\": [...], \"all\": [...], \"none\": [...]}.",
+                    },
                 },
                 "required": ["query"],
                 "additionalProperties": false,

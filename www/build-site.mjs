@@ -1,5 +1,6 @@
 // Builds the demo documentation site: www/content/*.md → <out>/<page>/index.html, each page
-// with the site's navigation and the drop-in search UI. Then `sextant build --site <out>` adds
+// with the site's navigation and the drop-in search UI; each page's front matter `section` is its
+// search filter (data-sextant-filter) and shown with its results (data-sextant-meta). Then `sextant build --site <out>` adds
 // the search files. Usage: node www/build-site.mjs [out dir]   (default www/dist/site)
 import { readdir, readFile, writeFile, mkdir, rm, copyFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -24,7 +25,7 @@ const pages = [];
 for (const file of (await readdir(content)).filter((f) => f.endsWith('.md')).sort()) {
   const [meta, body] = frontMatter(await readFile(path.join(content, file), 'utf8'));
   const slug = file.replace(/\.md$/, '');
-  pages.push({ slug, title: meta.title ?? slug, order: Number(meta.order ?? 99), body });
+  pages.push({ slug, title: meta.title ?? slug, order: Number(meta.order ?? 99), section: meta.section ?? 'Guide', body });
 }
 pages.sort((a, b) => a.order - b.order || a.slug.localeCompare(b.slug));
 
@@ -61,7 +62,7 @@ function layout(page, html) {
 <body>
   <header class="site-header">
     <a class="brand" href="/">sextant</a>
-    <div id="search" data-ask data-offline data-placeholder="Search or ask the sextant docs"></div>
+    <div id="search" data-ask data-offline data-show-meta="section" data-placeholder="Search or ask the sextant docs"></div>
   </header>
   <div class="site-body">
     <nav class="site-nav" aria-label="Docs">
@@ -70,7 +71,7 @@ function layout(page, html) {
       </ul>
       <p><a href="/research/">Research workspace</a>: search your own documents in the browser</p>
     </nav>
-    <main>
+    <main data-sextant-filter="section:${escape(page.section)}" data-sextant-meta="section:${escape(page.section)}">
 ${html}
     </main>
   </div>

@@ -87,7 +87,7 @@ async function handle(data) {
     indexDir = new URL('.', new URL(data.index, self.location.href)).href;
     keyword = await KeywordSextant.load({ index: data.index, fetch: sharedFetch });
     const m = keyword.manifest();
-    reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, defaults: defaults() });
+    reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, filters: Boolean(m.files.facets), defaults: defaults() });
     if (data.model && data.tokenizer) {
       // The wasm and the model (megabytes) start once the first keyword results are out, so they
       // never share the connection with the files that first query needs; or after a moment, if

@@ -4,6 +4,10 @@
 // and gets search as you type (the engine runs in a Web Worker), results grouped by page with
 // heading sub-results, keyboard navigation, a download progress bar and, with
 // <div id="search" data-ask>, an "Ask" panel answering from the docs with the user's own LLM.
+// When the site's pages have filters (data-sextant-filter, or Pagefind's data-pagefind-filter), a
+// panel of checkboxes with the matching pages' counts narrows the results (values of one filter
+// are alternatives, filters add up); data-sort="date:desc" orders results by a sort key, and
+// data-show-meta="author,date" shows those metadata of each page under its title.
 // Document text is only ever inserted as text, never as HTML.
 
 const here = new URL('.', import.meta.url); // …/sextant/
@@ -62,6 +66,12 @@ function snippet(text, highlights, length = 220) {
   if (cursor < end) out.append(flat(text.slice(cursor, end)));
   if (end < text.length) out.append(' …');
   return out;
+}
+
+/** `data-sort="key:desc"` as the core's sort option (`key` alone is ascending), or null. */
+function parseSort(text) {
+  const [key, order = 'asc'] = (text ?? '').split(':').map((s) => s.trim());
+  return key ? { [key]: order } : null;
 }
 
 class SearchWorker {
@@ -131,6 +141,10 @@ class SearchBox {
     this.status = el('div', { class: 'sextant-status', 'aria-live': 'polite' });
     this.modeLine = el('div', { class: 'sextant-mode' });
     this.results = el('ol', { class: 'sextant-results', id: `${id}-results`, role: 'listbox' });
+    this.filterPanel = el('div', { class: 'sextant-filters', hidden: true, role: 'group', 'aria-label': 'Filters' });
+    this.chosen = new Map(); // filter name → the values ticked
+    this.sort = parseSort(this.root.dataset.sort);
+    this.showMeta = (this.root.dataset.showMeta ?? '').split(',').map((s) => s.trim()).filter(Boolean);
     const bar = el('div', { class: 'sextant-bar' }, this.input);
     if (this.ask) {
       this.askButton = el('button', { type: 'button', class: 'sextant-ask-button', text: 'Ask' });
@@ -144,7 +158,7 @@ class SearchBox {
       this.askButton.onclick = () => this.askQuestion();
       this.settingsButton.onclick = () => this.openSettings();
     }
-    this.root.replaceChildren(el('div', { class: 'sextant' }, bar, this.progress, this.status, this.modeLine, this.results, this.askPanel ?? null, this.dialog ?? null));
+    this.root.replaceChildren(el('div', { class: 'sextant' }, bar, this.progress, this.filterPanel, this.status, this.modeLine, this.results, this.askPanel ?? null, this.dialog ?? null));
     let timer;
     this.input.addEventListener('focus', () => this.start(), { once: true });
     this.input.addEventListener('input', () => {
@@ -245,13 +259,14 @@ class SearchBox {
         this.showMode();
       }
     });
-    await worker.request({
+    const loaded = await worker.request({
       type: 'load',
       index: new URL(manifest.index, here).href,
       model: new URL(manifest.model, here).href,
       tokenizer: new URL(manifest.tokenizer, here).href,
       offline: this.root.hasAttribute('data-offline'),
     }).done;
+    this.hasFilters = loaded.filters;
     this.worker = worker;
     if (this.input.value.trim()) this.search();
     return worker;
@@ -269,6 +284,7 @@ class SearchBox {
     if (!query) {
       this.shownMode = null;
       this.render([], '');
+      this.renderFilters(null);
       this.showMode();
       return;
     }
@@ -277,7 +293,8 @@ class SearchBox {
     try {
       // Results are shown grouped by page, so pages are what hybrid search fuses, each with its
       // best few sections.
-      response = await worker.request({ type: 'search', query, options: { k: SEARCH_RESULTS, fuse_documents: true, sub_results: SUB_RESULTS } }).done;
+      const options = { k: SEARCH_RESULTS, fuse_documents: true, sub_results: SUB_RESULTS, ...this.filterOptions() };
+      response = await worker.request({ type: 'search', query, options }).done;
     } catch (e) {
       if (ticket === this.latest) this.status.textContent = e.message;
       return;
@@ -285,7 +302,43 @@ class SearchBox {
     if (ticket !== this.latest) return; // a newer query is on its way
     this.shownMode = response.mode;
     this.render(response.results, query, response.fallback, response.did_you_mean);
+    this.renderFilters(response.filter_counts);
     this.showMode();
+  }
+
+  /** The filters ticked (any of a filter's values, every filter), the sort, and counts asked for. */
+  filterOptions() {
+    const options = {};
+    if (this.sort) options.sort = this.sort;
+    if (!this.hasFilters) return options;
+    options.filter_counts = true;
+    const filters = {};
+    for (const [name, values] of this.chosen) if (values.size) filters[name] = { any: [...values] };
+    if (Object.keys(filters).length) options.filters = filters;
+    return options;
+  }
+
+  /** One group of checkboxes a filter, each value with the matching pages that have it. */
+  renderFilters(counts) {
+    if (!counts || !Object.keys(counts).length) {
+      this.filterPanel.hidden = true;
+      return;
+    }
+    const groups = Object.entries(counts).map(([name, values]) => {
+      const ticked = this.chosen.get(name) ?? new Set();
+      const boxes = Object.entries(values).map(([value, n]) => {
+        const box = el('input', { type: 'checkbox', checked: ticked.has(value), 'data-filter': name, 'data-value': value });
+        box.addEventListener('change', () => {
+          if (!this.chosen.has(name)) this.chosen.set(name, new Set());
+          this.chosen.get(name)[box.checked ? 'add' : 'delete'](value);
+          this.search();
+        });
+        return el('label', { class: 'sextant-filter-value' }, box, el('span', { text: value }), el('span', { class: 'sextant-count', text: String(n) }));
+      });
+      return el('fieldset', { class: 'sextant-filter' }, el('legend', { text: name }), ...boxes);
+    });
+    this.filterPanel.replaceChildren(...groups);
+    this.filterPanel.hidden = false;
   }
 
   render(results, query, fallback = [], didYouMean = null) {
@@ -323,6 +376,8 @@ class SearchBox {
       const title = el('a', { class: 'sextant-page-title', text: first.title || first.doc_id, role: 'option' });
       if (pageHref) title.href = pageHref;
       this.links.push(title);
+      const shown = this.showMeta.filter((key) => first.metadata?.[key]).map((key) => `${key}: ${first.metadata[key]}`);
+      const meta = shown.length ? el('div', { class: 'sextant-meta', text: shown.join(' · ') }) : null;
       const subs = el('ul', { class: 'sextant-subresults' });
       for (const hit of hits.slice(0, SUB_RESULTS)) {
         const crumbs = hit.heading_path.filter((h, i) => !(i === 0 && h === hit.title));
@@ -336,7 +391,7 @@ class SearchBox {
         this.links.push(link);
         subs.append(el('li', {}, link));
       }
-      items.push(el('li', { class: 'sextant-page' }, title, subs));
+      items.push(el('li', { class: 'sextant-page' }, title, meta, subs));
     }
     this.results.replaceChildren(...items);
   }

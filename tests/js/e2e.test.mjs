@@ -106,6 +106,39 @@ test('typing a query shows results with the expected page first', async () => {
   await page.close();
 });
 
+test('filters: ticking a value narrows the results to its pages and the counts follow', async () => {
+  const page = await openDocs();
+  await searchFor(page, 'index files and the command line');
+  const counts = () =>
+    page.locator('.sextant-filter-value').evaluateAll((labels) =>
+      Object.fromEntries(labels.map((l) => [l.querySelector('input').dataset.value, Number(l.querySelector('.sextant-count').textContent)])),
+    );
+  assert.equal(await page.locator('.sextant-filter legend').textContent(), 'section');
+  const before = await counts();
+  assert.deepEqual(Object.keys(before).sort(), ['Deploy', 'Guide', 'Reference'], JSON.stringify(before));
+  assert.ok(before.Reference >= 2 && before.Guide >= 1, JSON.stringify(before));
+  // Each page shows its section (data-show-meta) and the results hold several sections.
+  const sections = async () => page.locator('.sextant-meta').allTextContents();
+  assert.ok(new Set(await sections()).size > 1, (await sections()).join());
+  await page.locator('.sextant-filter-value input[data-value="Reference"]').check();
+  await page.waitForFunction(() => {
+    const metas = [...document.querySelectorAll('.sextant-meta')].map((m) => m.textContent);
+    const guide = document.querySelector('.sextant-filter-value input[data-value="Guide"]')?.parentElement.querySelector('.sextant-count');
+    return metas.length > 0 && metas.every((m) => m === 'section: Reference') && guide?.textContent === '0';
+  }, null, { timeout: 60000 });
+  const after = await counts();
+  assert.equal(after.Reference, before.Reference, 'the ticked value keeps its pages');
+  assert.equal(after.Deploy, 0);
+  const hrefs = await page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
+  assert.ok(hrefs.every((h) => ['/cli/', '/js-api/', '/bundle-format/', '/filters/'].includes(h)), hrefs.join());
+  // Unticking brings every section back.
+  await page.locator('.sextant-filter-value input[data-value="Reference"]').uncheck();
+  await page.waitForFunction(() => new Set([...document.querySelectorAll('.sextant-meta')].map((m) => m.textContent)).size > 1, null, { timeout: 60000 });
+  await page.screenshot({ path: path.join(artifacts, 'search-filters.png'), fullPage: true });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('keyboard: arrows move through results and Enter opens one', async () => {
   const page = await openDocs();
   await searchFor(page, 'command line reference for building');

@@ -249,8 +249,10 @@ function typed(value) {
 }
 
 /**
- * Query parameters other than `q` as options (`bm25.k1=1.2` nests); the core validates them.
- * Objects without a prototype and own-key checks, so no parameter can reach Object.prototype.
+ * Query parameters other than `q` as options (`bm25.k1=1.2` and `filters.tags=python` nest; a
+ * nested one repeated is a list: `filters.tags=a&filters.tags=b` needs both); the core validates
+ * them. Objects without a prototype and own-key checks, so no parameter can reach
+ * Object.prototype.
  */
 function optionsOf(url) {
   const options = Object.create(null);
@@ -266,7 +268,8 @@ function optionsOf(url) {
     }
     options[head] ??= Object.create(null);
     if (typeof options[head] !== 'object') throw bad(key);
-    options[head][sub] = typed(value);
+    const inner = options[head];
+    inner[sub] = Object.hasOwn(inner, sub) ? [inner[sub], typed(value)].flat() : typed(value);
   }
   return options;
 }

@@ -122,7 +122,7 @@ async function callTool(name, rawArgs, ctx, trace) {
     if (name === 'search') {
       const chosen = ctx.choose(loaded, args.bases);
       if (ctx.logQueries) trace.query = args.query;
-      const answer = ctx.withMissing(await chosen.bases.search(args.query, { k: args.k ?? defaults().tools.mcp_k, ...(args.mode ? { mode: args.mode } : {}), bases: chosen.live }), chosen.missing);
+      const answer = ctx.withMissing(await chosen.bases.search(args.query, { k: args.k ?? defaults().tools.mcp_k, ...(args.mode ? { mode: args.mode } : {}), ...(args.filters ? { filters: args.filters } : {}), bases: chosen.live }), chosen.missing);
       Object.assign(trace, { bases: chosen.live, stages: answer.timings, results: answer.results.length });
       if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
       return toolResult({
@@ -135,6 +135,7 @@ async function callTool(name, rawArgs, ctx, trace) {
           url: r.url,
           score: r.score,
           text: r.text,
+          ...(r.metadata ? { metadata: r.metadata } : {}),
         })),
         partial: answer.partial,
         failed: answer.failed,
