@@ -135,6 +135,22 @@ test('bad input gets 400 or 405 with the core\'s error codes', async () => {
   assert.equal(deep.results.length, 3);
 });
 
+test('filters, sort and filter counts pass as query parameters (an index without filters has no values)', async () => {
+  const counted = await (await get('/search?q=wing&k=3&mode=keyword&filter_counts=true')).json();
+  assert.equal(counted.results.length, 3);
+  assert.deepEqual(counted.filter_counts, {}, 'no page has a filter');
+  assert.equal((await (await get('/search?q=wing&mode=keyword')).json()).filter_counts, null, 'not asked');
+  // A filter repeated is a list (every value needed); no Cranfield page has one.
+  const filtered = await (await get('/search?q=wing&mode=keyword&filters.section=a&filters.section=b')).json();
+  assert.deepEqual(filtered.results, []);
+  // Three levels are not a parameter the Worker takes (the package and MCP take {"none": […]}).
+  await expectError(await get('/search?q=wing&filters.section.none=a'), 400, 'BAD_ARGUMENT');
+  const sorted = await (await get('/search?q=wing&k=3&mode=keyword&sort.date=desc')).json();
+  assert.equal(sorted.results.length, 3, 'a key no page has keeps the order');
+  await expectError(await get('/search?q=wing&sort.date=sideways'), 400, 'BAD_ARGUMENT');
+  await expectError(await get('/search?q=wing&sort.a=asc&sort.b=desc'), 400, 'BAD_ARGUMENT');
+});
+
 test('/ask needs the bearer token when SEXTANT_TOKEN is set', async () => {
   const ask = (headers) => fetch(`${base}/ask`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"question": "heated wings"}' });
   const none = await expectError(await ask({}), 401, 'UNAUTHORIZED');
