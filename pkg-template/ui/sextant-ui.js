@@ -259,14 +259,14 @@ class SearchBox {
         this.showMode();
       }
     });
-    const loaded = await worker.request({
+    const ready = await worker.request({
       type: 'load',
       index: new URL(manifest.index, here).href,
       model: new URL(manifest.model, here).href,
       tokenizer: new URL(manifest.tokenizer, here).href,
       offline: this.root.hasAttribute('data-offline'),
     }).done;
-    this.hasFilters = loaded.filters;
+    this.hasFilters = ready.filters;
     this.worker = worker;
     if (this.input.value.trim()) this.search();
     return worker;
