@@ -160,8 +160,8 @@ export interface SearchResult {
   keyword: RetrieverHit | null;
   /** The cross-encoder's score, when it reranked this result. */
   rerank: number | null;
-  /** The page's metadata (front matter, `data-sextant-meta`); absent when it has none. */
-  metadata?: Record<string, string>;
+  /** The page's metadata (front matter, `data-sextant-meta`); empty when it has none. */
+  metadata: Record<string, string>;
 }
 
 export interface StageTimings {

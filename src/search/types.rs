@@ -149,8 +149,9 @@ pub struct SearchResult {
     pub keyword: Option<RetrieverHit>,
     /// The cross-encoder's score, when it reranked this result (`rerank_depth`).
     pub rerank: Option<f32>,
-    /// The document's metadata (front matter, HTML's `data-sextant-meta`), to show with it.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// The document's metadata (front matter, HTML's `data-sextant-meta`), to show with it
+    /// (empty when it has none).
+    #[serde(default)]
     pub metadata: BTreeMap<String, String>,
 }
 

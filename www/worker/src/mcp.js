@@ -135,7 +135,7 @@ async function callTool(name, rawArgs, ctx, trace) {
           url: r.url,
           score: r.score,
           text: r.text,
-          ...(r.metadata ? { metadata: r.metadata } : {}),
+          ...(Object.keys(r.metadata ?? {}).length ? { metadata: r.metadata } : {}),
         })),
         partial: answer.partial,
         failed: answer.failed,
