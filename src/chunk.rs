@@ -57,6 +57,10 @@ pub struct Section {
     /// loader added it: which lines of a chunk are code, for `fields.code_weight`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub code: Vec<String>,
+    /// The text of each element of `text` with a keyword weight other than 1 (HTML's
+    /// `data-sextant-weight`), with its weight (0–[`crate::index::Fields::MAX_WEIGHT`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weighted: Vec<(String, u32)>,
 }
 
 /// Chunking parameters.
@@ -171,6 +175,39 @@ pub struct Chunk {
     /// in the index.
     #[serde(skip)]
     pub code: Vec<(u32, u32)>,
+    /// Byte ranges of `text` that hold an element of its section with a weight of its own
+    /// (`Section::weighted`), with the weight. Known where the chunk was cut; not stored.
+    #[serde(skip)]
+    pub weighted: Vec<(u32, u32, u32)>,
+}
+
+/// Most weighted elements of a section whose text is looked for in its chunks (the rest count
+/// once): what finding them costs stays linear in the text.
+pub const MAX_WEIGHTED_ELEMENTS: usize = 64;
+
+/// Where in `text` the weighted elements' texts (`elements`) are, with their weights, in order
+/// and not overlapping (the first found wins). An element cut in two by a chunk boundary is not
+/// found in either chunk and counts once there.
+pub fn weighted_ranges(text: &str, elements: &[(String, u32)]) -> Vec<(u32, u32, u32)> {
+    let mut out: Vec<(u32, u32, u32)> = Vec::new();
+    for (element, weight) in elements.iter().take(MAX_WEIGHTED_ELEMENTS) {
+        if element.is_empty() {
+            continue;
+        }
+        for (at, found) in text.match_indices(element.as_str()) {
+            out.push((at as u32, (at + found.len()) as u32, *weight));
+        }
+    }
+    out.sort_unstable();
+    let mut end = 0u32;
+    out.retain(|&(from, to, _)| {
+        let keep = from >= end;
+        if keep {
+            end = to;
+        }
+        keep
+    });
+    out
 }
 
 /// The byte ranges of the lines of `text` that are, trimmed, a line of one of `blocks` (code
@@ -467,6 +504,7 @@ pub fn collect_chunks(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> 
                     url,
                     heading_path: section.heading_path.clone(),
                     code: code_lines(&text, &section.code),
+                    weighted: weighted_ranges(&text, &section.weighted),
                     text,
                     content_hash,
                 });
@@ -692,12 +730,14 @@ mod tests {
                     anchor: None,
                     text: "Shared boilerplate line.".into(),
                     code: Vec::new(),
+                    weighted: Vec::new(),
                 },
                 Section {
                     heading_path: vec!["Intro".into(), "Usage".into()],
                     anchor: Some("usage".into()),
                     text: text.into(),
                     code: Vec::new(),
+                    weighted: Vec::new(),
                 },
             ],
             ..Default::default()
@@ -709,6 +749,7 @@ mod tests {
             anchor: None,
             text: "beta text".into(),
             code: Vec::new(),
+            weighted: Vec::new(),
         });
         let corpus = chunk_documents(&docs, params(50, 5), &words).unwrap();
         assert_eq!((corpus.duplicates_dropped, corpus.shared), (1, 1));

@@ -331,6 +331,7 @@ impl Collection {
                 anchor,
                 text: chunk.text.clone(),
                 code: Vec::new(),
+                weighted: Vec::new(),
             });
             texts.push(vec![chunk.text.clone()]);
             if same_model {
@@ -723,6 +724,7 @@ mod tests {
                 anchor: None,
                 text: "fog ".repeat(400),
                 code: Vec::new(),
+                weighted: Vec::new(),
             }],
             ..Default::default()
         }];

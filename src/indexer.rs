@@ -398,6 +398,7 @@ mod tests {
                 anchor: None,
                 text: text.into(),
                 code: Vec::new(),
+                weighted: Vec::new(),
             }],
             ..Default::default()
         }

@@ -159,8 +159,10 @@ impl Fields {
     }
 
     /// The BM25 terms of a chunk: the title's, the heading path's and the text's, each field's
-    /// repeated its weight's times; the byte ranges `code` of the text (its lines of code,
-    /// [`crate::chunk::Chunk::code`]) count `code_weight` times, the rest of the text once.
+    /// repeated its weight's times; in the text, the byte ranges `code` (its lines of code,
+    /// [`crate::chunk::Chunk::code`]) count `code_weight` times and the ranges `weighted` (elements
+    /// with a weight of their own, [`crate::chunk::Chunk::weighted`]) their weight's times, where
+    /// the two overlap the element's; the rest of the text once.
     pub fn terms(
         &self,
         analyzer: &crate::analyzer::Analyzer,
@@ -168,6 +170,7 @@ impl Fields {
         heading_path: &[String],
         text: &str,
         code: &[(u32, u32)],
+        weighted: &[(u32, u32, u32)],
     ) -> Vec<String> {
         let mut terms = Vec::new();
         for (weight, field) in [
@@ -181,20 +184,29 @@ impl Fields {
                 }
             }
         }
-        if self.code_weight == 1 || code.is_empty() {
+        let code = code.iter().filter(|_| self.code_weight != 1);
+        if code.clone().next().is_none() && weighted.is_empty() {
             terms.extend(analyzer.terms(text));
             return terms;
         }
-        let mut at = 0usize;
+        // Elements first, so where a code line and an element overlap the element's weight holds.
+        let mut spans: Vec<(u32, u32, u32)> = weighted.to_vec();
         for &(from, to) in code {
+            if !weighted.iter().any(|&(f, t, _)| from < t && f < to) {
+                spans.push((from, to, self.code_weight));
+            }
+        }
+        spans.sort_unstable();
+        let mut at = 0usize;
+        for (from, to, weight) in spans {
             let (from, to) = (from as usize, to as usize);
-            let (Some(prose), Some(lines)) = (text.get(at..from), text.get(from..to)) else {
+            let (Some(before), Some(span)) = (text.get(at..from), text.get(from..to)) else {
                 continue;
             };
-            terms.extend(analyzer.terms(prose));
-            let code_terms = analyzer.terms(lines);
-            for _ in 0..self.code_weight {
-                terms.extend(code_terms.iter().cloned());
+            terms.extend(analyzer.terms(before));
+            let span_terms = analyzer.terms(span);
+            for _ in 0..weight {
+                terms.extend(span_terms.iter().cloned());
             }
             at = to;
         }

@@ -52,6 +52,7 @@ pub(crate) fn chunk(id: &str, doc: u32, text: &str) -> Chunk {
         text: text.into(),
         content_hash: crate::digest::sha256_hex(text.as_bytes()),
         code: Vec::new(),
+        weighted: Vec::new(),
     }
 }
 
@@ -244,7 +245,7 @@ fn code_lines_count_code_weight_times() {
             embed_context: false,
             code_weight,
         }
-        .terms(&analyzer, "", &[], text, &code)
+        .terms(&analyzer, "", &[], text, &code, &[])
     };
     assert_eq!(weighed(1), analyzer.terms(text), "1: code counts as prose");
     assert_eq!(weighed(0), ["run", "lamp", "wait"], "0: code is not searchable");
@@ -270,6 +271,47 @@ fn code_lines_count_code_weight_times() {
 }
 
 #[test]
+fn weighted_elements_count_their_weight_and_win_over_code() {
+    let analyzer = crate::analyzer::Analyzer::english();
+    let text = "Intro lamp.\n\nKey lamp facts\n\nlamp --on\n\nLow lamp note";
+    let elements = [
+        ("Key lamp facts".to_string(), 3),
+        ("Low lamp note".to_string(), 0),
+        ("absent".to_string(), 5),
+    ];
+    let weighted = crate::chunk::weighted_ranges(text, &elements);
+    assert_eq!(weighted.len(), 2, "{weighted:?}: only the elements the chunk holds");
+    let code = crate::chunk::code_lines(text, &["lamp --on".to_string()]);
+    let fields = Fields {
+        title_weight: 0,
+        heading_weight: 0,
+        embed_context: false,
+        code_weight: 2,
+    };
+    let terms = fields.terms(&analyzer, "", &[], text, &code, &weighted);
+    let lamps = terms.iter().filter(|t| *t == "lamp").count();
+    assert_eq!(
+        lamps,
+        1 + 3 + 2,
+        "once in prose, three times weighted, twice as code, never at weight 0"
+    );
+    assert_eq!(terms.iter().filter(|t| *t == "key").count(), 3);
+    assert!(!terms.contains(&"note".to_string()), "weight 0: not searchable");
+    // An element overlapping a code line: the element's weight holds there.
+    let over = crate::chunk::weighted_ranges(text, &[("lamp --on".to_string(), 5)]);
+    let terms = fields.terms(&analyzer, "", &[], text, &code, &over);
+    let lamps = terms.iter().filter(|t| *t == "lamp").count();
+    assert_eq!(
+        lamps,
+        1 + 1 + 5 + 1,
+        "the code line read at the element's 5, not code's 2"
+    );
+    // Overlapping elements: the first found wins, the rest of the text counts once.
+    let both = crate::chunk::weighted_ranges("a lamp b", &[("a lamp".to_string(), 2), ("lamp b".to_string(), 4)]);
+    assert_eq!(both, [(0, 6, 2)]);
+}
+
+#[test]
 fn fields_weigh_the_title_and_headings_and_give_the_model_its_context() {
     let analyzer = crate::analyzer::Analyzer::english();
     let headings = ["Install".to_string(), "From source".to_string()];
@@ -280,11 +322,11 @@ fn fields_weigh_the_title_and_headings_and_give_the_model_its_context() {
         code_weight: 1,
     };
     assert_eq!(
-        fields.terms(&analyzer, "Lamp guide", &headings, "Run make.", &[]),
+        fields.terms(&analyzer, "Lamp guide", &headings, "Run make.", &[], &[]),
         ["lamp", "guid", "lamp", "guid", "instal", "sourc", "run", "make"]
     );
     assert_eq!(
-        Fields::UNRECORDED.terms(&analyzer, "Lamp guide", &headings, "Run make.", &[]),
+        Fields::UNRECORDED.terms(&analyzer, "Lamp guide", &headings, "Run make.", &[], &[]),
         ["instal", "sourc", "run", "make"],
         "indexes without fields: the heading path once, no title"
     );

@@ -162,7 +162,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         .map(|c| {
             input
                 .fields
-                .terms(&analyzer, title_of(c), &c.heading_path, &c.text, &c.code)
+                .terms(&analyzer, title_of(c), &c.heading_path, &c.text, &c.code, &c.weighted)
         })
         .collect();
     let (table, lengths) = TermTable::build(&terms);

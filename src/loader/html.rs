@@ -5,7 +5,8 @@
 //! `svg`, elements with `hidden` and anything marked `[data-sextant-ignore]` are dropped.
 //! Anywhere on the page, `data-sextant-filter`, `-sort` and `-meta` give the page's filter
 //! values, sort values and metadata (`name` takes the element's text, `name:value` the value,
-//! `name[attribute]` the element's attribute; comma-separated). Pagefind's `data-pagefind-*`
+//! `name[attribute]` the element's attribute; comma-separated), and in the main content
+//! `data-sextant-weight` an element's own keyword weight (0–10). Pagefind's `data-pagefind-*`
 //! names of the same attributes (and of `-body` and `-ignore`) are read as aliases, so a site
 //! built for Pagefind is indexed as it is.
 //! Headings (`h1`–`h6`) start sections; a heading's anchor is its `id`, else the `id` of the
@@ -77,12 +78,43 @@ struct Walker {
     stack: Vec<(usize, String)>,
     first_h1: Option<String>,
     in_pre: usize,
+    /// The weights of the weighted elements the walk is in (`data-sextant-weight`), innermost
+    /// last, and where in `block` the text under the innermost began.
+    weights: Vec<u32>,
+    weighted_from: usize,
 }
 
 impl Walker {
     fn flush_block(&mut self) {
+        self.close_weighted();
         let block = std::mem::take(&mut self.block);
         push_block(&mut self.current.text, &block);
+        self.weighted_from = 0;
+    }
+
+    /// Records the text of `block` since the innermost weighted element's text began, with its
+    /// weight (nothing outside weighted elements).
+    fn close_weighted(&mut self) {
+        let Some(&weight) = self.weights.last() else {
+            return;
+        };
+        let text = self.block.get(self.weighted_from..).unwrap_or("").trim();
+        if weight != 1 && !text.is_empty() && self.current.weighted.len() < crate::chunk::MAX_WEIGHTED_ELEMENTS {
+            self.current.weighted.push((text.to_string(), weight));
+        }
+        self.weighted_from = self.block.len();
+    }
+
+    /// Enters (`Some`) or leaves (`None`) an element with a weight of its own.
+    fn weigh(&mut self, weight: Option<u32>) {
+        self.close_weighted();
+        match weight {
+            Some(w) => self.weights.push(w),
+            None => {
+                self.weights.pop();
+            }
+        }
+        self.weighted_from = self.block.len();
     }
 
     fn text(&mut self, t: &str) {
@@ -129,6 +161,7 @@ impl Walker {
         enum Step<'a> {
             Enter(NodeRef<'a, Node>, usize),
             Leave(&'a str),
+            Unweigh,
         }
         let mut stack: Vec<Step> = root.children().rev().map(|c| Step::Enter(c, 1)).collect();
         while let Some(step) = stack.pop() {
@@ -136,6 +169,10 @@ impl Walker {
                 Step::Enter(node, depth) => (node, depth),
                 Step::Leave(name) => {
                     self.leave(name);
+                    continue;
+                }
+                Step::Unweigh => {
+                    self.weigh(None);
                     continue;
                 }
             };
@@ -166,6 +203,10 @@ impl Walker {
                     }
                     if name == "pre" {
                         self.in_pre += 1;
+                    }
+                    if let Some(weight) = element_weight(e) {
+                        self.weigh(Some(weight));
+                        stack.push(Step::Unweigh);
                     }
                     stack.push(Step::Leave(name));
                     stack.extend(node.children().rev().map(|c| Step::Enter(c, depth + 1)));
@@ -207,6 +248,18 @@ fn heading_level(name: &str) -> Option<usize> {
         "h6" => Some(6),
         _ => None,
     }
+}
+
+/// An element's own keyword weight (`data-sextant-weight`, or Pagefind's `data-pagefind-weight`):
+/// a number from 0 to [`crate::index::Fields::MAX_WEIGHT`], rounded to a whole one (out of range:
+/// the nearest end); `None` without one, or when it is not a number.
+fn element_weight(e: &scraper::node::Element) -> Option<u32> {
+    let w: f64 = data_attr(e, "weight")?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|w: &f64| w.is_finite())?;
+    Some(w.round().clamp(0.0, f64::from(crate::index::Fields::MAX_WEIGHT)) as u32)
 }
 
 /// The attribute `data-sextant-{name}`, else Pagefind's `data-pagefind-{name}`.
@@ -356,6 +409,8 @@ fn document_from(path: &str, html: &Html, max_depth: usize) -> Result<Document, 
         stack: Vec::new(),
         first_h1: None,
         in_pre: 0,
+        weights: Vec::new(),
+        weighted_from: 0,
     };
     // Depth counts from the document, so the main content's own ancestors count too.
     let root_depth = root.ancestors().count();
@@ -546,6 +601,31 @@ mod tests {
             load_site_page("i.html", ignored, &InputConfig::default()),
             Err(SiteSkip::Ignored)
         );
+    }
+
+    #[test]
+    fn elements_with_a_weight_are_recorded_with_it() {
+        let page = r#"<main><h1>Lamp</h1>
+            <p data-sextant-weight="3">Key facts about the lamp.</p>
+            <p>Plain <span data-pagefind-weight="0.2">quiet words</span> here.</p>
+            <div data-sextant-weight="12"><p>Loud one.</p><p data-sextant-weight="1">Normal inside.</p><p>Loud two.</p></div>
+            <p data-sextant-weight="often">Not a number.</p></main>"#;
+        let doc = load_html("w.html", page, &InputConfig::default()).unwrap();
+        let weighted = &doc.sections[0].weighted;
+        assert_eq!(
+            weighted,
+            &[
+                ("Key facts about the lamp.".to_string(), 3),
+                ("quiet words".to_string(), 0),
+                ("Loud one.".to_string(), 10),
+                ("Loud two.".to_string(), 10),
+            ],
+            "rounded, capped at 10; weight 1 and non-numbers are plain text"
+        );
+        let text = &doc.sections[0].text;
+        for (element, _) in weighted {
+            assert!(text.contains(element.as_str()), "{element:?} is in the section's text");
+        }
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub fn load_jsonl(path: &str, text: &str) -> Result<Vec<Document>, LoadError> {
                 anchor: None,
                 text: section,
                 code: Vec::new(),
+                weighted: Vec::new(),
             }],
             ..Default::default()
         });

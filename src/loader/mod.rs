@@ -164,6 +164,7 @@ pub fn load_text(path: &str, text: &str) -> Document {
             anchor: None,
             text: text.replace("\r\n", "\n").trim().to_string(),
             code: Vec::new(),
+            weighted: Vec::new(),
         }],
         ..Default::default()
     }

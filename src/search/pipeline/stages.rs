@@ -390,7 +390,14 @@ impl Stages<'_> {
                 let chunk = fragment.chunk(c)?;
                 let title = fragment.document(chunk.doc).map_or("", |d| d.title.as_str());
                 Some((
-                    fields.terms(self.analyzer, title, &chunk.heading_path, &chunk.text, &chunk.code),
+                    fields.terms(
+                        self.analyzer,
+                        title,
+                        &chunk.heading_path,
+                        &chunk.text,
+                        &chunk.code,
+                        &chunk.weighted,
+                    ),
                     s,
                 ))
             })
