@@ -48,7 +48,8 @@ fn split_params(data: &[u8]) -> (usize, usize, &[u8]) {
 }
 
 /// Every reader of index bytes: a packed index (then searched by keyword, so a file that
-/// decodes is also used), a format-1 bundle, a manifest, and each file kind.
+/// decodes is also used), a format-1 bundle, a manifest, each file kind (facets too), an
+/// object's place as a manifest names it, and a deflated object inflated to the size it claims.
 pub fn index_files(data: &[u8]) {
     if let Ok(engine) = crate::search::Engine::from_bytes(data) {
         let options = crate::options::SearchOptions {
@@ -67,6 +68,15 @@ pub fn index_files(data: &[u8]) {
     let _ = VectorMeta::from_bytes(rest, m);
     let _ = CodeFile::from_bytes(rest, n, m, n + m);
     let _ = BlockFile::from_bytes(rest, n, m, n + m);
+    let _ = crate::index::facets::Facets::from_bytes(rest, n);
+    let _ = crate::index::directory::ObjectRef::parse(&String::from_utf8_lossy(rest), n);
+    let place = crate::index::directory::Location {
+        pack: 0,
+        offset: 0,
+        len: rest.len() as u64,
+        inflated: (m as u64) << 4,
+    };
+    let _ = place.object(rest);
 }
 
 /// The document loaders, each on the same bytes (the first byte picks none: all run).

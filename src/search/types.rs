@@ -96,7 +96,7 @@ impl<T> Step<T> {
 pub enum EngineError {
     /// The model is not the index's, or the index is unreadable.
     #[error(transparent)]
-    Bundle(#[from] IndexError),
+    Index(#[from] IndexError),
     /// The model files cannot be loaded.
     #[error(transparent)]
     Embed(#[from] EmbedError),
@@ -106,7 +106,7 @@ impl EngineError {
     /// The code of the underlying error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            EngineError::Bundle(e) => e.code(),
+            EngineError::Index(e) => e.code(),
             EngineError::Embed(e) => e.code(),
         }
     }

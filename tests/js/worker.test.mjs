@@ -8,6 +8,7 @@ import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { root, modelDir, sextantBin } from './harness.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
 import { startWorkerd, rss } from './workerd.mjs';
@@ -531,6 +532,32 @@ test('safe defaults for a public Worker: /ask and /mcp only from origins named i
     const server = await ask({});
     assert.equal(server.status, 200);
     await server.text();
+    // DNS rebinding: a page at rebound.example, its name now pointing at this Worker, is
+    // same-origin by the browser's rule (Host and Origin agree); only the read-only routes answer it.
+    const rebound = (w, route, body) => new Promise((resolve, reject) => {
+      const port = new URL(w.base).port;
+      const req = http.request({ host: '127.0.0.1', port, path: route, method: body ? 'POST' : 'GET', headers: { host: `rebound.example:${port}`, origin: `http://rebound.example:${port}`, 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => resolve({ status: res.statusCode, text }));
+      });
+      req.on('error', reject);
+      req.end(body ?? '');
+    });
+    const ping = '{"jsonrpc": "2.0", "id": 1, "method": "ping"}';
+    const question = JSON.stringify({ question: 'what do heated models need?' });
+    for (const [route, body] of [['/mcp', ping], ['/ask', question]]) {
+      const refused = await rebound(open, route, body);
+      assert.equal(refused.status, 403, `${route}: ${refused.text}`);
+      assert.match(refused.text, /SEXTANT_HOSTS/, 'the error says how a custom domain is named');
+    }
+    assert.equal((await rebound(open, '/search?q=heated+wings&k=2')).status, 200);
+
+    // A host the operator names (a custom domain) is the Worker's own.
+    const hosted = await worker('hosted', { SEXTANT_HOSTS: 'docs.example.com, rebound.example' });
+    const pinged = await rebound(hosted, '/mcp', ping);
+    assert.equal(pinged.status, 200, pinged.text);
+    assert.match(pinged.text, /"result"/);
 
     // Named origins may ask; the knobs raise the caps.
     const named = await worker('named', { CORS_ORIGINS: ORIGIN, SEXTANT_ASK_MAX_K: '10', SEXTANT_ASK_MAX_TOKEN_BUDGET: '3000' });

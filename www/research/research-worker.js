@@ -154,7 +154,7 @@ const ops = {
     return state();
   },
   async search({ query, k }) {
-    const response = await collection.search(query, { k });
+    const response = await collection.search(query, k === undefined ? {} : { k });
     return { ...response, pending: collection.pending };
   },
   async export() {

@@ -345,7 +345,7 @@ async function runSearch() {
     return;
   }
   try {
-    const response = await request('search', { query, k: 10 });
+    const response = await request('search', { query }); // k: the core's default
     if (seq !== searchSeq) return;
     $('mode').textContent = response.mode === 'keyword' && response.pending ? `Keyword results · meaning search after embedding (${response.pending} chunks to go)` : response.mode === 'keyword' ? 'Keyword results' : 'Keyword + meaning results';
     $('results').dataset.mode = response.mode;

@@ -28,7 +28,8 @@
 // (`checkBaseNames`, `selectBases`). This file adds routing, auth, CORS, streaming and asset
 // serving. Safe for a public deployment as shipped: "*" in CORS_ORIGINS opens only the read-only
 // routes to other sites' pages (/ask spends the LLM key, /mcp drives the tools: they answer pages
-// of named origins only), POST bodies must be declared JSON (so a browser asks first), and
+// of named origins only, and the Worker's own pages only at a host it is known as: DNS rebinding),
+// POST bodies must be declared JSON (so a browser asks first), and
 // without SEXTANT_TOKEN an answer reads at most defaults().ask's k and token_budget
 // (SEXTANT_ASK_MAX_K, SEXTANT_ASK_MAX_TOKEN_BUDGET raise them).
 import { Bases, memoryBytes, defaults, ready, checkBaseNames, selectBases } from 'sextant-search';
@@ -281,16 +282,35 @@ function allowedOrigins(env) {
 /** The routes that only read the bases: "*" in CORS_ORIGINS opens these to every origin. */
 const READ_ONLY = new Set(['/search', '/context', '/healthz']);
 
+/** Host names a page is served from that a DNS-rebinding page cannot take: loopback names. */
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Whether a request's host is one the Worker is known to be served as, so that a page of the
+ * request's own origin is the Worker's own page. On Cloudflare a request reaches the Worker only
+ * by a host it is routed for (`*.workers.dev` or a custom domain, which SEXTANT_HOSTS names); a
+ * locally run Worker (workerd, `wrangler dev`) answers any Host header, so under DNS rebinding
+ * another site's page, its name now pointing at 127.0.0.1, would be "same-origin".
+ */
+function ownHost(url, env) {
+  const host = url.hostname.toLowerCase();
+  if (LOOPBACK.has(host) || host.endsWith('.workers.dev')) return true;
+  return (env.SEXTANT_HOSTS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean).includes(host);
+}
+
 /**
  * Whether the page a request comes from may call `route`. A request without an Origin is no
  * browser page's (a server, a CLI, an agent): SEXTANT_TOKEN guards those. The Worker's own
- * origin may call every route; an origin CORS_ORIGINS names, too; "*" stands for any origin on
- * the read-only routes only, so no other site's page can spend the LLM key (/ask) or drive the
- * tools (/mcp, DNS rebinding) because the Worker's searches are public.
+ * origin may call every route (on /ask and /mcp only at a host it is known as, see `ownHost`);
+ * an origin CORS_ORIGINS names, too; "*" stands for any origin on the read-only routes only, so
+ * no other site's page can spend the LLM key (/ask) or drive the tools (/mcp) because the
+ * Worker's searches are public.
  */
 function originAllowed(request, env, route) {
   const origin = request.headers.get('origin');
-  if (!origin || origin === new URL(request.url).origin) return true;
+  if (!origin) return true;
+  const url = new URL(request.url);
+  if (origin === url.origin && (READ_ONLY.has(route) || ownHost(url, env))) return true;
   const allowed = allowedOrigins(env);
   return allowed.includes(origin) || (READ_ONLY.has(route) && allowed.includes('*'));
 }
@@ -647,7 +667,9 @@ export default {
       // and the model load only for the routes that search).
       await ready();
       if (!originAllowed(request, env, url.pathname)) {
-        throw new HttpError('FORBIDDEN', `a page of ${request.headers.get('origin')} may not call ${url.pathname}; name its origin in CORS_ORIGINS ("*" opens only ${[...READ_ONLY].join(', ')})`);
+        const origin = request.headers.get('origin');
+        const own = origin === url.origin ? `; if this is the Worker's own page, name its host ${url.hostname} in SEXTANT_HOSTS (a page of an unnamed host may be another site's, by DNS rebinding)` : '';
+        throw new HttpError('FORBIDDEN', `a page of ${origin} may not call ${url.pathname}; name its origin in CORS_ORIGINS ("*" opens only ${[...READ_ONLY].join(', ')})${own}`);
       }
       const allowed = METHODS[url.pathname];
       if (request.method !== allowed && !(url.pathname === '/mcp' && request.method === 'GET')) {
