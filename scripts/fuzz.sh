@@ -4,7 +4,9 @@
 # query, and split-index manifests with the files offered under their names: each target runs for
 # SECONDS (default 60), growing fuzz/corpus/<target>/; a crash or timeout lands in
 # fuzz/artifacts/<target>/. Commit both: tests/fuzz_corpus.rs replays them in `make test`.
-# Prints each target's executions and what it found (for RELIABILITY.md).
+# Prints each target's executions and what it found (for RELIABILITY.md). The target `archive` is
+# the research workspace's DOCX check in JavaScript (tests/js/fuzz-archive.mjs: seeded mutations,
+# not coverage-guided), 5,000 executions per second of SECONDS.
 # Usage: scripts/fuzz.sh [seconds] [target…]
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -12,7 +14,7 @@ cd "$SEXTANT_ROOT"
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index_files loaders chunker framing query front_matter search manifest)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index_files loaders chunker framing query front_matter search manifest archive)
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 # Sanitizer builds apart from the ordinary ones.
@@ -42,6 +44,10 @@ fi
 
 cd fuzz
 for t in "${TARGETS[@]}"; do
+  if [ "$t" = archive ]; then
+    node ../tests/js/fuzz-archive.mjs $((SECONDS_EACH * 5000))
+    continue
+  fi
   mkdir -p "artifacts/$t"
   echo "## $t (${SECONDS_EACH} s)"
   before=$(ls "artifacts/$t" | wc -l)

@@ -9,6 +9,7 @@ import { checkZipExpansion, textBudget } from '../../www/research/archive.js';
 /** The core's default `[input] max_file_bytes` (the workspace asks the collection's worker). */
 const LIMIT = 64 * 1024 * 1024;
 import { docxBomb, docxOf, zipOf } from './documents.mjs';
+import { fuzzArchive } from './fuzz-archive.mjs';
 
 /** Runs `fn`, returning its error (it must fail) and how long it took. */
 async function refusal(fn) {
@@ -57,4 +58,12 @@ test("a PDF's text is bounded as it is made", () => {
   const take = textBudget('the PDF', 1000);
   for (let i = 0; i < 9; i++) take('x'.repeat(100));
   assert.throws(() => take('é'.repeat(60)), (e) => e.code === 'BAD_ARGUMENT' && /the PDF holds more than/.test(e.message));
+});
+
+test('mutated archives (flipped, cut, spliced, boundary sizes) end in a verdict within the limits or a BAD_ARGUMENT refusal, never another error', async () => {
+  const seed = Number(process.env.SEXTANT_TEST_SEED ?? Date.now() % 2 ** 32);
+  console.log(`# archive fuzz seed ${seed} (rerun with SEXTANT_TEST_SEED=${seed})`);
+  const counts = await fuzzArchive({ executions: 3000, seed });
+  assert.equal(counts.executions, 3000);
+  assert.ok(counts.refused > 0 && counts.passed > 0, `the mutations reach both verdicts: ${JSON.stringify(counts)}`);
 });
