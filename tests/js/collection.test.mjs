@@ -359,3 +359,24 @@ test('an index the CLI built imports as a collection file, with its vectors, and
     again.free();
   }
 });
+
+test('in WebAssembly too, YAML aliases in front matter cannot expand past the limit: the file is refused, the collection keeps working', async () => {
+  // "Billion laughs" (the native test: src/loader/markdown.rs): nine levels of nine aliased
+  // mappings, 9^9 key paths from under a kilobyte.
+  let yaml = 'm0: &m0 {a: x, b: x, c: x, d: x, e: x, f: x, g: x, h: x, i: x}\n';
+  for (let level = 1; level < 9; level++) yaml += `m${level}: &m${level} {${[...'abcdefghi'].map((k) => `${k}: *m${level - 1}`).join(', ')}}\n`;
+  const bomb = `---\n${yaml}---\n# Bomb\n\ntext\n`;
+  assert.ok(bomb.length < 1000);
+  const small = await api.Collection.create({ model, tokenizer });
+  try {
+    const started = performance.now();
+    const error = await expectCode(small.addFile('bomb.md', bomb), 'BAD_ARGUMENT');
+    assert.match(error.message, /front matter flattens to more than 10000 values/);
+    assert.ok(performance.now() - started < 5000, 'the aliases were followed past the limit');
+    assert.deepEqual(small.files(), []);
+    await small.addFile('tides.md', '---\ntitle: Tides\n---\n# Tides\n\nSpring tides follow the new moon.\n');
+    assert.equal((await small.search('spring tides', { mode: 'keyword' })).results[0].title, 'Tides');
+  } finally {
+    small.free();
+  }
+});

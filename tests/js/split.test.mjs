@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, rmSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { root, modelDir, sextantBin, importPackage } from './harness.mjs';
@@ -157,6 +158,42 @@ test('a damaged or missing file is a typed error naming it, and the index keeps 
   writeFileSync(path.join(site, 'sextant/index/manifest.other.json'), JSON.stringify(other));
   const stale = await api.Sextant.load({ index: `${server.url}/index/manifest.other.json` });
   await assert.rejects(stale.search('bundle', { mode: 'keyword' }), (e) => e.code === 'FETCH_FAILED' && e.message.includes('norms.0000000000000000.bin'));
+});
+
+test('a manifest claiming 2^32 - 1 chunks and documents, with files of a few bytes claiming as many entries, is a typed error in WebAssembly, not an abort, and the engine works after', async () => {
+  // The native test (tests/index_robustness.rs) of the same crafted index: here the readers run
+  // in wasm32, where a 206 GB allocation would trap and leave the instance unusable.
+  const dir = path.join(site, 'sextant', path.dirname(entry.index));
+  const manifest = JSON.parse(readFileSync(path.join(site, 'sextant', entry.index), 'utf8'));
+  const huge = 2 ** 32 - 1;
+  const varintHuge = [0xff, 0xff, 0xff, 0xff, 0x0f];
+  const le32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32LE(n); return [...b]; };
+  const put = (kind, ext, bytes) => {
+    const data = Buffer.from(bytes);
+    const name = `${kind}.${createHash('sha256').update(data).digest('hex').slice(0, 16)}.${ext}`;
+    writeFileSync(path.join(dir, name), data);
+    return name;
+  };
+  const magic = (m, tail) => [...Buffer.from(m), ...tail];
+  manifest.counts.chunks = huge;
+  manifest.counts.documents = huge;
+  manifest.model.dims = Math.floor(huge / 8);
+  manifest.files.norms = put('norms', 'bin', magic('SXnm', varintHuge));
+  manifest.files.vectors.meta = put('vmeta', 'bin', magic('SXvm', le32(Math.floor(huge / 8))));
+  manifest.files.vectors.codes = { chunks_per_file: huge, files: [put('codes', 'bin', magic('SXvc', le32(huge)))] };
+  manifest.files.vectors.blocks = { chunks_per_file: huge, files: [put('vec', 'bin', magic('SXvb', le32(huge)))] };
+  manifest.files.fragments = { chunks_per_file: huge, files: [put('frag', 'json', Buffer.from('{"first":0,"documents":[],"chunks":[]}'))] };
+  manifest.files.keyword = [{ first: 'a', file: put('kw', 'bin', magic('SXkw', varintHuge)) }];
+  writeFileSync(path.join(site, 'sextant/index/manifest.huge.json'), JSON.stringify(manifest));
+  const names = [manifest.files.norms, manifest.files.keyword[0].file];
+  const crafted = await api.Sextant.load({ index: `${server.url}/index/manifest.huge.json` });
+  await assert.rejects(crafted.search('bundle', { mode: 'keyword' }), (e) => e.code === 'CORRUPT_BUNDLE' && names.some((n) => e.message.includes(n)));
+  // The real files beside the crafted counts: refused with the manifest, which they do not fit.
+  const real = JSON.parse(readFileSync(path.join(site, 'sextant', entry.index), 'utf8'));
+  writeFileSync(path.join(site, 'sextant/index/manifest.counts.json'), JSON.stringify({ ...real, counts: manifest.counts }));
+  await assert.rejects(api.Sextant.load({ index: `${server.url}/index/manifest.counts.json` }).then((s) => s.search('bundle', { mode: 'keyword' })), (e) => e.code === 'CORRUPT_BUNDLE' && /cannot hold 4294967295 chunks/.test(e.message));
+  const sound = await api.Sextant.load({ index: indexUrl() });
+  assert.ok((await sound.search('bundle', { mode: 'keyword' })).results.length > 0, 'the WebAssembly instance still answers');
 });
 
 test('max_index_bytes lets go of the least recently used files, which later queries fetch again', async () => {
