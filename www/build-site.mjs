@@ -1,7 +1,9 @@
 // Builds the demo documentation site: www/content/*.md → <out>/<page>/index.html, each page
 // with the site's navigation and the drop-in search UI; each page's front matter `section` is its
-// search filter (data-sextant-filter) and shown with its results (data-sextant-meta). Then `sextant build --site <out>` adds
-// the search files. Usage: node www/build-site.mjs [out dir]   (default www/dist/site)
+// search filter (data-sextant-filter) and shown with its results (data-sextant-meta), its `order`
+// a sort key (data-sextant-sort) the box offers beside relevance; the home page opens the search
+// as a modal (data-sextant-modal: a button, Ctrl/⌘+K or "/"). Then `sextant build --site <out>`
+// adds the search files. Usage: node www/build-site.mjs [out dir]   (default www/dist/site)
 import { readdir, readFile, writeFile, mkdir, rm, copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,7 +64,7 @@ function layout(page, html) {
 <body>
   <header class="site-header">
     <a class="brand" href="/">sextant</a>
-    <div id="search" data-ask data-offline data-show-meta="section" data-placeholder="Search or ask the sextant docs"></div>
+    ${page.slug ? '<div id="search"' : '<div data-sextant-modal'} data-ask data-offline data-show-meta="section" data-sort-options="order:asc=Reading order" data-placeholder="Search or ask the sextant docs"></div>
   </header>
   <div class="site-body">
     <nav class="site-nav" aria-label="Docs">
@@ -71,7 +73,7 @@ function layout(page, html) {
       </ul>
       <p><a href="/research/">Research workspace</a>: search your own documents in the browser</p>
     </nav>
-    <main data-sextant-filter="section:${escape(page.section)}" data-sextant-meta="section:${escape(page.section)}">
+    <main data-sextant-filter="section:${escape(page.section)}" data-sextant-meta="section:${escape(page.section)}" data-sextant-sort="order:${page.order}">
 ${html}
     </main>
   </div>

@@ -6,8 +6,17 @@
 // <div id="search" data-ask>, an "Ask" panel answering from the docs with the user's own LLM.
 // When the site's pages have filters (data-sextant-filter, or Pagefind's data-pagefind-filter), a
 // panel of checkboxes with the matching pages' counts narrows the results (values of one filter
-// are alternatives, filters add up); data-sort="date:desc" orders results by a sort key, and
+// are alternatives, filters add up); data-sort="date:desc" orders results by a sort key,
+// data-sort-options="date:desc=Newest,title:asc" offers a choice of orders beside relevance, and
 // data-show-meta="author,date" shows those metadata of each page under its title.
+// <div data-sextant-modal></div> is a button that opens the search in a dialog, as do Ctrl/⌘+K
+// and "/" anywhere on the page (Esc closes it, focus stays inside while it is open).
+// Every string the reader sees follows the page's language (<html lang>: English, French,
+// German, Spanish, Japanese, Chinese) and any of them can be replaced with
+// data-translations='{"placeholder": "…"}' (keys: STRINGS.en below).
+// After each query the box dispatches a `search` event (bubbling) whose detail is {query, mode,
+// pages, results, ms, filters}, for a site's own analytics (zero-result queries, say): nothing
+// is sent anywhere by sextant.
 // Document text is only ever inserted as text, never as HTML.
 
 const here = new URL('.', import.meta.url); // …/sextant/
@@ -18,6 +27,202 @@ const SETTINGS_KEY = 'sextant-llm';
 // fragment, so not many more (BENCHMARKS.md, issue 10).
 const SEARCH_RESULTS = 15;
 const SUB_RESULTS = 3;
+
+/**
+ * The UI's words, by language; `{name}` is filled in. A site replaces any of them with
+ * data-translations (JSON) on the box.
+ */
+const STRINGS = {
+  en: {
+    placeholder: 'Search the docs',
+    search: 'Search',
+    open: 'Search the docs',
+    close: 'Close',
+    filters: 'Filters',
+    sort: 'Order',
+    relevance: 'Most relevant',
+    pages: '{n} pages',
+    one_page: '1 page',
+    no_results: 'No results for “{query}”',
+    near_matches: 'Not every word of “{query}” is in these pages: showing near matches',
+    did_you_mean: 'Did you mean {suggestion}?',
+    keyword_mode: 'Keyword results · meaning search is loading',
+    hybrid_mode: 'Keyword + meaning results',
+    degraded: 'Meaning search is unavailable ({message}); showing keyword results.',
+    loading: 'Loading meaning search… {loaded} of {total} MB (keyword results meanwhile)',
+    unavailable: 'Search is unavailable: {message}',
+    old_files: 'this site\'s search files are from another version of sextant; rebuild them with `sextant build --site`',
+    ask: 'Ask',
+    settings: 'LLM settings',
+    answer: 'Answer',
+    your_llm: 'Your LLM',
+    llm_hint: 'Any OpenAI-compatible endpoint. The key is sent only to this URL and kept in memory unless you tick the box.',
+    base_url: 'Base URL',
+    model: 'Model',
+    api_key: 'API key',
+    remember: 'Remember on this device',
+    save: 'Save',
+    cancel: 'Cancel',
+    incomplete: 'This answer is incomplete: {message}',
+    llm_failed: 'The LLM request failed: {message}',
+    refused: 'Nothing in these docs matches the question, so it was not sent to the model.',
+    cites_unknown: 'Cites “{id}”, which was not among the retrieved passages',
+    unknown_citations: '{n} citation(s) point at passages that were not retrieved (marked [?]).',
+    ungrounded: 'This answer cites none of the retrieved passages: it is not grounded in the docs.',
+    truncated: 'The model stopped early (length limit or filter): the answer may be cut off.',
+  },
+  fr: {
+    placeholder: 'Rechercher dans la documentation',
+    search: 'Rechercher',
+    open: 'Rechercher dans la documentation',
+    close: 'Fermer',
+    filters: 'Filtres',
+    sort: 'Ordre',
+    relevance: 'Les plus pertinents',
+    pages: '{n} pages',
+    one_page: '1 page',
+    no_results: 'Aucun résultat pour « {query} »',
+    near_matches: 'Tous les mots de « {query} » ne sont pas dans ces pages : résultats approchants',
+    did_you_mean: 'Vouliez-vous dire {suggestion} ?',
+    keyword_mode: 'Résultats par mots-clés · la recherche par le sens se charge',
+    hybrid_mode: 'Résultats par mots-clés et par le sens',
+    degraded: 'La recherche par le sens est indisponible ({message}) ; résultats par mots-clés.',
+    loading: 'Chargement de la recherche par le sens… {loaded} sur {total} Mo (résultats par mots-clés en attendant)',
+    unavailable: 'La recherche est indisponible : {message}',
+    ask: 'Demander',
+    settings: 'Réglages du LLM',
+    answer: 'Réponse',
+    your_llm: 'Votre LLM',
+    llm_hint: 'Tout point d\'accès compatible OpenAI. La clé n\'est envoyée qu\'à cette URL et reste en mémoire sauf si vous cochez la case.',
+    base_url: 'URL de base',
+    model: 'Modèle',
+    api_key: 'Clé d\'API',
+    remember: 'Mémoriser sur cet appareil',
+    save: 'Enregistrer',
+    cancel: 'Annuler',
+    incomplete: 'Cette réponse est incomplète : {message}',
+    llm_failed: 'La requête au LLM a échoué : {message}',
+    refused: 'Rien dans cette documentation ne correspond à la question : elle n\'a pas été envoyée au modèle.',
+    cites_unknown: 'Cite « {id} », qui ne fait pas partie des passages trouvés',
+    unknown_citations: '{n} citation(s) renvoient à des passages qui n\'ont pas été trouvés (marqués [?]).',
+    ungrounded: 'Cette réponse ne cite aucun des passages trouvés : elle ne s\'appuie pas sur la documentation.',
+    truncated: 'Le modèle s\'est arrêté tôt (limite de longueur ou filtre) : la réponse est peut-être coupée.',
+  },
+  de: {
+    placeholder: 'Dokumentation durchsuchen',
+    search: 'Suchen',
+    open: 'Dokumentation durchsuchen',
+    close: 'Schließen',
+    filters: 'Filter',
+    sort: 'Reihenfolge',
+    relevance: 'Relevanteste',
+    pages: '{n} Seiten',
+    one_page: '1 Seite',
+    no_results: 'Keine Ergebnisse für „{query}“',
+    near_matches: 'Nicht jedes Wort von „{query}“ steht in diesen Seiten: ähnliche Treffer',
+    did_you_mean: 'Meinten Sie {suggestion}?',
+    keyword_mode: 'Stichwort-Ergebnisse · die Bedeutungssuche lädt',
+    hybrid_mode: 'Stichwort- und Bedeutungs-Ergebnisse',
+    unavailable: 'Die Suche ist nicht verfügbar: {message}',
+    ask: 'Fragen',
+    answer: 'Antwort',
+    save: 'Speichern',
+    cancel: 'Abbrechen',
+  },
+  es: {
+    placeholder: 'Buscar en la documentación',
+    search: 'Buscar',
+    open: 'Buscar en la documentación',
+    close: 'Cerrar',
+    filters: 'Filtros',
+    sort: 'Orden',
+    relevance: 'Más relevantes',
+    pages: '{n} páginas',
+    one_page: '1 página',
+    no_results: 'No hay resultados para «{query}»',
+    near_matches: 'No todas las palabras de «{query}» están en estas páginas: resultados aproximados',
+    did_you_mean: '¿Quiso decir {suggestion}?',
+    keyword_mode: 'Resultados por palabras clave · la búsqueda por significado se está cargando',
+    hybrid_mode: 'Resultados por palabras clave y significado',
+    unavailable: 'La búsqueda no está disponible: {message}',
+    ask: 'Preguntar',
+    answer: 'Respuesta',
+    save: 'Guardar',
+    cancel: 'Cancelar',
+  },
+  ja: {
+    placeholder: 'ドキュメントを検索',
+    search: '検索',
+    open: 'ドキュメントを検索',
+    close: '閉じる',
+    filters: 'フィルター',
+    sort: '並び順',
+    relevance: '関連度順',
+    pages: '{n} ページ',
+    one_page: '1 ページ',
+    no_results: '「{query}」に一致する結果はありません',
+    near_matches: '「{query}」の一部の語はこれらのページにありません：近い結果を表示しています',
+    did_you_mean: 'もしかして：{suggestion}',
+    keyword_mode: 'キーワード検索の結果 · 意味検索を読み込み中',
+    hybrid_mode: 'キーワード検索と意味検索の結果',
+    unavailable: '検索を利用できません：{message}',
+    ask: '質問',
+    answer: '回答',
+    save: '保存',
+    cancel: 'キャンセル',
+  },
+  zh: {
+    placeholder: '搜索文档',
+    search: '搜索',
+    open: '搜索文档',
+    close: '关闭',
+    filters: '筛选',
+    sort: '排序',
+    relevance: '最相关',
+    pages: '{n} 个页面',
+    one_page: '1 个页面',
+    no_results: '没有与“{query}”匹配的结果',
+    near_matches: '“{query}”中的部分词语不在这些页面中：显示相近结果',
+    did_you_mean: '您是不是要找：{suggestion}',
+    keyword_mode: '关键词结果 · 语义搜索加载中',
+    hybrid_mode: '关键词与语义结果',
+    unavailable: '搜索不可用：{message}',
+    ask: '提问',
+    answer: '回答',
+    save: '保存',
+    cancel: '取消',
+  },
+};
+
+/**
+ * The words for `root`: its language's (the nearest lang attribute, <html lang>; a language's
+ * missing words in English), then the site's own from data-translations.
+ */
+function stringsFor(root) {
+  const lang = (root.closest('[lang]')?.getAttribute('lang') ?? '').toLowerCase();
+  const own = STRINGS[lang] ?? STRINGS[lang.split('-')[0]] ?? {};
+  let site = {};
+  try {
+    site = JSON.parse(root.dataset.translations ?? '{}');
+  } catch {
+    console.warn('sextant: data-translations is not JSON; using the built-in strings');
+  }
+  const words = { ...STRINGS.en, ...own, ...site };
+  return (key, values = {}) => String(words[key] ?? key).replace(/\{(\w+)\}/g, (m, name) => (name in values ? String(values[name]) : m));
+}
+
+/** `data-sort-options="date:desc=Newest,title:asc"`: [{value, sort, label}] (label: the spec). */
+function parseSortOptions(text) {
+  return (text ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const [spec, label] = part.split('=').map((s) => s.trim());
+      return { value: spec, sort: parseSort(spec), label: label || spec };
+    })
+    .filter((o) => o.sort);
+}
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -117,6 +322,8 @@ class SearchBox {
   constructor(root) {
     this.root = root;
     this.ask = root.hasAttribute('data-ask');
+    this.modal = root.hasAttribute('data-sextant-modal');
+    this.t = stringsFor(root);
     this.active = -1;
     this.latest = 0;
     this.engine = null;
@@ -129,36 +336,54 @@ class SearchBox {
     this.input = el('input', {
       type: 'search',
       class: 'sextant-input',
-      placeholder: this.root.dataset.placeholder ?? 'Search the docs',
+      placeholder: this.root.dataset.placeholder ?? this.t('placeholder'),
       autocomplete: 'off',
       spellcheck: false,
       role: 'combobox',
       'aria-expanded': 'false',
       'aria-controls': `${id}-results`,
-      'aria-label': 'Search',
+      'aria-autocomplete': 'list',
+      'aria-label': this.t('search'),
     });
+    this.id = id;
+    // The browser's own `search` event of a search field stays inside: the box's bubbles.
+    this.input.addEventListener('search', (e) => e.stopPropagation());
     this.progress = el('div', { class: 'sextant-progress', hidden: true }, el('div', { class: 'sextant-progress-fill' }), el('span', { class: 'sextant-progress-text' }));
     this.status = el('div', { class: 'sextant-status', 'aria-live': 'polite' });
     this.modeLine = el('div', { class: 'sextant-mode' });
+    // How many pages the query found, seen and read out by screen readers.
+    this.summary = el('div', { class: 'sextant-summary', role: 'status', 'aria-live': 'polite' });
     this.results = el('ol', { class: 'sextant-results', id: `${id}-results`, role: 'listbox' });
-    this.filterPanel = el('div', { class: 'sextant-filters', hidden: true, role: 'group', 'aria-label': 'Filters' });
+    this.filterPanel = el('div', { class: 'sextant-filters', hidden: true, role: 'group', 'aria-label': this.t('filters') });
     this.chosen = new Map(); // filter name → the values ticked
     this.sort = parseSort(this.root.dataset.sort);
+    const orders = parseSortOptions(this.root.dataset.sortOptions);
+    if (orders.length) {
+      // Relevance (or data-sort) first, then the site's orders.
+      this.sortSelect = el('select', { class: 'sextant-sort', 'aria-label': this.t('sort') }, el('option', { value: '', text: this.t('relevance') }), ...orders.map((o) => el('option', { value: o.value, text: o.label })));
+      const initial = this.sort;
+      this.sortSelect.addEventListener('change', () => {
+        this.sort = orders.find((o) => o.value === this.sortSelect.value)?.sort ?? initial;
+        this.search();
+      });
+    }
     this.showMeta = (this.root.dataset.showMeta ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-    const bar = el('div', { class: 'sextant-bar' }, this.input);
+    const bar = el('div', { class: 'sextant-bar' }, this.input, this.sortSelect ?? null);
     if (this.ask) {
-      this.askButton = el('button', { type: 'button', class: 'sextant-ask-button', text: 'Ask' });
-      this.settingsButton = el('button', { type: 'button', class: 'sextant-settings-button', text: '⚙', title: 'LLM settings', 'aria-label': 'LLM settings' });
+      this.askButton = el('button', { type: 'button', class: 'sextant-ask-button', text: this.t('ask') });
+      this.settingsButton = el('button', { type: 'button', class: 'sextant-settings-button', text: '⚙', title: this.t('settings'), 'aria-label': this.t('settings') });
       bar.append(this.askButton, this.settingsButton);
       this.answer = el('div', { class: 'sextant-answer', 'aria-live': 'polite' });
       this.citations = el('ol', { class: 'sextant-citations' });
       this.note = el('p', { class: 'sextant-note' });
-      this.askPanel = el('section', { class: 'sextant-ask', hidden: true, 'aria-label': 'Answer' }, el('h3', { text: 'Answer' }), this.answer, this.note, this.citations);
+      this.askPanel = el('section', { class: 'sextant-ask', hidden: true, 'aria-label': this.t('answer') }, el('h3', { text: this.t('answer') }), this.answer, this.note, this.citations);
       this.dialog = this.buildDialog();
       this.askButton.onclick = () => this.askQuestion();
       this.settingsButton.onclick = () => this.openSettings();
     }
-    this.root.replaceChildren(el('div', { class: 'sextant' }, bar, this.progress, this.filterPanel, this.status, this.modeLine, this.results, this.askPanel ?? null, this.dialog ?? null));
+    const box = el('div', { class: 'sextant' }, bar, this.progress, this.filterPanel, this.status, this.summary, this.modeLine, this.results, this.askPanel ?? null, this.dialog ?? null);
+    if (this.modal) this.buildModal(box);
+    else this.root.replaceChildren(box);
     let timer;
     this.input.addEventListener('focus', () => this.start(), { once: true });
     this.input.addEventListener('input', () => {
@@ -168,9 +393,64 @@ class SearchBox {
     });
     this.input.addEventListener('keydown', (e) => this.key(e));
     document.addEventListener('click', (e) => {
-      if (!this.root.contains(e.target)) this.results.replaceChildren();
+      if (!this.modal && !this.root.contains(e.target)) this.results.replaceChildren();
     });
     if (this.root.hasAttribute('data-preload')) this.start();
+  }
+
+  /**
+   * The modal: a button on the page, the box in a <dialog> opened by it, Ctrl/⌘+K or "/". A modal
+   * dialog keeps focus inside (the page behind is inert) and closes on Esc; focus then returns
+   * to where it was.
+   */
+  buildModal(box) {
+    const mac = /Mac|iPhone|iPad/.test(navigator.platform ?? '');
+    this.trigger = el('button', { type: 'button', class: 'sextant-trigger', 'aria-haspopup': 'dialog', 'aria-keyshortcuts': 'Control+K Meta+K /' }, el('span', { text: this.t('open') }), el('kbd', { text: mac ? '⌘K' : 'Ctrl K' }));
+    const close = el('button', { type: 'button', class: 'sextant-close', text: '×', 'aria-label': this.t('close') });
+    this.modalDialog = el('dialog', { class: 'sextant-modal', 'aria-label': this.t('search') }, close, box);
+    this.root.replaceChildren(this.trigger, this.modalDialog);
+    this.trigger.addEventListener('click', () => this.open());
+    close.addEventListener('click', () => this.modalDialog.close());
+    // A click on the backdrop (the dialog itself, outside its box) closes it.
+    this.modalDialog.addEventListener('click', (e) => {
+      if (e.target === this.modalDialog) this.modalDialog.close();
+    });
+    this.modalDialog.addEventListener('close', () => this.returnFocus?.focus());
+    // Tab and Shift+Tab go round the dialog's own controls, never out of it.
+    this.modalDialog.addEventListener('keydown', (e) => {
+      if (e.key !== 'Tab') return;
+      const focusable = [...this.modalDialog.querySelectorAll('a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])')].filter((n) => !n.disabled && n.getClientRects().length && !n.closest('[hidden], dialog:not([open])'));
+      if (!focusable.length) return;
+      const first = focusable[0];
+      const last = focusable.at(-1);
+      if (!e.shiftKey && (document.activeElement === last || !this.modalDialog.contains(document.activeElement))) {
+        e.preventDefault();
+        first.focus();
+      } else if (e.shiftKey && document.activeElement === first) {
+        e.preventDefault();
+        last.focus();
+      }
+    });
+    document.addEventListener('keydown', (e) => {
+      if (this.modalDialog.open || e.defaultPrevented) return;
+      const typing = e.target.closest?.('input, textarea, select, [contenteditable]:not([contenteditable="false"])');
+      if ((e.key === 'k' || e.key === 'K') && (e.ctrlKey || e.metaKey) && !e.altKey) {
+        e.preventDefault();
+        this.open();
+      } else if (e.key === '/' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+        e.preventDefault();
+        this.open();
+      }
+    });
+  }
+
+  open() {
+    if (this.modalDialog.open) return;
+    this.returnFocus = document.activeElement;
+    this.modalDialog.showModal();
+    this.input.focus();
+    this.input.select();
+    this.start().catch(() => {}); // the status line says why
   }
 
   buildDialog() {
@@ -182,13 +462,13 @@ class SearchBox {
     const form = el(
       'form',
       { method: 'dialog' },
-      el('h3', { text: 'Your LLM' }),
-      el('p', { class: 'sextant-hint', text: 'Any OpenAI-compatible endpoint. The key is sent only to this URL and kept in memory unless you tick the box.' }),
-      field('Base URL', this.baseUrl),
-      field('Model', this.model),
-      field('API key', this.apiKey),
-      el('label', { class: 'sextant-check' }, this.remember, el('span', { text: 'Remember on this device' })),
-      el('div', { class: 'sextant-dialog-buttons' }, el('button', { type: 'submit', value: 'save', text: 'Save' }), el('button', { type: 'submit', value: 'cancel', text: 'Cancel', formNoValidate: true })),
+      el('h3', { text: this.t('your_llm') }),
+      el('p', { class: 'sextant-hint', text: this.t('llm_hint') }),
+      field(this.t('base_url'), this.baseUrl),
+      field(this.t('model'), this.model),
+      field(this.t('api_key'), this.apiKey),
+      el('label', { class: 'sextant-check' }, this.remember, el('span', { text: this.t('remember') })),
+      el('div', { class: 'sextant-dialog-buttons' }, el('button', { type: 'submit', value: 'save', text: this.t('save') }), el('button', { type: 'submit', value: 'cancel', text: this.t('cancel'), formNoValidate: true })),
     );
     const dialog = el('dialog', { class: 'sextant-settings' }, form);
     dialog.addEventListener('close', () => {
@@ -221,7 +501,7 @@ class SearchBox {
   start() {
     this.engine ??= this.load().catch((e) => {
       this.progress.hidden = true;
-      this.status.textContent = `Search is unavailable: ${e.message}`;
+      this.status.textContent = this.t('unavailable', { message: e.message });
       this.engine = null;
       throw e;
     });
@@ -232,7 +512,7 @@ class SearchBox {
     await registerServiceWorker();
     const manifest = await (await fetch(new URL('sextant.json', here), { cache: 'no-store' })).json();
     if (manifest.version !== 2 || !manifest.index) {
-      throw new Error('this site\'s search files are from another version of sextant; rebuild them with `sextant build --site`');
+      throw new Error(this.t('old_files'));
     }
     const worker = new SearchWorker(new URL(manifest.worker, here));
     // The model loads in the background: progress in the bar, keyword results meanwhile.
@@ -246,7 +526,7 @@ class SearchBox {
         const sum = loaded.model + loaded.tokenizer;
         this.progress.hidden = sum >= total;
         fill.style.width = `${(Math.min(1, sum / total) * 100).toFixed(1)}%`;
-        text.textContent = `Loading meaning search… ${(sum / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB (keyword results meanwhile)`;
+        text.textContent = this.t('loading', { loaded: (sum / 1e6).toFixed(1), total: (total / 1e6).toFixed(1) });
       } else if (event.type === 'upgraded') {
         this.progress.hidden = true;
         // The same query again, now with meaning: only the result list changes, never the input.
@@ -255,7 +535,7 @@ class SearchBox {
         this.root.dataset.offline = 'ready'; // every index file is cached: search works offline
       } else if (event.type === 'degraded') {
         this.progress.hidden = true;
-        this.modeNote = `Meaning search is unavailable (${event.message}); showing keyword results.`;
+        this.modeNote = this.t('degraded', { message: event.message });
         this.showMode();
       }
     });
@@ -275,7 +555,7 @@ class SearchBox {
   /** Says which results are shown: keyword only (meaning search still loading) or hybrid. */
   showMode() {
     this.results.dataset.mode = this.shownMode ?? '';
-    this.modeLine.textContent = this.modeNote ?? (this.shownMode === 'keyword' ? 'Keyword results · meaning search is loading' : this.shownMode ? 'Keyword + meaning results' : '');
+    this.modeLine.textContent = this.modeNote ?? (this.shownMode === 'keyword' ? this.t('keyword_mode') : this.shownMode ? this.t('hybrid_mode') : '');
   }
 
   async search() {
@@ -290,10 +570,12 @@ class SearchBox {
     }
     const worker = await this.start();
     let response;
+    let options;
+    const started = performance.now();
     try {
       // Results are shown grouped by page, so pages are what hybrid search fuses, each with its
       // best few sections.
-      const options = { k: SEARCH_RESULTS, fuse_documents: true, sub_results: SUB_RESULTS, ...this.filterOptions() };
+      options = { k: SEARCH_RESULTS, fuse_documents: true, sub_results: SUB_RESULTS, ...this.filterOptions() };
       response = await worker.request({ type: 'search', query, options }).done;
     } catch (e) {
       if (ticket === this.latest) this.status.textContent = e.message;
@@ -301,9 +583,12 @@ class SearchBox {
     }
     if (ticket !== this.latest) return; // a newer query is on its way
     this.shownMode = response.mode;
-    this.render(response.results, query, response.fallback, response.did_you_mean);
+    const pages = this.render(response.results, query, response.fallback, response.did_you_mean);
     this.renderFilters(response.filter_counts);
     this.showMode();
+    // For the site's own analytics, if it listens: nothing leaves the page.
+    const detail = { query, mode: response.mode, pages, results: response.results.length, ms: Math.round(performance.now() - started), filters: options.filters ?? null };
+    this.root.dispatchEvent(new CustomEvent('search', { bubbles: true, detail }));
   }
 
   /** The filters ticked (any of a filter's values, every filter), the sort, and counts asked for. */
@@ -346,10 +631,12 @@ class SearchBox {
     this.links = [];
     this.results.dataset.query = query; // which query these results answer
     this.input.setAttribute('aria-expanded', String(results.length > 0));
+    this.input.removeAttribute('aria-activedescendant');
     if (!query) {
       this.status.textContent = '';
+      this.summary.textContent = '';
       this.results.replaceChildren();
-      return;
+      return 0;
     }
     // Words of the query the index does not hold were searched for as their nearest words; the
     // core spells the query as the results do ("did you mean"), a click searches for that.
@@ -360,9 +647,10 @@ class SearchBox {
         this.input.focus();
         this.search();
       });
-      this.status.replaceChildren('Did you mean ', suggestion, '?');
+      const [before, after = ''] = this.t('did_you_mean').split('{suggestion}');
+      this.status.replaceChildren(before, suggestion, after);
     } else {
-      this.status.textContent = !results.length ? `No results for “${query}”` : fallback?.length ? `Not every word of “${query}” is in these pages: showing near matches` : '';
+      this.status.textContent = !results.length ? this.t('no_results', { query }) : fallback?.length ? this.t('near_matches', { query }) : '';
     }
     const pages = new Map();
     for (const r of results) {
@@ -394,6 +682,11 @@ class SearchBox {
       items.push(el('li', { class: 'sextant-page' }, title, meta, subs));
     }
     this.results.replaceChildren(...items);
+    this.links.forEach((link, i) => {
+      link.id = `${this.id}-option-${i}`;
+    });
+    this.summary.textContent = pages.size ? (pages.size === 1 ? this.t('one_page') : this.t('pages', { n: pages.size })) : '';
+    return pages.size;
   }
 
   key(event) {
@@ -412,6 +705,9 @@ class SearchBox {
       } else if (this.ask && event.ctrlKey) {
         this.askQuestion();
       }
+    } else if (event.key === 'Escape' && this.modal) {
+      event.preventDefault(); // a search field would only clear itself
+      this.modalDialog.close();
     } else if (event.key === 'Escape') {
       this.input.value = '';
       this.render([], '');
@@ -425,6 +721,7 @@ class SearchBox {
     const link = this.links[index];
     link.classList.add('sextant-active');
     link.setAttribute('aria-selected', 'true');
+    this.input.setAttribute('aria-activedescendant', link.id);
     link.scrollIntoView({ block: 'nearest' });
   }
 
@@ -461,10 +758,10 @@ class SearchBox {
       if (e.code === 'LLM_INCOMPLETE') {
         // Keep what arrived, and say plainly that it is not the whole answer.
         this.answer.textContent = e.partial_answer ?? this.answer.textContent;
-        this.note.textContent = `This answer is incomplete: ${e.message}`;
+        this.note.textContent = this.t('incomplete', { message: e.message });
         this.note.classList.add('sextant-warning');
       } else {
-        this.note.textContent = `The LLM request failed: ${e.message}${e.detail ? ` (${e.detail})` : ''}`;
+        this.note.textContent = this.t('llm_failed', { message: `${e.message}${e.detail ? ` (${e.detail})` : ''}` });
         this.note.classList.add('sextant-error');
       }
       return;
@@ -479,7 +776,7 @@ class SearchBox {
   showAnswer(result) {
     if (result.refused) {
       this.answer.textContent = result.answer;
-      this.note.textContent = 'Nothing in these docs matches the question, so it was not sent to the model.';
+      this.note.textContent = this.t('refused');
       this.note.classList.add('sextant-refused');
       return;
     }
@@ -499,7 +796,7 @@ class SearchBox {
           if (href) link.href = href;
           fragment.append(link);
         } else {
-          fragment.append(el('span', { class: 'sextant-cite sextant-cite-unknown', text: '[?]', title: `Cites “${id}”, which was not among the retrieved passages`, 'data-chunk-id': id }));
+          fragment.append(el('span', { class: 'sextant-cite sextant-cite-unknown', text: '[?]', title: this.t('cites_unknown', { id }), 'data-chunk-id': id }));
         }
       }
       last = span.end;
@@ -515,10 +812,10 @@ class SearchBox {
     }
     const notes = [];
     if (result.unknown_citations.length) {
-      notes.push(`${result.unknown_citations.length} citation${result.unknown_citations.length > 1 ? 's point' : ' points'} at passages that were not retrieved (marked [?]).`);
+      notes.push(this.t('unknown_citations', { n: result.unknown_citations.length }));
     }
-    if (!result.grounded) notes.push('This answer cites none of the retrieved passages: it is not grounded in the docs.');
-    if (result.truncated) notes.push('The model stopped early (length limit or filter): the answer may be cut off.');
+    if (!result.grounded) notes.push(this.t('ungrounded'));
+    if (result.truncated) notes.push(this.t('truncated'));
     if (notes.length) {
       this.note.textContent = notes.join(' ');
       this.note.classList.add(result.grounded ? 'sextant-warning' : 'sextant-ungrounded');
@@ -558,7 +855,7 @@ function mount() {
   if (!document.querySelector(`link[href="${new URL('sextant-ui.css', here).href}"]`)) {
     document.head.append(el('link', { rel: 'stylesheet', href: new URL('sextant-ui.css', here).href }));
   }
-  for (const root of document.querySelectorAll('div#search, [data-sextant-search]')) {
+  for (const root of document.querySelectorAll('div#search, [data-sextant-search], [data-sextant-modal]')) {
     if (!root.sextant) root.sextant = new SearchBox(root);
   }
   registerServiceWorker();

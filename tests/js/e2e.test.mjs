@@ -160,6 +160,110 @@ test('keyboard: arrows move through results and Enter opens one', async () => {
   await page.close();
 });
 
+/** Waits until the result list answers `query` in `mode` with at least one page. */
+async function resultsFor(page, query, mode = 'hybrid') {
+  await page.waitForFunction(
+    ([q, m]) => {
+      const list = document.querySelector('.sextant-results');
+      return list.dataset.query === q && list.dataset.mode === m && document.querySelectorAll('.sextant-page').length > 0;
+    },
+    [query, mode],
+    { timeout: 120000 },
+  );
+}
+
+test('the modal with the keyboard only: Ctrl+K and "/" open it, results are announced, arrows and Enter open one, Tab stays inside, Esc closes it; each query dispatches a search event', async () => {
+  const page = await openDocs('/');
+  await page.evaluate(() => {
+    window.searches = [];
+    document.addEventListener('search', (e) => e.detail && window.searches.push(e.detail));
+  });
+  const isOpen = () => page.evaluate(() => document.querySelector('dialog.sextant-modal').open);
+  const focusInDialog = () => page.evaluate(() => document.querySelector('dialog.sextant-modal').contains(document.activeElement));
+  assert.equal(await isOpen(), false);
+  assert.match(await page.locator('.sextant-trigger').textContent(), /Search the docs/);
+  await page.keyboard.press('Control+k');
+  await page.waitForFunction(() => document.querySelector('dialog.sextant-modal').open && document.activeElement?.classList.contains('sextant-input'));
+  const query = 'command line reference for building';
+  await page.keyboard.type(query);
+  await resultsFor(page, query);
+  const input = page.locator('.sextant-input');
+  assert.equal(await input.getAttribute('role'), 'combobox');
+  assert.equal(await input.getAttribute('aria-expanded'), 'true');
+  const pages = await page.locator('.sextant-page').count();
+  const summary = page.locator('.sextant-summary');
+  assert.equal(await summary.getAttribute('role'), 'status');
+  assert.equal(await summary.textContent(), pages === 1 ? '1 page' : `${pages} pages`);
+  await page.keyboard.press('ArrowDown');
+  const active = page.locator('.sextant-active');
+  assert.equal(await input.getAttribute('aria-activedescendant'), await active.getAttribute('id'));
+  // Focus goes round the dialog's controls (the Ask, settings and close buttons, the results).
+  for (let i = 0; i < 40; i++) {
+    await page.keyboard.press(i % 3 === 2 ? 'Shift+Tab' : 'Tab');
+    assert.ok(await focusInDialog(), `Tab ${i} left the dialog`);
+  }
+  await page.screenshot({ path: path.join(artifacts, 'search-modal.png') });
+  await input.focus();
+  await page.keyboard.press('Escape');
+  assert.equal(await isOpen(), false);
+  const searches = await page.evaluate(() => window.searches);
+  const last = searches.at(-1);
+  assert.equal(last.query, query);
+  assert.equal(last.pages, pages);
+  assert.ok(last.results >= pages && last.ms >= 0 && ['keyword', 'hybrid'].includes(last.mode), JSON.stringify(last));
+  // "/" opens it again with the query kept; Enter opens the chosen result.
+  await page.keyboard.press('/');
+  await page.waitForFunction(() => document.querySelector('dialog.sextant-modal').open && document.activeElement?.classList.contains('sextant-input'));
+  assert.equal(await input.inputValue(), query);
+  await page.keyboard.press('ArrowDown');
+  const target = await page.locator('.sextant-active').getAttribute('href');
+  await Promise.all([page.waitForURL(target), page.keyboard.press('Enter')]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('sorting: the box offers the site\'s orders beside relevance, and the results follow the one chosen', async () => {
+  const page = await openDocs();
+  const query = 'search the index';
+  await searchFor(page, query);
+  const ORDER = ['/getting-started/', '/cli/', '/bundle-format/', '/js-api/', '/workers/', '/security/', '/filters/'];
+  const shown = () => page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
+  const byRelevance = await shown();
+  assert.ok(byRelevance.length >= 3, byRelevance.join());
+  await page.locator('.sextant-sort').selectOption({ label: 'Reading order' });
+  await page.waitForFunction((before) => {
+    const now = [...document.querySelectorAll('.sextant-page-title')].map((a) => new URL(a.href).pathname);
+    return now.length && now.join() !== before.join();
+  }, byRelevance, { timeout: 60000 });
+  const sorted = await shown();
+  assert.deepEqual(sorted, [...sorted].sort((a, b) => ORDER.indexOf(a) - ORDER.indexOf(b)), sorted.join());
+  // Every match is sorted before the list is cut, so the first pages may be others than relevance's.
+  assert.notDeepEqual(sorted, byRelevance);
+  await page.locator('.sextant-sort').selectOption({ label: 'Most relevant' });
+  await page.waitForFunction((before) => [...document.querySelectorAll('.sextant-page-title')].map((a) => new URL(a.href).pathname).join() === before.join(), byRelevance, { timeout: 60000 });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the UI speaks the page\'s language (<html lang="fr">), and data-translations replaces any of its words', async () => {
+  const html = readFileSync(path.join(site, 'getting-started/index.html'), 'utf8')
+    .replace('<html lang="en">', '<html lang="fr">')
+    .replace('data-placeholder="Search or ask the sextant docs"', `data-translations='{"pages": "{n} pages trouvées"}'`);
+  mkdirSync(path.join(site, 'fr-ui'), { recursive: true });
+  writeFileSync(path.join(site, 'fr-ui/index.html'), html);
+  const page = await openDocs('/fr-ui/');
+  const input = page.locator('.sextant-input');
+  assert.equal(await input.getAttribute('aria-label'), 'Rechercher');
+  assert.equal(await input.getAttribute('placeholder'), 'Rechercher dans la documentation');
+  assert.equal(await page.locator('.sextant-ask-button').textContent(), 'Demander');
+  await searchFor(page, 'prompt injection');
+  assert.equal(await page.locator('.sextant-mode').textContent(), 'Résultats par mots-clés et par le sens');
+  assert.match(await page.locator('.sextant-summary').textContent(), /^\d+ pages trouvées$/);
+  assert.equal(await page.locator('.sextant-filters').getAttribute('aria-label'), 'Filtres');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 async function configureLlm(page, baseUrl) {
   await page.locator('.sextant-settings-button').click();
   await page.locator('.sextant-settings input[name=baseUrl]').fill(baseUrl);
