@@ -220,10 +220,26 @@ export function makeApi(wasm, initialise) {
     /**
      * await search(query, options) → {results, timings, vector_method, fallback, did_you_mean,
      * filter_counts}. Options include `filters` ({name: value | [values] | {any, all, none}}),
-     * `sort` ({key: 'asc' | 'desc'}) and `filter_counts`.
+     * `sort` ({key: 'asc' | 'desc'}) and `filter_counts`. With `query_vector` (the query's
+     * vector from `queryVector` of an engine with the same model, e.g. a Worker's `/embed`),
+     * hybrid and dense search need no model here.
      */
     async search(query, options) {
+      const { query_vector: vector, ...rest } = options ?? {};
+      if (vector !== undefined) {
+        const floats = vector instanceof Float32Array ? vector : Float32Array.from(vector);
+        return untilDone(this.#engine, this.#files, () => this.#engine.searchWithVector(String(query), floats, rest), this.#maxIndexBytes);
+      }
       return untilDone(this.#engine, this.#files, () => this.#engine.search(String(query), options), this.#maxIndexBytes);
+    }
+
+    /**
+     * queryVector(query, options) → Float32Array: the vector a hybrid (or dense) search of
+     * `query` embeds, which `search(query, {query_vector})` of an engine without the model takes.
+     * Needs the model.
+     */
+    queryVector(query, options) {
+      return call(() => this.#engine.queryVector(String(query), options));
     }
 
     /** frame(results, {token_budget}) → {context, included, omitted, tokens, budget, system_prompt}. */

@@ -342,6 +342,32 @@ impl Engine {
         step_to_js(step)
     }
 
+    /// `queryVector(query, options)` → Float32Array: the vector a search of `query` embeds (in
+    /// `options.mode`, or hybrid when that is keyword). What a Worker's `/embed` answers, for
+    /// `searchWithVector` of an engine with the same model and no model loaded.
+    #[wasm_bindgen(js_name = queryVector)]
+    pub fn query_vector(&self, query: &str, options: JsValue) -> Result<Vec<f32>, JsValue> {
+        let options = purpose_options(options, "search")?;
+        let mode = match options.search.mode {
+            crate::options::Mode::Keyword => crate::options::Mode::Hybrid,
+            mode => mode,
+        };
+        self.inner.query_vector(query, mode).map_err(|e| js_error(e.code(), e))
+    }
+
+    /// `searchWithVector(query, vector, options)`: `search` with the query's vector computed
+    /// elsewhere (`queryVector` of an engine with the same model: a Worker's `/embed`), so hybrid
+    /// and dense results need no model here; `{need: [files]}` over a split index.
+    #[wasm_bindgen(js_name = searchWithVector)]
+    pub fn search_with_vector(&self, query: &str, vector: Vec<f32>, options: JsValue) -> Result<JsValue, JsValue> {
+        let options = purpose_options(options, "search")?;
+        let step = self
+            .inner
+            .search_with_vector(query, Some(&vector), &options.search, &JsClock::new())
+            .map_err(|e| js_error(e.code(), e))?;
+        step_to_js(step)
+    }
+
     /// `contextOf(question, results, options, purpose, timings)`: results found elsewhere (the
     /// bases' results, fused) framed for the question; `context()`'s fields, plus `options` when
     /// `purpose` is `ask` (as `prepareAsk` gives).

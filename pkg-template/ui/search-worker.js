@@ -6,6 +6,9 @@
 // 'loaded'|'results'|'token'|'answer'|'error', …}, and {id: 0, type: 'upgraded'|'degraded'}
 // when the full engine is ready or failed. Options are the core's (`defaults()`), passed through
 // as they are. The LLM API key lives only in this worker's memory for the duration of one ask.
+// With an embed URL (a Worker's /embed, data-embed-url), a query's vector comes from there and
+// the keyword engine searches with it: hybrid results from the first query, the model never
+// downloaded; if the endpoint fails or answers for another model, the model loads as usual.
 import { Sextant as KeywordSextant, highlights, defaults } from '../keyword.js';
 
 let keyword = null; // the keyword-only engine
@@ -15,6 +18,9 @@ let pendingFull = null; // what loads the full engine, until it starts
 const running = new Map();
 // How long after loading the full engine waits for a first query before it loads anyway.
 const FULL_ENGINE_IDLE_MS = 1500;
+// How long a query's vector may take to come from the embed URL before keyword results are shown.
+const EMBED_TIMEOUT_MS = 5000;
+let embedUrl = null; // the embed endpoint, while it works
 
 // Both engines read the same index files (those beside the index manifest): each is fetched
 // once, here, and handed to both; a pack's byte ranges each once, by range. They are immutable
@@ -39,6 +45,26 @@ function sharedFetch(input, init) {
     indexBodies.set(key, entry);
   }
   return entry.then(({ response, bytes, status }) => (response ? response.clone() : new Response(bytes, { status })));
+}
+
+/**
+ * The query's vector from the embed endpoint: little-endian f32, base64, from the index's own
+ * model (digests and dimensions checked), else an error.
+ */
+async function remoteVector(query) {
+  const url = new URL(embedUrl);
+  url.searchParams.set('q', query);
+  const response = await fetch(url, { signal: AbortSignal.timeout(EMBED_TIMEOUT_MS) });
+  if (!response.ok) throw new Error(`${url.origin}${url.pathname} answered ${response.status}`);
+  const body = await response.json();
+  const mine = keyword.manifest().model;
+  const theirs = body?.model ?? {};
+  if (theirs.sha256 !== mine.sha256 || theirs.tokenizer_sha256 !== mine.tokenizer_sha256 || theirs.dims !== mine.dims) {
+    throw new Error(`${url.origin}${url.pathname} embeds with another model than this index's`);
+  }
+  const bytes = Uint8Array.from(atob(String(body.vector ?? '')), (c) => c.charCodeAt(0));
+  if (bytes.length !== mine.dims * 4) throw new Error(`${url.origin}${url.pathname} sent ${bytes.length} bytes, not a vector of ${mine.dims}`);
+  return new Float32Array(bytes.buffer);
 }
 
 /** Starts loading the full engine, if it is waiting to. */
@@ -88,7 +114,11 @@ async function handle(data) {
     keyword = await KeywordSextant.load({ index: data.index, fetch: sharedFetch });
     const m = keyword.manifest();
     reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, filters: Boolean(m.files.facets), defaults: defaults() });
-    if (data.model && data.tokenizer) {
+    embedUrl = data.embed ?? null;
+    if (embedUrl && data.model && data.tokenizer) {
+      // Meaning comes from the endpoint: the model loads only if it fails (or for an answer).
+      pendingFull = () => loadFull(data);
+    } else if (data.model && data.tokenizer) {
       // The wasm and the model (megabytes) start once the first keyword results are out, so they
       // never share the connection with the files that first query needs; or after a moment, if
       // no query comes.
@@ -96,6 +126,20 @@ async function handle(data) {
       setTimeout(startFull, FULL_ENGINE_IDLE_MS);
     }
   } else if (type === 'search') {
+    if (!full && embedUrl) {
+      try {
+        const query_vector = await remoteVector(data.query);
+        const response = await keyword.search(data.query, { ...data.options, query_vector });
+        const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
+        for (const result of response.results) result.highlights = highlights(result.text, marked);
+        reply({ id, type: 'results', query: data.query, mode: data.options.mode ?? defaults().search.mode, embedded: 'remote', ...response });
+        return;
+      } catch (e) {
+        // Keyword results now, and the model from here on.
+        embedUrl = null;
+        reply({ id: 0, type: 'embed-failed', message: String(e?.message ?? e) });
+      }
+    }
     const engine = full ?? keyword;
     // The keyword engine answers first, fast: without query expansion (one step less, no
     // shards of added terms); the full engine searches as asked.

@@ -9,6 +9,8 @@
 // are alternatives, filters add up); data-sort="date:desc" orders results by a sort key,
 // data-sort-options="date:desc=Newest,title:asc" offers a choice of orders beside relevance, and
 // data-show-meta="author,date" shows those metadata of each page under its title.
+// data-embed-url="https://docs.example.com/embed" (a sextant Worker's /embed) gives hybrid results
+// from the first query without downloading the model; if it fails, the model loads as usual.
 // <div data-sextant-modal></div> is a button that opens the search in a dialog, as do Ctrl/⌘+K
 // and "/" anywhere on the page (Esc closes it, focus stays inside while it is open).
 // Every string the reader sees follows the page's language (<html lang>: English, French,
@@ -531,6 +533,8 @@ class SearchBox {
         this.progress.hidden = true;
         // The same query again, now with meaning: only the result list changes, never the input.
         if (this.input.value.trim()) this.search();
+      } else if (event.type === 'embed-failed') {
+        console.warn(`sextant: data-embed-url failed (${event.message}); loading the model instead`);
       } else if (event.type === 'prefetched') {
         this.root.dataset.offline = 'ready'; // every index file is cached: search works offline
       } else if (event.type === 'degraded') {
@@ -545,6 +549,7 @@ class SearchBox {
       model: new URL(manifest.model, here).href,
       tokenizer: new URL(manifest.tokenizer, here).href,
       offline: this.root.hasAttribute('data-offline'),
+      embed: this.root.dataset.embedUrl ? new URL(this.root.dataset.embedUrl, location.href).href : undefined,
     }).done;
     this.hasFilters = ready.filters;
     this.worker = worker;

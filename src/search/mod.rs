@@ -85,6 +85,15 @@ impl Engine {
         })
     }
 
+    /// The vector `search` embeds for `query` in `mode` (which must use the model): the words it
+    /// searches for, without exclusions. What an engine without the model (a page using a
+    /// Worker's `/embed`) passes to [`Engine::search_with_vector`] for the same results.
+    pub fn query_vector(&self, query: &str, mode: Mode) -> Result<Vec<f32>, SearchError> {
+        validate_query(query)?;
+        let plan = QueryPlan::new(query, &self.analyzer, mode)?;
+        self.embed_query(&plan.text, mode)
+    }
+
     /// Searches with a query vector computed elsewhere (`None` is allowed in keyword mode).
     pub fn search_with_vector(
         &self,

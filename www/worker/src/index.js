@@ -8,6 +8,8 @@
 //   GET  /search?q=&k=&mode=&bases=…  → JSON, the fields of `sextant search --json`, each result
 //                                       naming its base
 //   GET  /context?q=&token_budget=…   → the framed context, text/plain
+//   GET  /embed?q=                     → JSON {model, weights, vector}: the query's vector, for a
+//                                       page searching without the model (data-embed-url)
 //   POST /ask {question, k, bases, …}  → server-sent events: `retry`…, `token`… then `done`
 //                                       (verified citations) or `error`
 //   POST /mcp                          → Model Context Protocol (Streamable HTTP, JSON answers):
@@ -35,7 +37,7 @@
 import { Bases, memoryBytes, defaults, ready, checkBaseNames, selectBases } from 'sextant-search';
 import { mcp } from './mcp.js';
 
-const METHODS = { '/search': 'GET', '/context': 'GET', '/ask': 'POST', '/mcp': 'POST', '/healthz': 'GET' };
+const METHODS = { '/search': 'GET', '/context': 'GET', '/embed': 'GET', '/ask': 'POST', '/mcp': 'POST', '/healthz': 'GET' };
 /** Content types of the static assets, where the asset service does not set one. */
 const TYPES = {
   html: 'text/html; charset=utf-8',
@@ -280,7 +282,7 @@ function allowedOrigins(env) {
 }
 
 /** The routes that only read the bases: "*" in CORS_ORIGINS opens these to every origin. */
-const READ_ONLY = new Set(['/search', '/context', '/healthz']);
+const READ_ONLY = new Set(['/search', '/context', '/embed', '/healthz']);
 
 /** Host names a page is served from that a DNS-rebinding page cannot take: loopback names. */
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -449,6 +451,29 @@ async function search(url, env, trace) {
   const answer = withMissing(await chosen.bases.search(url.searchParams.get('q') ?? '', { ...options, bases: chosen.live }), chosen.missing);
   traced(trace, answer, chosen);
   return json(answer, 200, { 'x-sextant-cold-start': String(wasCold) });
+}
+
+/**
+ * GET /embed?q=…[&mode=]: the vector a search of the query embeds, computed as a browser's full
+ * engine computes it (the same model and weights give the same bits), with the model it comes
+ * from, so a page searches the site's index with meaning without downloading the model (the
+ * drop-in UI's data-embed-url: `search(q, {query_vector})`). The vector is little-endian f32,
+ * base64. Cacheable: a query's vector never changes for a model.
+ */
+async function embed(url, env, trace) {
+  const { bases } = await getEngine(env);
+  const name = bases.names.find((n) => bases.base(n)?.hasModel);
+  if (!name) throw new HttpError('NO_MODEL', 'no knowledge base of this Worker loaded with the model');
+  const sextant = bases.base(name);
+  const mode = url.searchParams.get('mode');
+  const vector = sextant.queryVector(url.searchParams.get('q') ?? '', mode ? { mode } : {});
+  const bytes = new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  const model = sextant.manifest().model;
+  trace.bases = [name];
+  const body = { model: { sha256: model.sha256, tokenizer_sha256: model.tokenizer_sha256, dims: model.dims }, weights: weightsOf(env), vector: btoa(binary) };
+  return json(body, 200, { 'cache-control': 'public, max-age=86400' });
 }
 
 async function context(url, env, trace) {
@@ -677,6 +702,7 @@ export default {
       }
       if (url.pathname === '/search') response = await search(url, env, trace);
       else if (url.pathname === '/context') response = await context(url, env, trace);
+      else if (url.pathname === '/embed') response = await embed(url, env, trace);
       else if (url.pathname === '/ask') {
         response = await ask(request, env, ctx, trace, () => log());
         streaming = true;

@@ -1,0 +1,123 @@
+// Meaning search with no model download: the demo site served by the Worker in workerd, whose
+// GET /embed gives a query's vector; the drop-in UI with data-embed-url="/embed" shows hybrid
+// results from the first query in Chromium and never requests the model, the same results the
+// model in the page gives (the vector is the same bits); a failing endpoint falls back to keyword
+// results, then to the model.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { modelDir, buildDemoSite, importPackage } from './harness.mjs';
+import { startWorkerd } from './workerd.mjs';
+import { launch, watchedPage } from './browser.mjs';
+
+let site;
+let worker;
+let context;
+let api;
+
+/** A copy of the getting-started page whose search box has `attributes` added. */
+function pageWith(slug, attributes) {
+  const html = readFileSync(path.join(site, 'getting-started/index.html'), 'utf8').replace('<div id="search"', `<div id="search" ${attributes}`);
+  mkdirSync(path.join(site, slug), { recursive: true });
+  writeFileSync(path.join(site, slug, 'index.html'), html);
+}
+
+before(async () => {
+  site = buildDemoSite('sextant-embed-site-');
+  pageWith('remote', 'data-embed-url="/embed"');
+  pageWith('broken', 'data-embed-url="/nowhere"');
+  worker = await startWorkerd({ assetsDir: site, name: 'embed' });
+  context = await launch();
+  api = await importPackage();
+});
+
+after(async () => {
+  await context?.close();
+  worker?.stop();
+});
+
+/** The demo index in Node with the model: the engine a page with the model runs. */
+async function localEngine() {
+  return api.Sextant.load({
+    index: indexUrl(),
+    model: await readFile(path.join(modelDir, 'model.onnx')),
+    tokenizer: await readFile(path.join(modelDir, 'tokenizer.json')),
+  });
+}
+
+/** The demo index's manifest as the Worker serves it (the site's static files). */
+const indexUrl = () => `${worker.base}/sextant/${JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8')).index}`;
+
+const floats = (base64) => {
+  const bytes = Buffer.from(base64, 'base64');
+  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+};
+
+test('GET /embed gives the vector the package computes, bit for bit, with the model it comes from', async () => {
+  const local = await localEngine();
+  const manifest = local.manifest();
+  for (const query of ['what stops prompt injection', 'install -npm "split index"', 'Ünïcödé ☃ query']) {
+    const response = await fetch(`${worker.base}/embed?q=${encodeURIComponent(query)}`);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('cache-control'), /max-age/);
+    const body = await response.json();
+    assert.deepEqual(body.model, { sha256: manifest.model.sha256, tokenizer_sha256: manifest.model.tokenizer_sha256, dims: manifest.model.dims });
+    assert.equal(body.weights, 'int8');
+    const theirs = floats(body.vector);
+    const ours = local.queryVector(query);
+    assert.equal(theirs.length, manifest.model.dims);
+    assert.deepEqual(Buffer.from(theirs.buffer, theirs.byteOffset, theirs.byteLength), Buffer.from(ours.buffer, ours.byteOffset, ours.byteLength), query);
+    // A search with the vector is the search with the model.
+    const keywordOnly = await api.Sextant.load({ index: indexUrl() });
+    const remote = await keywordOnly.search(query, { k: 8, query_vector: theirs });
+    const withModel = await local.search(query, { k: 8 });
+    assert.deepEqual(remote.results.map((r) => [r.chunk_id, r.score]), withModel.results.map((r) => [r.chunk_id, r.score]), query);
+  }
+  // Bad queries are the core's errors.
+  const empty = await fetch(`${worker.base}/embed?q=`);
+  assert.equal(empty.status, 400);
+  assert.equal((await empty.json()).error.code, 'BAD_ARGUMENT');
+  const post = await fetch(`${worker.base}/embed?q=x`, { method: 'POST' });
+  assert.equal(post.status, 405);
+});
+
+test('data-embed-url: hybrid results from the first query, the model never requested, as the model in the page ranks them', async () => {
+  const page = await watchedPage(context);
+  const requested = [];
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  await page.goto(`${worker.base}/remote/`);
+  const query = 'what stops prompt injection';
+  await page.locator('.sextant-input').fill(query);
+  await page.waitForFunction((q) => {
+    const list = document.querySelector('.sextant-results');
+    return list.dataset.query === q && document.querySelectorAll('.sextant-page').length > 0;
+  }, query, { timeout: 60000 });
+  assert.equal(await page.locator('.sextant-results').getAttribute('data-mode'), 'hybrid', 'the first results were not hybrid');
+  const shown = await page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
+  // The model in Node, with the options the box uses: the same pages in the same order.
+  const local = await localEngine();
+  const expected = await local.search(query, { k: 15, fuse_documents: true, sub_results: 3 });
+  const pages = [...new Set(expected.results.map((r) => new URL(r.url, 'http://x/').pathname))];
+  assert.deepEqual(shown, pages);
+  await page.waitForTimeout(2500); // the full engine would start loading by now
+  assert.ok(requested.includes('/embed'), requested.join());
+  assert.ok(!requested.some((p) => /\/model\.[0-9a-f]+\.onnx$|\/tokenizer\.[0-9a-f]+\.json$/.test(p)), `the model was requested: ${requested.join()}`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('data-embed-url that fails: keyword results at once, then the model loads and results turn hybrid', async () => {
+  const page = await watchedPage(context);
+  const requested = [];
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  await page.goto(`${worker.base}/broken/`);
+  const query = 'what stops prompt injection';
+  await page.locator('.sextant-input').fill(query);
+  await page.waitForFunction((q) => document.querySelector('.sextant-results').dataset.query === q && document.querySelectorAll('.sextant-page').length > 0, query, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.mode === 'hybrid', null, { timeout: 180000 });
+  assert.ok(requested.some((p) => /\/model\.[0-9a-f]+\.onnx$/.test(p)), 'the model was not loaded after the endpoint failed');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
