@@ -337,16 +337,19 @@ export function makeApi(wasm, initialise) {
     #bases; // name → Sextant, in the order given
     #names; // every base given, loaded or not
     #failed; // bases that did not load: [{base, code, message}]
+    #weights; // name → weight of its results in the fusion (1 unless given)
 
-    constructor(bases, names, failed) {
+    constructor(bases, names, failed, weights) {
       this.#bases = bases;
       this.#names = names;
       this.#failed = failed;
+      this.#weights = weights;
     }
 
     /**
-     * Loads every base: `bases` is [{name, index, fetch?, max_index_bytes?}] (`index` as in
-     * `Sextant.load`); `model` and `tokenizer` load once and every base shares them; the other
+     * Loads every base: `bases` is [{name, index, weight?, fetch?, max_index_bytes?}] (`index` as
+     * in `Sextant.load`; `weight`, over 0 and at most 100, multiplies the base's fused scores, 1
+     * by default, as a merged site's weight); `model` and `tokenizer` load once and every base shares them; the other
      * options are `Sextant.load`'s. Fails only when no base loads.
      */
     static async load({ bases, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, max_index_bytes, ...load_options } = {}) {
@@ -388,7 +391,8 @@ export function makeApi(wasm, initialise) {
       if (loaded.size === 0) {
         throw new SextantError(failed[0].code, `no knowledge base loaded: ${failed.map((f) => `${f.base}: ${f.message}`).join('; ')}`, { failed });
       }
-      return new Bases(loaded, names, failed);
+      const weights = new Map(bases.map((b) => [b.name, b.weight ?? 1]));
+      return new Bases(loaded, names, failed, weights);
     }
 
     /** Every base's name, loaded or not, in the order given. */
@@ -430,15 +434,19 @@ export function makeApi(wasm, initialise) {
     }
 
     /** Searches the chosen bases as `purpose` (search, context or ask) does, and fuses them. */
-    async #searchAll(purpose, query, bases, options) {
+    async #searchAll(purpose, query, bases, allOptions) {
       const started = performance.now();
+      // A query vector from elsewhere (a Worker's /embed): every base searches with it.
+      const { query_vector: vector, ...options } = allOptions ?? {};
+      const floats = vector === undefined ? null : vector instanceof Float32Array ? vector : Float32Array.from(vector);
       const names = this.#select(bases);
       const failed = this.#failed.filter((f) => names.includes(f.base));
       const live = names.filter((name) => this.#bases.has(name));
       const settled = await Promise.allSettled(
         live.map((name) => {
           const { engine, files, maxIndexBytes } = this.#bases.get(name)[INTERNAL]();
-          return untilDone(engine, files, () => engine.searchFor(String(query), options, purpose), maxIndexBytes);
+          const step = floats ? () => engine.searchWithVector(String(query), floats, options) : () => engine.searchFor(String(query), options, purpose);
+          return untilDone(engine, files, step, maxIndexBytes);
         }),
       );
       const lists = [];
@@ -450,7 +458,7 @@ export function makeApi(wasm, initialise) {
           failed.push({ base: live[i], code: r.reason?.code ?? 'INTERNAL', message: String(r.reason?.message ?? r.reason) });
           continue;
         }
-        lists.push({ base: live[i], results: r.value.results });
+        lists.push({ base: live[i], results: r.value.results, weight: this.#weights.get(live[i]) ?? 1 });
         perBase.push({ base: live[i], count: r.value.results.length, fallback: r.value.fallback, did_you_mean: r.value.did_you_mean, vector_method: r.value.vector_method, timings: r.value.timings });
       }
       if (lists.length === 0) {

@@ -519,12 +519,14 @@ export type BaseInfo =
 /** Several knowledge bases built with the same model, searched alone or together. */
 export class Bases {
   private constructor();
-  static load(options: Omit<LoadOptions, 'index'> & { bases: { name: string; index: Source; fetch?: typeof fetch; max_index_bytes?: number }[] }): Promise<Bases>;
+  /** `weight` (over 0, at most 100; default 1) multiplies a base's fused scores, as a merged site's weight. */
+  static load(options: Omit<LoadOptions, 'index'> & { bases: { name: string; index: Source; weight?: number; fetch?: typeof fetch; max_index_bytes?: number }[] }): Promise<Bases>;
   readonly names: string[];
   readonly failed: BaseFailure[];
   base(name: string): Sextant | undefined;
   describe(): BaseInfo[];
-  search(query: string, options?: SearchOptions & BaseChoice): Promise<BasesSearchResponse>;
+  /** With `query_vector` (a Worker's `/embed`), every base searches with it and needs no model. */
+  search(query: string, options?: SearchOptions & BaseChoice & { query_vector?: Float32Array | number[] }): Promise<BasesSearchResponse>;
   context(question: string, options?: ContextOptions & BaseChoice): Promise<ContextResponse & OverBases & { results: BaseResult[] }>;
   ask(question: string, options: AskOptions & BaseChoice): Promise<Answer & OverBases>;
   /** `base:chunk_id` (or {base}) → the chunk or document, or null. */

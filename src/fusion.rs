@@ -159,7 +159,7 @@ pub fn convex_combination(lists: &[ScoredList<'_>]) -> Vec<FusedHit> {
 }
 
 /// Sorts by fused score, then the best rank reached in any list, then number.
-fn sort_fused(hits: &mut [FusedHit]) {
+pub(crate) fn sort_fused(hits: &mut [FusedHit]) {
     let best = |h: &FusedHit| h.ranks.iter().flatten().copied().min().unwrap_or(u32::MAX);
     hits.sort_by(|a, b| {
         b.score

@@ -156,12 +156,13 @@ fn purpose_options(value: JsValue, purpose: &str) -> Result<PurposeOptions, JsVa
     purpose.options(to_json(value, "options")?).map_err(bad_option)
 }
 
-/// `fuseBases([{base, results}], k)`: several bases' results fused by rank, each naming its base
-/// (`crate::search::bases`).
+/// `fuseBases([{base, results, weight?}], k)`: several bases' results fused by rank (each base's
+/// scores times its weight, 1 by default), each naming its base (`crate::search::bases`).
 #[wasm_bindgen(js_name = fuseBases)]
 pub fn fuse_bases(lists: JsValue, k: u32) -> Result<JsValue, JsValue> {
     let lists: Vec<crate::search::bases::BaseResults> = serde_wasm_bindgen::from_value(lists)
-        .map_err(|e| bad_argument(format!("lists must be [{{base, results}}]: {e}")))?;
+        .map_err(|e| bad_argument(format!("lists must be [{{base, results, weight?}}]: {e}")))?;
+    crate::search::bases::check_weights(&lists).map_err(bad_option)?;
     to_js(&crate::search::bases::fuse_bases(&lists, k as usize))
 }
 

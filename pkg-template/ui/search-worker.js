@@ -9,7 +9,17 @@
 // With an embed URL (a Worker's /embed, data-embed-url), a query's vector comes from there and
 // the keyword engine searches with it: hybrid results from the first query, the model never
 // downloaded; if the endpoint fails or answers for another model, the model loads as usual.
-import { Sextant as KeywordSextant, highlights, defaults } from '../keyword.js';
+// Other sites merged into this box (data-merge-index, the build's merge list) make the engines
+// `Bases`: this site is the base OWN, each other site a base of its name and weight.
+import { Sextant as KeywordSextant, Bases as KeywordBases, highlights, defaults } from '../keyword.js';
+
+const OWN = 'site';
+let merged = []; // [{name, index, weight}] of the other sites
+
+/** The bases of a merged box: this site first, then the others. */
+const basesOf = (index) => [{ name: OWN, index }, ...merged.map(({ name, index, weight }) => ({ name, index, weight }))];
+/** This site's own engine of `engine` (a Sextant, or the Bases of a merged box). */
+const own = (engine) => (merged.length ? engine.base(OWN) : engine);
 
 let keyword = null; // the keyword-only engine
 let full = null; // the full engine, once the model is loaded
@@ -57,7 +67,7 @@ async function remoteVector(query) {
   const response = await fetch(url, { signal: AbortSignal.timeout(EMBED_TIMEOUT_MS) });
   if (!response.ok) throw new Error(`${url.origin}${url.pathname} answered ${response.status}`);
   const body = await response.json();
-  const mine = keyword.manifest().model;
+  const mine = own(keyword).manifest().model;
   const theirs = body?.model ?? {};
   if (theirs.sha256 !== mine.sha256 || theirs.tokenizer_sha256 !== mine.tokenizer_sha256 || theirs.dims !== mine.dims) {
     throw new Error(`${url.origin}${url.pathname} embeds with another model than this index's`);
@@ -81,19 +91,19 @@ function reply(message) {
 /** The full engine with the model, loaded once in the background. */
 function loadFull(data) {
   fullLoading ??= (async () => {
-    const { Sextant } = await import('../browser.js');
-    const engine = await Sextant.load({
-      index: data.index,
+    const { Sextant, Bases } = await import('../browser.js');
+    const options = {
       model: data.model,
       tokenizer: data.tokenizer,
       fetch: sharedFetch,
       on_progress: (p) => reply({ id: 0, type: 'progress', ...p }),
-    });
+    };
+    const engine = merged.length ? await Bases.load({ bases: basesOf(data.index), ...options }) : await Sextant.load({ index: data.index, ...options });
     full = engine;
     reply({ id: 0, type: 'upgraded', mode: defaults().search.mode });
     // For offline use (`data-offline`): the rest of the index, once the page is usable.
     if (data.offline) {
-      engine
+      own(engine)
         .prefetch()
         .then(() => reply({ id: 0, type: 'prefetched' }))
         .catch(() => {});
@@ -111,9 +121,15 @@ async function handle(data) {
   const { id, type } = data;
   if (type === 'load') {
     indexDir = new URL('.', new URL(data.index, self.location.href)).href;
-    keyword = await KeywordSextant.load({ index: data.index, fetch: sharedFetch });
-    const m = keyword.manifest();
-    reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, filters: Boolean(m.files.facets), defaults: defaults() });
+    merged = data.merge ?? [];
+    keyword = merged.length ? await KeywordBases.load({ bases: basesOf(data.index), fetch: sharedFetch }) : await KeywordSextant.load({ index: data.index, fetch: sharedFetch });
+    if (!own(keyword)) {
+      const failure = keyword.failed.find((f) => f.base === OWN);
+      throw Object.assign(new Error(failure.message), { code: failure.code });
+    }
+    const m = own(keyword).manifest();
+    const failed = merged.length ? keyword.failed : [];
+    reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, filters: Boolean(m.files.facets), failed, defaults: defaults() });
     embedUrl = data.embed ?? null;
     if (embedUrl && data.model && data.tokenizer) {
       // Meaning comes from the endpoint: the model loads only if it fails (or for an answer).

@@ -9,6 +9,8 @@
 // are alternatives, filters add up); data-sort="date:desc" orders results by a sort key,
 // data-sort-options="date:desc=Newest,title:asc" offers a choice of orders beside relevance, and
 // data-show-meta="author,date" shows those metadata of each page under its title.
+// data-merge-index='[{"url": "https://blog.example.com/sextant/", "weight": 0.5}]' searches other
+// sites' indexes in the same box (their results link to them, scores times their weight).
 // data-embed-url="https://docs.example.com/embed" (a sextant Worker's /embed) gives hybrid results
 // from the first query without downloading the model; if it fails, the model loads as usual.
 // <div data-sextant-modal></div> is a button that opens the search in a dialog, as do Ctrl/⌘+K
@@ -238,14 +240,45 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-/** A same-origin link for a result URL from the bundle, or null for anything else. */
-function safeHref(url) {
+/**
+ * A link for a result URL from the index: on this site (same origin), or on the merged site the
+ * result comes from (`root`, that site's root: its origin only); null for anything else.
+ */
+function safeHref(url, root = siteRoot) {
   try {
-    const resolved = new URL(url, siteRoot);
-    return resolved.origin === location.origin && (resolved.protocol === 'http:' || resolved.protocol === 'https:') ? resolved.href : null;
+    const resolved = new URL(url, root);
+    return resolved.origin === new URL(root).origin && (resolved.protocol === 'http:' || resolved.protocol === 'https:') ? resolved.href : null;
   } catch {
     return null;
   }
+}
+
+/**
+ * The other sites searched in this box: data-merge-index (JSON, [{url, weight?, name?}], `url`
+ * the folder holding a site's sextant.json) and the build's `merge` list in sextant.json. Each is
+ * read from its sextant.json; one that cannot be read is left out with a warning.
+ */
+async function mergedSites(root, manifest) {
+  let listed = [];
+  try {
+    listed = [...(manifest.merge ?? []), ...JSON.parse(root.dataset.mergeIndex ?? '[]')];
+  } catch {
+    console.warn('sextant: data-merge-index is not JSON like [{"url": "https://other.example/sextant/", "weight": 0.5}]; searching this site only');
+  }
+  const sites = await Promise.all(
+    listed.map(async (site, i) => {
+      try {
+        const folder = new URL(String(site.url).replace(/\/?$/, '/'), location.href);
+        const entry = await (await fetch(new URL('sextant.json', folder), { cache: 'no-store' })).json();
+        if (entry.version !== 2 || !entry.index) throw new Error('its search files are from another version of sextant');
+        return { name: site.name ?? `site${i + 1}`, index: new URL(entry.index, folder).href, weight: site.weight ?? 1, root: new URL('..', folder).href };
+      } catch (e) {
+        console.warn(`sextant: the merged site ${site.url} is left out: ${e.message}`);
+        return null;
+      }
+    }),
+  );
+  return sites.filter(Boolean);
 }
 
 /**
@@ -517,6 +550,7 @@ class SearchBox {
       throw new Error(this.t('old_files'));
     }
     const worker = new SearchWorker(new URL(manifest.worker, here));
+    this.merged = await mergedSites(this.root, manifest);
     // The model loads in the background: progress in the bar, keyword results meanwhile.
     const total = manifest.bytes.model + manifest.bytes.tokenizer;
     const loaded = { model: 0, tokenizer: 0 };
@@ -550,7 +584,9 @@ class SearchBox {
       tokenizer: new URL(manifest.tokenizer, here).href,
       offline: this.root.hasAttribute('data-offline'),
       embed: this.root.dataset.embedUrl ? new URL(this.root.dataset.embedUrl, location.href).href : undefined,
+      merge: this.merged.map(({ name, index, weight }) => ({ name, index, weight })),
     }).done;
+    for (const failure of ready.failed ?? []) console.warn(`sextant: the merged site ${failure.base} is left out: ${failure.message}`);
     this.hasFilters = ready.filters;
     this.worker = worker;
     if (this.input.value.trim()) this.search();
@@ -659,13 +695,16 @@ class SearchBox {
     }
     const pages = new Map();
     for (const r of results) {
-      if (!pages.has(r.doc_id)) pages.set(r.doc_id, []);
-      pages.get(r.doc_id).push(r);
+      const key = `${r.base ?? ''}\n${r.doc_id}`; // the same path on two sites is two pages
+      if (!pages.has(key)) pages.set(key, []);
+      pages.get(key).push(r);
     }
     const items = [];
     for (const hits of pages.values()) {
       const first = hits[0];
-      const pageHref = safeHref(first.url.split('#')[0]);
+      // A merged site's results link to that site.
+      const root = this.merged?.find((m) => m.name === first.base)?.root ?? siteRoot;
+      const pageHref = safeHref(first.url.split('#')[0], root);
       const title = el('a', { class: 'sextant-page-title', text: first.title || first.doc_id, role: 'option' });
       if (pageHref) title.href = pageHref;
       this.links.push(title);
@@ -679,12 +718,13 @@ class SearchBox {
         const skip = heading && hit.text.startsWith(heading) ? heading.length : 0;
         const marks = (hit.highlights ?? []).filter(([from]) => from >= skip).map(([from, to]) => [from - skip, to - skip]);
         const link = el('a', { class: 'sextant-subresult', role: 'option' }, crumbs.length ? el('span', { class: 'sextant-heading', text: crumbs.join(' › ') }) : null, el('span', { class: 'sextant-snippet' }, snippet(hit.text.slice(skip), marks)));
-        const href = safeHref(hit.url);
+        const href = safeHref(hit.url, root);
         if (href) link.href = href;
         this.links.push(link);
         subs.append(el('li', {}, link));
       }
-      items.push(el('li', { class: 'sextant-page' }, title, meta, subs));
+      const site = root === siteRoot ? null : el('div', { class: 'sextant-site', text: new URL(root).host });
+      items.push(el('li', { class: 'sextant-page', 'data-base': first.base ?? '' }, title, site, meta, subs));
     }
     this.results.replaceChildren(...items);
     this.links.forEach((link, i) => {

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::types::SearchResult;
-use crate::fusion::{reciprocal_rank_fusion, RRF_K};
+use crate::fusion::{reciprocal_rank_fusion, sort_fused, RRF_K};
 use crate::options::BadOption;
 
 /// Longest name of a knowledge base, in bytes.
@@ -137,6 +137,28 @@ pub struct BaseResults {
     pub base: String,
     /// Its results.
     pub results: Vec<SearchResult>,
+    /// How much its results count against the others' (1 by default; a merged site's
+    /// `weight`): each result's fused score is multiplied by it.
+    #[serde(default = "one")]
+    pub weight: f32,
+}
+
+fn one() -> f32 {
+    1.0
+}
+
+/// The most a base's weight may be (and more than 0): a weight is a preference between sites.
+pub const MAX_BASE_WEIGHT: f32 = 100.0;
+
+/// Checks each list's weight: finite, over 0 and at most [`MAX_BASE_WEIGHT`].
+pub fn check_weights(lists: &[BaseResults]) -> Result<(), BadOption> {
+    match lists.iter().find(|l| !(l.weight > 0.0 && l.weight <= MAX_BASE_WEIGHT)) {
+        Some(l) => Err(bad(format!(
+            "base {:?} has weight {}; a weight is a number over 0 and at most {MAX_BASE_WEIGHT}",
+            l.base, l.weight
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A result of several bases.
@@ -182,8 +204,16 @@ pub fn fuse_bases(lists: &[BaseResults], k: usize) -> Vec<BaseResult> {
         next += count;
     }
     let slices: Vec<&[u32]> = numbers.iter().map(Vec::as_slice).collect();
-    reciprocal_rank_fusion(&slices, RRF_K)
-        .into_iter()
+    let mut hits = reciprocal_rank_fusion(&slices, RRF_K);
+    if lists.iter().any(|l| l.weight != 1.0) {
+        for hit in &mut hits {
+            if let Some(at) = offsets.iter().rposition(|&o| o <= hit.chunk) {
+                hit.score *= lists[at].weight;
+            }
+        }
+        sort_fused(&mut hits);
+    }
+    hits.into_iter()
         .take(k)
         .enumerate()
         .filter_map(|(at, hit)| {
@@ -225,6 +255,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, id)| result(id, i as u32 + 1, 10.0 - i as f32))
                 .collect(),
+            weight: 1.0,
         }
     }
 
@@ -322,5 +353,38 @@ mod tests {
         let alone = fuse_bases(&lists[1..], 2);
         assert_eq!(alone[1].result.score, 9.0);
         assert_eq!(alone[1].result.rank, 2);
+    }
+
+    #[test]
+    fn a_base_weight_scales_its_fused_scores() {
+        let lists = vec![
+            base("docs", &["a#0", "b#0", "c#0", "d#0"]),
+            base("blog", &["w#0", "x#0", "y#0", "z#0"]),
+        ];
+        // A base's weight scales its results' fused scores: a light base's first result falls
+        // under the other's first few, and equal weights interleave as before.
+        let weighted = |w: f32| {
+            let mut l = lists.clone();
+            l[1].weight = w;
+            fuse_bases(&l, 6).iter().map(|r| r.base.clone()).collect::<Vec<_>>()
+        };
+        let even = weighted(1.0);
+        assert_eq!(
+            even,
+            fuse_bases(&lists, 6).iter().map(|r| r.base.clone()).collect::<Vec<_>>()
+        );
+        let light = weighted(0.9);
+        let first_light = light.iter().position(|b| *b == lists[1].base).unwrap();
+        assert!(
+            first_light > even.iter().position(|b| *b == lists[1].base).unwrap(),
+            "{light:?} vs {even:?}"
+        );
+        let mut bad_weight = lists.clone();
+        for w in [0.0, -1.0, f32::NAN, f32::INFINITY, 101.0] {
+            bad_weight[0].weight = w;
+            assert!(check_weights(&bad_weight).is_err(), "{w}");
+        }
+        bad_weight[0].weight = 2.5;
+        assert!(check_weights(&bad_weight).is_ok());
     }
 }

@@ -56,6 +56,11 @@ pub struct BuildArgs {
     /// With --shard: the partial file to write (outside the site).
     #[arg(long, value_name = "FILE", requires = "shard")]
     partial: Option<PathBuf>,
+    /// With --site: another site whose search the box searches too (repeatable): the folder
+    /// holding its sextant.json, and a weight for its results after a comma (default 1), e.g.
+    /// https://blog.example.com/sextant/,0.5. Its host must allow this site's origin (CORS).
+    #[arg(long = "merge-index", value_name = "URL[,WEIGHT]", requires = "site", value_parser = super::site::parse_merged_site)]
+    merge_index: Vec<super::site::MergedSite>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -85,6 +90,9 @@ pub struct MergeArgs {
     /// The --exclude globs the shards were given.
     #[arg(long)]
     exclude: Vec<String>,
+    /// Other sites' search merged into the box, as with --site.
+    #[arg(long = "merge-index", value_name = "URL[,WEIGHT]", value_parser = super::site::parse_merged_site)]
+    merge_index: Vec<super::site::MergedSite>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -103,6 +111,7 @@ pub fn merge(args: MergeArgs) -> Result<()> {
         cache: None,
         json: args.json,
         plan: super::site::SitePlan::Merge(args.partials),
+        merge: args.merge_index,
     })
 }
 
@@ -194,6 +203,7 @@ fn build(args: BuildArgs) -> Result<()> {
                 (Some(shard), Some(partial)) => super::site::SitePlan::Shard { shard, partial },
                 _ => super::site::SitePlan::Whole,
             },
+            merge: args.merge_index,
         });
     }
     let (include, exclude) = (&config.input.include, &config.input.exclude);

@@ -40,6 +40,41 @@ pub struct SiteBuild {
     pub json: bool,
     /// The whole site, one share of it, or a merge of shares.
     pub plan: SitePlan,
+    /// `--merge-index`: other sites the search box searches too.
+    pub merge: Vec<MergedSite>,
+}
+
+/// Another site whose search the box merges (`--merge-index URL[,WEIGHT]`): written into
+/// `sextant.json` as `merge`, read by the drop-in UI like its `data-merge-index`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergedSite {
+    /// The folder holding that site's `sextant.json` (absolute, or a path from this site's root).
+    pub url: String,
+    /// How much its results count (over 0, at most 100; 1 by default).
+    pub weight: f32,
+}
+
+/// Reads `URL[,WEIGHT]` of `--merge-index`.
+pub fn parse_merged_site(text: &str) -> std::result::Result<MergedSite, String> {
+    let (url, weight) = match text.rsplit_once(',') {
+        Some((url, w)) if w.trim().parse::<f32>().is_ok() => (url.trim(), w.trim().parse::<f32>().unwrap_or(1.0)),
+        _ => (text.trim(), 1.0),
+    };
+    if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with('/')) {
+        return Err(format!(
+            "{url:?} is not a URL: give the folder holding the other site's sextant.json, as https://blog.example.com/sextant/ or /blog/sextant/, and a weight after a comma if you like (…/sextant/,0.5)"
+        ));
+    }
+    if !(weight > 0.0 && weight <= sextant::search::bases::MAX_BASE_WEIGHT) {
+        return Err(format!(
+            "the weight {weight} is not over 0 and at most {}",
+            sextant::search::bases::MAX_BASE_WEIGHT
+        ));
+    }
+    Ok(MergedSite {
+        url: url.to_string(),
+        weight,
+    })
 }
 
 /// What a site build does with its pages.
@@ -133,6 +168,9 @@ struct EntryManifest {
     /// records it.
     #[serde(flatten)]
     record: Record,
+    /// Other sites the search box searches too (`--merge-index`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    merge: Vec<MergedSite>,
 }
 
 #[derive(Serialize)]
@@ -273,6 +311,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         cache,
         json,
         plan,
+        merge,
     } = build;
     let site = site.as_path();
     if !site.is_dir() {
@@ -391,6 +430,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
             service_worker_sha256: Some(sha256_hex(&sw)),
             ..record.clone()
         },
+        merge,
     };
     let mut entry_json = serde_json::to_vec_pretty(&entry)?;
     entry_json.push(b'\n');
