@@ -51,9 +51,10 @@ export function makeApi(wasm, initialise) {
     requireReady();
     return call(() => wasm.verifyCitations(String(answer), sent));
   };
-  const highlights = (text, query) => {
+  /** The words of `text` keyword search matched for `query`, by the index's `analyzer` (its manifest's; English by default). */
+  const highlights = (text, query, analyzer) => {
     requireReady();
-    return call(() => wasm.highlights(String(text), String(query)));
+    return call(() => wasm.highlights(String(text), String(query), analyzer == null ? undefined : String(analyzer)));
   };
   /** A core helper, after ready(): its errors are Errors with a code. */
   const helper = (name) => (...args) => {

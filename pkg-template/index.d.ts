@@ -359,6 +359,11 @@ export interface Defaults {
     max_nesting_depth: number;
     max_front_matter_values: number;
     max_front_matter_bytes: number;
+    /** Front matter fields that are filters, and sort keys. */
+    filters: string[];
+    sort: string[];
+    /** The documents' language (BCP 47), which picks the keyword analyzer; '' is English. */
+    language: string;
   };
   /** research()'s defaults (`sextant-search/research`): the loop's and its LLM calls'. */
   research: ResearchDefaults;
@@ -547,7 +552,8 @@ export function memoryBytes(): number | null;
 export function defaults(): Defaults;
 export function verifyCitations(answer: string, sent: string[] | Pick<SearchResult, 'chunk_id'>[]): CitationReport;
 /** The words of `text` keyword search matched for `query`, as [start, end] string offsets. */
-export function highlights(text: string, query: string): [number, number][];
+/** `analyzer`: the index's (`manifest().analyzer`, each language's own); English by default. */
+export function highlights(text: string, query: string, analyzer?: string): [number, number][];
 export function fetchBytes(
   url: string,
   file: string,

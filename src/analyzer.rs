@@ -7,6 +7,13 @@
 //!
 //! Indexes built before identifiers were split name the older analyzer
 //! ([`Analyzer::WHOLE_WORDS`]), and are queried with it: [`Analyzer::named`].
+//!
+//! Other languages ([`Analyzer::for_language`], a page's `<html lang>`): the same pipeline with
+//! that language's NLTK stop words and Snowball stemmer, for every language `rust-stemmers` has;
+//! Chinese and Japanese text (Han, Hiragana, Katakana), which has no spaces between words, is
+//! read as overlapping pairs of characters (bigrams, a lone character as itself), as Lucene's
+//! CJK analyzer does, with no stemming; any other language is lower-cased words. Each analyzer's
+//! name is recorded in the index's manifest, and the index is queried with the same one.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,10 +22,116 @@ use unicode_segmentation::UnicodeSegmentation;
 
 /// Splits text into index terms. Cheap to clone; build once and reuse.
 pub struct Analyzer {
-    stemmer: Stemmer,
+    stemmer: Option<Stemmer>,
     stop_words: HashSet<&'static str>,
     /// Whether identifiers give their parts as well (every analyzer but the oldest).
     split_identifiers: bool,
+    /// Whether runs of Han, Hiragana and Katakana are read as character bigrams.
+    cjk: bool,
+    /// The name recorded in a manifest.
+    name: &'static str,
+}
+
+/// The languages with a Snowball stemmer besides English: ISO 639-1 code, the analyzer's
+/// recorded name, and the stemmer (stop words are NLTK's for the code).
+const STEMMED: [(&str, &str, Algorithm); 17] = [
+    (
+        "ar",
+        "uax29-identifier_parts-lower-nltk_ar_stop-snowball_ar",
+        Algorithm::Arabic,
+    ),
+    (
+        "da",
+        "uax29-identifier_parts-lower-nltk_da_stop-snowball_da",
+        Algorithm::Danish,
+    ),
+    (
+        "de",
+        "uax29-identifier_parts-lower-nltk_de_stop-snowball_de",
+        Algorithm::German,
+    ),
+    (
+        "el",
+        "uax29-identifier_parts-lower-nltk_el_stop-snowball_el",
+        Algorithm::Greek,
+    ),
+    (
+        "es",
+        "uax29-identifier_parts-lower-nltk_es_stop-snowball_es",
+        Algorithm::Spanish,
+    ),
+    (
+        "fi",
+        "uax29-identifier_parts-lower-nltk_fi_stop-snowball_fi",
+        Algorithm::Finnish,
+    ),
+    (
+        "fr",
+        "uax29-identifier_parts-lower-nltk_fr_stop-snowball_fr",
+        Algorithm::French,
+    ),
+    (
+        "hu",
+        "uax29-identifier_parts-lower-nltk_hu_stop-snowball_hu",
+        Algorithm::Hungarian,
+    ),
+    (
+        "it",
+        "uax29-identifier_parts-lower-nltk_it_stop-snowball_it",
+        Algorithm::Italian,
+    ),
+    (
+        "nl",
+        "uax29-identifier_parts-lower-nltk_nl_stop-snowball_nl",
+        Algorithm::Dutch,
+    ),
+    (
+        "no",
+        "uax29-identifier_parts-lower-nltk_no_stop-snowball_no",
+        Algorithm::Norwegian,
+    ),
+    (
+        "pt",
+        "uax29-identifier_parts-lower-nltk_pt_stop-snowball_pt",
+        Algorithm::Portuguese,
+    ),
+    (
+        "ro",
+        "uax29-identifier_parts-lower-nltk_ro_stop-snowball_ro",
+        Algorithm::Romanian,
+    ),
+    (
+        "ru",
+        "uax29-identifier_parts-lower-nltk_ru_stop-snowball_ru",
+        Algorithm::Russian,
+    ),
+    (
+        "sv",
+        "uax29-identifier_parts-lower-nltk_sv_stop-snowball_sv",
+        Algorithm::Swedish,
+    ),
+    (
+        "ta",
+        "uax29-identifier_parts-lower-nltk_ta_stop-snowball_ta",
+        Algorithm::Tamil,
+    ),
+    (
+        "tr",
+        "uax29-identifier_parts-lower-nltk_tr_stop-snowball_tr",
+        Algorithm::Turkish,
+    ),
+];
+
+/// Chinese and Japanese (and Korean, whose words UAX #29 already finds): bigrams, no stemming.
+const CJK: &str = "uax29-identifier_parts-lower-cjk_bigrams";
+/// Any other language: lower-cased words, nothing dropped or stemmed.
+const PLAIN: &str = "uax29-identifier_parts-lower";
+
+/// Whether `c` is written without spaces between words (Han, Hiragana, Katakana).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x31F0..=0x31FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
+        | 0xFF66..=0xFF9F | 0x20000..=0x2FA1F)
 }
 
 impl std::fmt::Debug for Analyzer {
@@ -41,22 +154,71 @@ impl Analyzer {
     pub fn english() -> Self {
         let stop_words = stop_words::lookup("en").unwrap_or(&[]).iter().copied().collect();
         Self {
-            stemmer: Stemmer::create(Algorithm::English),
+            stemmer: Some(Stemmer::create(Algorithm::English)),
             stop_words,
             split_identifiers: true,
+            cjk: false,
+            name: Self::NAME,
+        }
+    }
+
+    /// The analyzer for a language tag (`fr`, `pt-BR`, `zh-Hans`; its first subtag, any case):
+    /// English for `en` or an empty tag.
+    pub fn for_language(tag: &str) -> Self {
+        Self::named(Self::name_for_language(tag)).unwrap_or_default()
+    }
+
+    /// The recorded name of [`Analyzer::for_language`]'s analyzer.
+    pub fn name_for_language(tag: &str) -> &'static str {
+        let code = tag.split(['-', '_']).next().unwrap_or("").trim().to_ascii_lowercase();
+        let code = match code.as_str() {
+            "nb" | "nn" => "no",
+            other => other,
+        };
+        match code {
+            "" | "en" => Self::NAME,
+            "zh" | "ja" | "ko" => CJK,
+            _ => STEMMED
+                .iter()
+                .find(|(c, _, _)| *c == code)
+                .map_or(PLAIN, |(_, name, _)| name),
         }
     }
 
     /// The analyzer a manifest names, if this sextant has it.
     pub fn named(name: &str) -> Option<Self> {
+        let plain = |name: &'static str, cjk: bool| Self {
+            stemmer: None,
+            stop_words: HashSet::new(),
+            split_identifiers: true,
+            cjk,
+            name,
+        };
         match name {
             Self::NAME => Some(Self::english()),
             Self::WHOLE_WORDS => Some(Self {
                 split_identifiers: false,
+                name: Self::WHOLE_WORDS,
                 ..Self::english()
             }),
-            _ => None,
+            CJK => Some(plain(CJK, true)),
+            PLAIN => Some(plain(PLAIN, false)),
+            _ => STEMMED
+                .iter()
+                .find(|(_, n, _)| *n == name)
+                .map(|&(code, name, algorithm)| Self {
+                    stemmer: Some(Stemmer::create(algorithm)),
+                    stop_words: stop_words::lookup(code).unwrap_or(&[]).iter().copied().collect(),
+                    ..plain(name, false)
+                }),
         }
+    }
+
+    /// Every analyzer name this sextant reads.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        [Self::NAME, Self::WHOLE_WORDS, CJK, PLAIN]
+            .into_iter()
+            .chain(STEMMED.iter().map(|(_, name, _)| *name))
     }
 
     /// The name of the analyzer new indexes are built with, as recorded in their manifests.
@@ -67,11 +229,46 @@ impl Analyzer {
 
     /// This analyzer's name.
     pub fn name(&self) -> &'static str {
-        if self.split_identifiers {
-            Self::NAME
-        } else {
-            Self::WHOLE_WORDS
+        self.name
+    }
+
+    /// The words of `text` with their byte offsets (UAX #29), runs of CJK characters read as
+    /// their bigrams when this analyzer does so.
+    fn words<'t>(&self, text: &'t str) -> Vec<(usize, &'t str)> {
+        if !self.cjk {
+            return text.unicode_word_indices().collect();
         }
+        let mut out = Vec::new();
+        // A run of CJK characters: UAX #29 gives most of them one word each, Katakana joined.
+        let mut run: Vec<(usize, char)> = Vec::new();
+        let flush = |run: &mut Vec<(usize, char)>, out: &mut Vec<(usize, &'t str)>| {
+            match run.as_slice() {
+                [] => {}
+                [(at, c)] => out.push((*at, &text[*at..*at + c.len_utf8()])),
+                pairs => {
+                    for w in pairs.windows(2) {
+                        let (at, _) = w[0];
+                        let (next, c) = w[1];
+                        out.push((at, &text[at..next + c.len_utf8()]));
+                    }
+                }
+            }
+            run.clear();
+        };
+        for (at, word) in text.unicode_word_indices() {
+            if word.chars().all(is_cjk) {
+                // Adjacent to the run so far (nothing between), or a new run.
+                if run.last().is_some_and(|&(last, c)| last + c.len_utf8() != at) {
+                    flush(&mut run, &mut out);
+                }
+                run.extend(word.char_indices().map(|(i, c)| (at + i, c)));
+            } else {
+                flush(&mut run, &mut out);
+                out.push((at, word));
+            }
+        }
+        flush(&mut run, &mut out);
+        out
     }
 
     /// The terms of `text`, in order, duplicates kept.
@@ -85,14 +282,17 @@ impl Analyzer {
         if self.stop_words.contains(lower.as_str()) {
             return None;
         }
-        let stem = self.stemmer.stem(&lower);
+        let Some(stemmer) = &self.stemmer else {
+            return (!lower.is_empty()).then_some(lower);
+        };
+        let stem = stemmer.stem(&lower);
         (!stem.is_empty()).then(|| stem.into_owned())
     }
 
     /// Each term of `text` with the byte range of the word it came from. An identifier gives
     /// its whole self (lower case, not stemmed) and then each part.
     fn terms_at<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (std::ops::Range<usize>, String)> + 't {
-        text.unicode_word_indices().flat_map(move |(at, word)| {
+        self.words(text).into_iter().flat_map(move |(at, word)| {
             let parts = self.identifier_parts(word);
             let mut out = Vec::with_capacity(parts.len() + 1);
             if parts.is_empty() {
@@ -140,7 +340,7 @@ impl Analyzer {
     pub fn positions(&self, text: &str) -> Vec<(u32, String)> {
         let mut out = Vec::new();
         let mut position = 0u32;
-        for word in text.unicode_words() {
+        for (_, word) in self.words(text) {
             let parts = self.identifier_parts(word);
             let words: Vec<&str> = if parts.is_empty() {
                 vec![word]
@@ -185,8 +385,13 @@ impl Analyzer {
         // An identifier's range holds its parts': a matched whole hides them.
         let mut out: Vec<std::ops::Range<usize>> = Vec::new();
         for (range, term) in self.terms_at(text) {
-            if wanted.contains(&term) && out.last().is_none_or(|last| range.start >= last.end) {
-                out.push(range);
+            if !wanted.contains(&term) {
+                continue;
+            }
+            match out.last_mut() {
+                // Overlapping bigrams join; an identifier's parts are within it.
+                Some(last) if range.start < last.end => last.end = last.end.max(range.end),
+                _ => out.push(range),
             }
         }
         out
@@ -229,6 +434,63 @@ impl PhraseText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_language_with_a_stemmer_stems_and_drops_its_stop_words() {
+        let fr = Analyzer::for_language("fr-CA");
+        assert_eq!(fr.name(), "uax29-identifier_parts-lower-nltk_fr_stop-snowball_fr");
+        assert_eq!(
+            fr.terms("Les recherches"),
+            fr.terms("la recherche"),
+            "stop words dropped, plurals stemmed"
+        );
+        let de = Analyzer::for_language("DE");
+        assert_eq!(de.terms("die Häuser"), de.terms("das Haus"));
+        assert_eq!(Analyzer::for_language("nb").name(), Analyzer::for_language("no").name());
+        // Every name reads back as the analyzer it names, each with its stop words.
+        for (code, name, _) in STEMMED {
+            let a = Analyzer::named(name).unwrap();
+            assert_eq!(a.name(), name);
+            assert_eq!(Analyzer::name_for_language(code), name);
+            assert!(!a.stop_words.is_empty(), "{code}");
+        }
+        for name in Analyzer::names() {
+            assert_eq!(Analyzer::named(name).map(|a| a.name()), Some(name));
+        }
+        // English is what it always was; an unknown language is plain words.
+        assert_eq!(Analyzer::for_language("").name(), Analyzer::NAME);
+        assert_eq!(Analyzer::for_language("en-GB").name(), Analyzer::NAME);
+        let pl = Analyzer::for_language("pl");
+        assert_eq!(pl.name(), PLAIN);
+        assert_eq!(pl.terms("Wyszukiwanie Dokumentów"), ["wyszukiwanie", "dokumentów"]);
+    }
+
+    #[test]
+    fn chinese_and_japanese_are_read_as_bigrams() {
+        let ja = Analyzer::for_language("ja");
+        assert_eq!(ja.name(), CJK);
+        assert_eq!(ja.terms("東京都"), ["東京", "京都"]);
+        // A lone character is itself; runs break at spaces, punctuation and Latin words.
+        assert_eq!(ja.terms("検索 は、API の 索引"), ["検索", "は", "api", "の", "索引"]);
+        // Katakana (one UAX #29 word) and Hiragana join the run.
+        assert_eq!(
+            ja.terms("インデックスを"),
+            ["イン", "ンデ", "デッ", "ック", "クス", "スを"]
+        );
+        // A query's bigrams are found in a text's, and highlighted as one stretch.
+        let text = "全文検索の索引を作る";
+        let hits = ja.highlights(text, "検索");
+        assert_eq!(hits.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>(), ["検索"]);
+        let hits = ja.highlights(text, "全文検索");
+        assert_eq!(hits.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>(), ["全文検索"]);
+        // Phrases: each bigram a position.
+        assert!(ja.holds_phrase(text, &ja.positions("文検索")));
+        assert!(!ja.holds_phrase(text, &ja.positions("索引検")));
+        let zh = Analyzer::for_language("zh-Hans");
+        assert_eq!(zh.terms("中文分词"), ["中文", "文分", "分词"]);
+        // English never reads bigrams (indexes built before stay as they are).
+        assert_eq!(Analyzer::english().terms("東京都"), ["東", "京", "都"]);
+    }
 
     #[test]
     fn lowercases_drops_stop_words_and_stems() {

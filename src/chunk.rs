@@ -40,6 +40,10 @@ pub struct Document {
     /// `input.sort`): what `sort` in a query orders by.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sort: BTreeMap<String, String>,
+    /// The page's language (`<html lang>`, a BCP 47 tag), if it says: a site build indexes each
+    /// language apart, with its analyzer. Not stored in the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
     /// Content, one section per heading.
     pub sections: Vec<Section>,
 }

@@ -303,6 +303,7 @@ impl Collection {
                     metadata: info.metadata.clone(),
                     filters: info.filters.clone(),
                     sort: info.sort.clone(),
+                    language: None,
                     sections: Vec::new(),
                 });
                 splits.push(Vec::new());

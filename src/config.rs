@@ -122,6 +122,11 @@ pub struct InputConfig {
     pub filters: Vec<String>,
     /// Front matter fields that are sort keys (`date`, `weight`). Default none.
     pub sort: Vec<String>,
+    /// The documents' language (a BCP 47 tag: `fr`, `pt-BR`, `ja`), which chooses the keyword
+    /// analyzer (stemmer, stop words, CJK bigrams). Default English. A site build indexes each
+    /// language its pages give in `<html lang>` apart; this is the language of pages that say
+    /// none.
+    pub language: String,
 }
 
 impl Default for InputConfig {
@@ -135,6 +140,7 @@ impl Default for InputConfig {
             max_front_matter_bytes: 1024 * 1024,
             filters: Vec::new(),
             sort: Vec::new(),
+            language: String::new(),
         }
     }
 }

@@ -334,7 +334,7 @@ pub fn assemble(
         chunking: config.chunking,
         bm25: config.bm25,
         fields: config.fields,
-        analyzer: crate::analyzer::Analyzer::NAME,
+        analyzer: crate::analyzer::Analyzer::name_for_language(&config.input.language),
         layout: config.layout,
     })?)
 }

@@ -478,13 +478,18 @@ impl Engine {
     }
 }
 
-/// `highlights(text, query)` → `[[start, end], …]`: the words of `text` keyword search matched for
-/// `query` (the analyzer's own terms and stems), as JS string ranges.
+/// `highlights(text, query, analyzer?)` → `[[start, end], …]`: the words of `text` keyword search
+/// matched for `query` (the analyzer's own terms and stems), as JS string ranges. `analyzer` is
+/// the index's (`manifest().analyzer`); English when absent.
 #[wasm_bindgen]
-pub fn highlights(text: &str, query: &str) -> Result<JsValue, JsValue> {
+pub fn highlights(text: &str, query: &str, analyzer: Option<String>) -> Result<JsValue, JsValue> {
     // What the query searches for: not its `-exclusions` or quotes.
     let wanted = crate::search::query::Query::parse(query).text;
-    let analyzer = crate::analyzer::Analyzer::english();
+    let analyzer = match analyzer.as_deref() {
+        None => crate::analyzer::Analyzer::english(),
+        Some(name) => crate::analyzer::Analyzer::named(name)
+            .ok_or_else(|| bad_argument(format!("analyzer {name:?} is not one this sextant has")))?,
+    };
     to_js(&utf16_ranges(text, analyzer.highlights(text, &wanted)))
 }
 

@@ -3,7 +3,8 @@
 // search filter (data-sextant-filter) and shown with its results (data-sextant-meta), its `order`
 // a sort key (data-sextant-sort) the box offers beside relevance; the home page opens the search
 // as a modal (data-sextant-modal: a button, Ctrl/⌘+K or "/"). Then `sextant build --site <out>`
-// adds the search files. Usage: node www/build-site.mjs [out dir]   (default www/dist/site)
+// adds the search files. A page's front matter `lang` is its <html lang>: the demo has a French and
+// a Japanese page, which the build indexes apart, each with its language's analyzer. Usage: node www/build-site.mjs [out dir]   (default www/dist/site)
 import { readdir, readFile, writeFile, mkdir, rm, copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +28,7 @@ const pages = [];
 for (const file of (await readdir(content)).filter((f) => f.endsWith('.md')).sort()) {
   const [meta, body] = frontMatter(await readFile(path.join(content, file), 'utf8'));
   const slug = file.replace(/\.md$/, '');
-  pages.push({ slug, title: meta.title ?? slug, order: Number(meta.order ?? 99), section: meta.section ?? 'Guide', body });
+  pages.push({ slug, title: meta.title ?? slug, order: Number(meta.order ?? 99), section: meta.section ?? 'Guide', lang: meta.lang ?? 'en', body });
 }
 pages.sort((a, b) => a.order - b.order || a.slug.localeCompare(b.slug));
 
@@ -53,7 +54,7 @@ function layout(page, html) {
     .map((p) => `<li><a href="/${p.slug}/"${p.slug === page.slug ? ' aria-current="page"' : ''}>${escape(p.title)}</a></li>`)
     .join('\n        ');
   return `<!doctype html>
-<html lang="en">
+<html lang="${page.lang}">
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -96,6 +96,24 @@ pub struct BuildStats {
 }
 
 impl BuildStats {
+    /// Adds another build's counts to these (rates recomputed over both).
+    pub fn add(&mut self, other: &BuildStats) {
+        self.chunks += other.chunks;
+        self.reused += other.reused;
+        self.embedded += other.embedded;
+        self.tokens += other.tokens;
+        self.embed_seconds += other.embed_seconds;
+        let per_second = |n: usize| {
+            if self.embed_seconds > 0.0 {
+                n as f64 / self.embed_seconds
+            } else {
+                0.0
+            }
+        };
+        self.chunks_per_second = per_second(self.embedded);
+        self.tokens_per_second = per_second(self.tokens);
+    }
+
     /// A line of the summary: reused, embedded, and how fast.
     pub fn print(&self, out: &mut impl Write) -> Result<()> {
         writeln!(

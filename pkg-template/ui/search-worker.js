@@ -18,6 +18,10 @@ let merged = []; // [{name, index, weight}] of the other sites
 
 /** The bases of a merged box: this site first, then the others. */
 const basesOf = (index) => [{ name: OWN, index }, ...merged.map(({ name, index, weight }) => ({ name, index, weight }))];
+/** The keyword analyzer of each base's index (a language's is its own), for highlights. */
+let analyzers = new Map();
+const analyzerOf = (result) => analyzers.get(result.base ?? OWN);
+
 /** This site's own engine of `engine` (a Sextant, or the Bases of a merged box). */
 const own = (engine) => (merged.length ? engine.base(OWN) : engine);
 
@@ -128,6 +132,7 @@ async function handle(data) {
       throw Object.assign(new Error(failure.message), { code: failure.code });
     }
     const m = own(keyword).manifest();
+    analyzers = new Map([[OWN, m.analyzer], ...merged.filter((b) => keyword.base(b.name)).map((b) => [b.name, keyword.base(b.name).manifest().analyzer])]);
     const failed = merged.length ? keyword.failed : [];
     reply({ id, type: 'loaded', mode: 'keyword', chunks: m.counts.chunks, documents: m.counts.documents, filters: Boolean(m.files.facets), failed, defaults: defaults() });
     embedUrl = data.embed ?? null;
@@ -147,7 +152,7 @@ async function handle(data) {
         const query_vector = await remoteVector(data.query);
         const response = await keyword.search(data.query, { ...data.options, query_vector });
         const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
-        for (const result of response.results) result.highlights = highlights(result.text, marked);
+        for (const result of response.results) result.highlights = highlights(result.text, marked, analyzerOf(result));
         reply({ id, type: 'results', query: data.query, mode: data.options.mode ?? defaults().search.mode, embedded: 'remote', ...response });
         return;
       } catch (e) {
@@ -166,7 +171,7 @@ async function handle(data) {
       // Words the index does not hold (a typo) were searched for as their nearest words: those
       // are marked too.
       const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
-      for (const result of response.results) result.highlights = highlights(result.text, marked);
+      for (const result of response.results) result.highlights = highlights(result.text, marked, analyzerOf(result));
       reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? defaults().search.mode : 'keyword', ...response });
     } finally {
       startFull();

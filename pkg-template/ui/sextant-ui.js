@@ -9,6 +9,9 @@
 // are alternatives, filters add up); data-sort="date:desc" orders results by a sort key,
 // data-sort-options="date:desc=Newest,title:asc" offers a choice of orders beside relevance, and
 // data-show-meta="author,date" shows those metadata of each page under its title.
+// A site in several languages (<html lang> per page) has an index per language; the box searches
+// its page's language's, with meaning only in data-meaning-languages (default "en", the model's;
+// "*" for a multilingual model), keyword results elsewhere.
 // data-merge-index='[{"url": "https://blog.example.com/sextant/", "weight": 0.5}]' searches other
 // sites' indexes in the same box (their results link to them, scores times their weight).
 // data-embed-url="https://docs.example.com/embed" (a sextant Worker's /embed) gives hybrid results
@@ -52,6 +55,7 @@ const STRINGS = {
     did_you_mean: 'Did you mean {suggestion}?',
     keyword_mode: 'Keyword results · meaning search is loading',
     hybrid_mode: 'Keyword + meaning results',
+    keyword_language: 'Keyword results · meaning search is not available in this language',
     degraded: 'Meaning search is unavailable ({message}); showing keyword results.',
     loading: 'Loading meaning search… {loaded} of {total} MB (keyword results meanwhile)',
     unavailable: 'Search is unavailable: {message}',
@@ -90,6 +94,7 @@ const STRINGS = {
     did_you_mean: 'Vouliez-vous dire {suggestion} ?',
     keyword_mode: 'Résultats par mots-clés · la recherche par le sens se charge',
     hybrid_mode: 'Résultats par mots-clés et par le sens',
+    keyword_language: 'Résultats par mots-clés · la recherche par le sens n\'est pas disponible dans cette langue',
     degraded: 'La recherche par le sens est indisponible ({message}) ; résultats par mots-clés.',
     loading: 'Chargement de la recherche par le sens… {loaded} sur {total} Mo (résultats par mots-clés en attendant)',
     unavailable: 'La recherche est indisponible : {message}',
@@ -127,6 +132,7 @@ const STRINGS = {
     did_you_mean: 'Meinten Sie {suggestion}?',
     keyword_mode: 'Stichwort-Ergebnisse · die Bedeutungssuche lädt',
     hybrid_mode: 'Stichwort- und Bedeutungs-Ergebnisse',
+    keyword_language: 'Stichwort-Ergebnisse · die Bedeutungssuche gibt es in dieser Sprache nicht',
     unavailable: 'Die Suche ist nicht verfügbar: {message}',
     ask: 'Fragen',
     answer: 'Antwort',
@@ -148,6 +154,7 @@ const STRINGS = {
     did_you_mean: '¿Quiso decir {suggestion}?',
     keyword_mode: 'Resultados por palabras clave · la búsqueda por significado se está cargando',
     hybrid_mode: 'Resultados por palabras clave y significado',
+    keyword_language: 'Resultados por palabras clave · la búsqueda por significado no está disponible en este idioma',
     unavailable: 'La búsqueda no está disponible: {message}',
     ask: 'Preguntar',
     answer: 'Respuesta',
@@ -169,6 +176,7 @@ const STRINGS = {
     did_you_mean: 'もしかして：{suggestion}',
     keyword_mode: 'キーワード検索の結果 · 意味検索を読み込み中',
     hybrid_mode: 'キーワード検索と意味検索の結果',
+    keyword_language: 'キーワード検索の結果 · この言語では意味検索は利用できません',
     unavailable: '検索を利用できません：{message}',
     ask: '質問',
     answer: '回答',
@@ -190,6 +198,7 @@ const STRINGS = {
     did_you_mean: '您是不是要找：{suggestion}',
     keyword_mode: '关键词结果 · 语义搜索加载中',
     hybrid_mode: '关键词与语义结果',
+    keyword_language: '关键词结果 · 此语言不支持语义搜索',
     unavailable: '搜索不可用：{message}',
     ask: '提问',
     answer: '回答',
@@ -577,13 +586,24 @@ class SearchBox {
         this.showMode();
       }
     });
+    // A site in several languages has an index for each: the page's language's, else the main one.
+    const lang = (this.root.closest('[lang]')?.getAttribute('lang') ?? '').split(/[-_]/)[0].toLowerCase();
+    const language = manifest.languages?.[lang] ? lang : manifest.language || 'en';
+    // The model reads the languages data-meaning-languages names (English by default; "*" for a
+    // multilingual model): elsewhere results stay keyword and the model is not fetched.
+    const meaning = (this.root.dataset.meaningLanguages ?? 'en').split(',').map((s) => s.trim().toLowerCase());
+    const withMeaning = meaning.includes('*') || meaning.includes(language);
+    if (!withMeaning) {
+      this.modeNote = this.t('keyword_language');
+      this.showMode();
+    }
     const ready = await worker.request({
       type: 'load',
-      index: new URL(manifest.index, here).href,
-      model: new URL(manifest.model, here).href,
-      tokenizer: new URL(manifest.tokenizer, here).href,
+      index: new URL(manifest.languages?.[language] ?? manifest.index, here).href,
+      model: withMeaning ? new URL(manifest.model, here).href : undefined,
+      tokenizer: withMeaning ? new URL(manifest.tokenizer, here).href : undefined,
       offline: this.root.hasAttribute('data-offline'),
-      embed: this.root.dataset.embedUrl ? new URL(this.root.dataset.embedUrl, location.href).href : undefined,
+      embed: withMeaning && this.root.dataset.embedUrl ? new URL(this.root.dataset.embedUrl, location.href).href : undefined,
       merge: this.merged.map(({ name, index, weight }) => ({ name, index, weight })),
     }).done;
     for (const failure of ready.failed ?? []) console.warn(`sextant: the merged site ${failure.base} is left out: ${failure.message}`);

@@ -486,10 +486,9 @@ impl IndexManifest {
             return Err(IndexError::BadSection {
                 section: "manifest",
                 reason: format!(
-                    "keyword analyzer {:?} is not one this sextant has ({:?} or {:?}); rebuild the index",
+                    "keyword analyzer {:?} is not one this sextant has ({}); rebuild the index, or search it with a newer sextant",
                     manifest.analyzer,
-                    crate::analyzer::Analyzer::NAME,
-                    crate::analyzer::Analyzer::WHOLE_WORDS
+                    crate::analyzer::Analyzer::names().collect::<Vec<_>>().join(", ")
                 ),
             });
         }

@@ -441,6 +441,14 @@ fn document_from(path: &str, html: &Html, max_depth: usize) -> Result<Document, 
         ..Default::default()
     };
     read_facets(html, &mut document);
+    document.language = select_first(html, "html")
+        .and_then(|e| e.value().attr("lang"))
+        .map(|lang| lang.trim().to_string())
+        .filter(|lang| {
+            !lang.is_empty()
+                && lang.len() <= 35
+                && lang.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
     Ok(document)
 }
 

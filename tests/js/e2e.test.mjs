@@ -61,6 +61,7 @@ test('typing a query shows results with the expected page first', async () => {
     ['what stops prompt injection', '/security/'],
     ['prompt injection', '/security/'],
     ['bundle checksums', '/bundle-format/'],
+    ['bundle digests', ['/bundle-format/', '/cli/']], // the MCP example of workers.md
     // (Answered by the format's checksums and by `sextant inspect`, which verifies each SHA-256.)
     ['how is the bundle verified', ['/bundle-format/', '/cli/']],
   ];
@@ -135,6 +136,15 @@ test('filters: ticking a value narrows the results to its pages and the counts f
   await page.locator('.sextant-filter-value input[data-value="Reference"]').uncheck();
   await page.waitForFunction(() => new Set([...document.querySelectorAll('.sextant-meta')].map((m) => m.textContent)).size > 1, null, { timeout: 60000 });
   await page.screenshot({ path: path.join(artifacts, 'search-filters.png'), fullPage: true });
+  // The filters page's own example: "install" within the Guide section.
+  await searchFor(page, 'install');
+  await page.locator('.sextant-filter-value input[data-value="Guide"]').check();
+  await page.waitForFunction(() => {
+    const metas = [...document.querySelectorAll('.sextant-meta')].map((m) => m.textContent);
+    return metas.length > 0 && metas.every((m) => m === 'section: Guide');
+  }, null, { timeout: 60000 });
+  assert.equal(new URL(await page.locator('.sextant-page-title').first().getAttribute('href')).pathname, '/getting-started/');
+  await page.locator('.sextant-filter-value input[data-value="Guide"]').uncheck();
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -248,7 +258,8 @@ test('sorting: the box offers the site\'s orders beside relevance, and the resul
 test('the UI speaks the page\'s language (<html lang="fr">), and data-translations replaces any of its words', async () => {
   const html = readFileSync(path.join(site, 'getting-started/index.html'), 'utf8')
     .replace('<html lang="en">', '<html lang="fr">')
-    .replace('data-placeholder="Search or ask the sextant docs"', `data-translations='{"pages": "{n} pages trouvées"}'`);
+    // The French index, with meaning as if the model read French ("*").
+    .replace('data-placeholder="Search or ask the sextant docs"', `data-translations='{"pages": "{n} pages trouvées", "one_page": "une page trouvée"}' data-meaning-languages="*"`);
   mkdirSync(path.join(site, 'fr-ui'), { recursive: true });
   writeFileSync(path.join(site, 'fr-ui/index.html'), html);
   const page = await openDocs('/fr-ui/');
@@ -258,9 +269,43 @@ test('the UI speaks the page\'s language (<html lang="fr">), and data-translatio
   assert.equal(await page.locator('.sextant-ask-button').textContent(), 'Demander');
   await searchFor(page, 'prompt injection');
   assert.equal(await page.locator('.sextant-mode').textContent(), 'Résultats par mots-clés et par le sens');
-  assert.match(await page.locator('.sextant-summary').textContent(), /^\d+ pages trouvées$/);
+  assert.match(await page.locator('.sextant-summary').textContent(), /^(\d+ pages trouvées|une page trouvée)$/);
   assert.equal(await page.locator('.sextant-filters').getAttribute('aria-label'), 'Filtres');
   assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('languages: a French and a Japanese page, each in its language\'s index, found by words of their language; keyword only there, the model never fetched', async () => {
+  const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
+  assert.deepEqual(Object.keys(entry.languages).sort(), ['en', 'fr', 'ja']);
+  assert.equal(entry.index, entry.languages.en);
+  for (const [pathname, query, snippetWord] of [
+    ['/fr/', 'recherches dans plusieurs langues', /recherche/i],
+    ['/ja/', '索引', /索引/],
+  ]) {
+    const page = await openDocs(pathname);
+    const requested = [];
+    page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+    await searchFor(page, query, 'keyword');
+    const first = await page.locator('.sextant-page-title').first().getAttribute('href');
+    assert.equal(new URL(first).pathname, pathname, `${query}: ${first}`);
+    // Every page shown is of the page's language.
+    const hrefs = await page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
+    assert.deepEqual([...new Set(hrefs)], [pathname]);
+    const marks = await page.locator('.sextant-snippet mark').allTextContents();
+    assert.ok(marks.some((m) => snippetWord.test(m)), `${query}: marked ${marks}`);
+    const mode = await page.locator('.sextant-mode').textContent();
+    assert.match(mode, pathname === '/fr/' ? /n'est pas disponible dans cette langue/ : /この言語では意味検索は利用できません/);
+    await page.waitForTimeout(2000); // the model would start loading by now
+    assert.ok(!requested.some((p) => /\/model\.[0-9a-f]+\.onnx$/.test(p)), requested.join());
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  }
+  // The English box does not show them.
+  const page = await openDocs();
+  await searchFor(page, 'recherches dans plusieurs langues');
+  const hrefs = await page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
+  assert.ok(!hrefs.includes('/fr/') && !hrefs.includes('/ja/'), hrefs.join());
   await page.close();
 });
 

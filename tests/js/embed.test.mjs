@@ -104,6 +104,8 @@ test('data-embed-url: hybrid results from the first query, the model never reque
   await page.waitForTimeout(2500); // the full engine would start loading by now
   assert.ok(requested.includes('/embed'), requested.join());
   assert.ok(!requested.some((p) => /\/model\.[0-9a-f]+\.onnx$|\/tokenizer\.[0-9a-f]+\.json$/.test(p)), `the model was requested: ${requested.join()}`);
+  assert.ok(!requested.some((p) => p.endsWith('/sextant_wasm_bg.wasm')), 'the full engine\'s wasm was requested');
+  assert.ok(requested.some((p) => p.endsWith('/sextant_keyword_bg.wasm')), requested.join());
   assert.deepEqual(page.errors, []);
   await page.close();
 });

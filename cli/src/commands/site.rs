@@ -171,6 +171,75 @@ struct EntryManifest {
     /// Other sites the search box searches too (`--merge-index`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     merge: Vec<MergedSite>,
+    /// With pages in several languages: `index`'s language, and each language's index manifest
+    /// (`index`'s too), each built with its language's analyzer. The drop-in UI reads the one of
+    /// the page's `<html lang>`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    language: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    languages: BTreeMap<String, String>,
+}
+
+/// `config` for pages in `code`: its analyzer.
+fn in_language(config: &BuildConfig, code: &str) -> BuildConfig {
+    let mut c = config.clone();
+    c.input.language = code.to_string();
+    c
+}
+
+/// The pages of a sharded build, which indexes one language, and the configuration for it; an
+/// error for a site in several.
+fn one_language(documents: Vec<Document>, config: &BuildConfig) -> Result<(Vec<Document>, BuildConfig)> {
+    let mut groups = by_language(documents, &config.input.language);
+    if groups.len() > 1 {
+        bail!(
+            "the site's pages are in {} languages ({}); a sharded build indexes one language: build it whole (without --shard), or --include one language's pages",
+            groups.len(),
+            groups.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let (code, documents) = groups.pop().unwrap_or_default();
+    Ok((documents, in_language(config, &code)))
+}
+
+/// The pages by language: each page's `<html lang>` (its first subtag, lower case), or `default`
+/// (English when empty) for a page that says none. The language with the most pages comes first
+/// (ties: the default, then by code), the others by code.
+pub fn by_language(documents: Vec<Document>, default: &str) -> Vec<(String, Vec<Document>)> {
+    let code = |tag: &str| tag.split(['-', '_']).next().unwrap_or("").trim().to_ascii_lowercase();
+    let fallback = match code(default) {
+        c if c.is_empty() => "en".to_string(),
+        c => c,
+    };
+    let mut groups: BTreeMap<String, Vec<Document>> = BTreeMap::new();
+    for d in documents {
+        let lang = d
+            .language
+            .as_deref()
+            .map(code)
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| fallback.clone());
+        groups.entry(lang).or_default().push(d);
+    }
+    if groups.is_empty() {
+        return vec![(fallback, Vec::new())];
+    }
+    let mut out: Vec<(String, Vec<Document>)> = groups.into_iter().collect();
+    let main = out
+        .iter()
+        .enumerate()
+        .max_by(|(_, (a, da)), (_, (b, db))| {
+            da.len()
+                .cmp(&db.len())
+                .then((*a == fallback).cmp(&(*b == fallback)))
+                .then(b.cmp(a))
+        })
+        .map(|(i, _)| i);
+    if let Some(i) = main {
+        let first = out.remove(i);
+        out.insert(0, first);
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -178,6 +247,9 @@ struct SiteSummary {
     site: String,
     embedding: BuildStats,
     index_files: usize,
+    /// Pages per language, when there are several (an index each).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    languages: BTreeMap<String, usize>,
     pages_indexed: usize,
     pages_skipped: Vec<Skip>,
     chunks: usize,
@@ -278,8 +350,9 @@ fn run_shard(
         }
     }
     let (documents, _skipped) = site_documents(site, &config.input)?;
+    let (documents, config) = one_language(documents, config)?;
     let embedder = crate::model::load(&crate::model::model_dir(model_arg)?, &config.model)?;
-    let summary = crate::shard::build_shard(&documents, config, &embedder, cache, shard, partial)?;
+    let summary = crate::shard::build_shard(&documents, &config, &embedder, cache, shard, partial)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer(&mut out, &summary)?;
@@ -348,13 +421,31 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let fixed: Vec<(&str, &[u8])> = ui.iter().map(|(f, b)| (*f, b.as_slice())).collect();
     let owned = Owned::check(site, &out, &sw_path, &sw, &fixed)?;
     let (documents, skipped) = site_documents(site, &config.input)?;
-    let (built, stats) = match plan {
+    let pages_indexed = documents.len();
+    // One index per language, each with its analyzer; the language of most pages is `index`.
+    let groups = match plan {
+        SitePlan::Merge(_) => {
+            let (documents, config) = one_language(documents, &config)?;
+            vec![(config.input.language, documents)]
+        }
+        _ => by_language(documents, &config.input.language),
+    };
+    let (main_language, main_documents) = &groups[0];
+    let main_config = in_language(&config, main_language);
+    let (built, mut stats) = match plan {
         SitePlan::Merge(partials) => {
             let embedder = crate::model::load(&model_dir, &config.model)?;
-            crate::shard::merge_index(&documents, &config, &embedder, &partials)?
+            crate::shard::merge_index(main_documents, &main_config, &embedder, &partials)?
         }
-        _ => build_index(&documents, &config, Some(&model_dir), cache.as_deref())?,
+        _ => build_index(main_documents, &main_config, Some(&model_dir), cache.as_deref())?,
     };
+    let mut others = Vec::new();
+    for (code, docs) in &groups[1..] {
+        let config = in_language(&config, code);
+        let (other, other_stats) = build_index(docs, &config, Some(&model_dir), cache.as_deref())?;
+        stats.add(&other_stats);
+        others.push((code.clone(), other));
+    }
     let manifest = &built.manifest;
 
     // Every file the build writes, planned first, so that a pending record names them all before
@@ -372,17 +463,28 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let tokenizer = std::fs::read(model_dir.join("tokenizer.json"))?;
     let (model_len, tokenizer_len) = (model.len() as u64, tokenizer.len() as u64);
     let mut index_bytes = 0u64;
-    for (name, bytes) in &built.files {
-        add(format!("{INDEX_DIR}/{name}"), bytes.clone(), true);
-        index_bytes += bytes.len() as u64;
+    let mut manifest_len = 0u64;
+    let mut index_files = 0usize;
+    let (mut chunks, mut shared, mut dropped) = (0usize, 0usize, 0usize);
+    let mut languages = BTreeMap::new();
+    for (code, index) in std::iter::once((main_language, &built)).chain(others.iter().map(|(c, b)| (c, b))) {
+        for (name, bytes) in &index.files {
+            add(format!("{INDEX_DIR}/{name}"), bytes.clone(), true);
+            index_bytes += bytes.len() as u64;
+        }
+        index_files += index.files.len();
+        chunks += index.manifest.counts.chunks;
+        shared += index.manifest.counts.shared_chunks;
+        dropped += index.manifest.counts.duplicates_dropped;
+        let json = serde_json::to_vec(&index.manifest)?;
+        manifest_len += json.len() as u64;
+        let name = add(format!("{INDEX_DIR}/manifest.{}.json", short_hash(&json)), json, true);
+        languages.insert(code.clone(), name);
     }
-    let manifest_json = serde_json::to_vec(manifest)?;
-    let manifest_len = manifest_json.len() as u64;
-    let index_name = add(
-        format!("{INDEX_DIR}/manifest.{}.json", short_hash(&manifest_json)),
-        manifest_json,
-        true,
-    );
+    let index_name = languages[main_language].clone();
+    if groups.len() == 1 {
+        languages.clear();
+    }
     let model_name = add(format!("model.{}.onnx", short_hash(&model)), model, true);
     let tokenizer_name = add(format!("tokenizer.{}.json", short_hash(&tokenizer)), tokenizer, true);
     let mut package_bytes = Vec::new();
@@ -424,13 +526,19 @@ pub fn run(build: SiteBuild) -> Result<()> {
             ("wasm", wasm_bytes),
             ("keyword_wasm", keyword_wasm_bytes),
         ]),
-        pages: documents.len(),
-        chunks: manifest.counts.chunks,
+        pages: pages_indexed,
+        chunks,
         record: Record {
             service_worker_sha256: Some(sha256_hex(&sw)),
             ..record.clone()
         },
         merge,
+        language: if languages.is_empty() {
+            String::new()
+        } else {
+            main_language.clone()
+        },
+        languages: languages.clone(),
     };
     let mut entry_json = serde_json::to_vec_pretty(&entry)?;
     entry_json.push(b'\n');
@@ -450,12 +558,17 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let summary = SiteSummary {
         site: site.display().to_string(),
         embedding: stats,
-        index_files: built.files.len(),
-        pages_indexed: documents.len(),
+        index_files,
+        pages_indexed,
         pages_skipped: skipped,
-        chunks: manifest.counts.chunks,
-        duplicates_dropped: manifest.counts.duplicates_dropped,
-        shared_chunks: manifest.counts.shared_chunks,
+        chunks,
+        duplicates_dropped: dropped,
+        shared_chunks: shared,
+        languages: groups
+            .iter()
+            .map(|(c, d)| (c.clone(), d.len()))
+            .filter(|_| groups.len() > 1)
+            .collect(),
         files: written
             .iter()
             .map(|f| format!("{OUTPUT_DIR}/{f}"))
@@ -481,6 +594,14 @@ pub fn run(build: SiteBuild) -> Result<()> {
         summary.seconds
     )?;
     summary.embedding.print(&mut stdout)?;
+    if !summary.languages.is_empty() {
+        let each: Vec<String> = summary
+            .languages
+            .iter()
+            .map(|(c, n)| format!("{c} ({n} page{})", if *n == 1 { "" } else { "s" }))
+            .collect();
+        writeln!(stdout, "an index for each language: {}", each.join(", "))?;
+    }
     if !summary.pages_skipped.is_empty() {
         writeln!(stdout, "skipped {} pages:", summary.pages_skipped.len())?;
         for s in &summary.pages_skipped {
