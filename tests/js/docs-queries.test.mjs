@@ -6,15 +6,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { root, sextantBin } from './harness.mjs';
 
-const indexDir = path.join(root, 'www/dist/site/sextant/index');
+const siteDir = path.join(root, 'www/dist/site/sextant');
 const fixtures = path.join(root, 'tests/fixtures/docs-queries');
 
 function evaluate(...flags) {
-  const manifest = path.join(indexDir, readdirSync(indexDir).find((f) => /^manifest\..*\.json$/.test(f)));
+  // The English index (the site's pages in other languages have their own).
+  const manifest = path.join(siteDir, JSON.parse(readFileSync(path.join(siteDir, 'sextant.json'), 'utf8')).index);
   const out = execFileSync(sextantBin, ['eval', manifest, '--queries', path.join(fixtures, 'queries.jsonl'), '--qrels', path.join(fixtures, 'qrels.tsv'), '--all-modes', '--json', ...flags], { encoding: 'utf8' });
   return Object.fromEntries(out.trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.mode).map((l) => [l.mode, l]));
 }
