@@ -1356,3 +1356,82 @@ fn filters_sort_and_counts_from_pagefind_attributes_reach_search() {
     let err = fails(&["search", s(&index), "lamp", "--sort", "date:up"]);
     assert!(err.contains("asc or desc"), "{err}");
 }
+
+/// A site in three languages: an index each, with its language's analyzer, named in sextant.json;
+/// each found by words of its language (a French plural stemmed, Japanese by character pairs); a
+/// sharded build of it is refused with what to do.
+#[test]
+fn a_site_in_several_languages_gets_an_index_per_language() {
+    let site = tmp("languages-site");
+    let _ = std::fs::remove_dir_all(&site);
+    for (path, lang, html) in [
+        (
+            "en/a.html",
+            "en",
+            "<h1>Lighthouses</h1><p>The lamp turns at dusk and the horn sounds in fog.</p>",
+        ),
+        (
+            "en/b.html",
+            "en-GB",
+            "<h1>Harbours</h1><p>Pilots bring ships to their berths.</p>",
+        ),
+        (
+            "fr/a.html",
+            "fr",
+            "<h1>Les phares</h1><p>Les recherches sur les lanternes des phares.</p>",
+        ),
+        (
+            "ja/a.html",
+            "ja",
+            "<h1>灯台</h1><p>灯台の光は夕暮れに回ります。全文検索の索引です。</p>",
+        ),
+    ] {
+        let file = site.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            file,
+            format!("<html lang=\"{lang}\"><body><main>{html}</main></body></html>"),
+        )
+        .unwrap();
+    }
+    let package = fake_package();
+    let summary: serde_json::Value =
+        serde_json::from_str(&ok(&["build", "--site", s(&site), "--package", s(&package), "--json"])).unwrap();
+    assert_eq!(summary["languages"], serde_json::json!({"en": 2, "fr": 1, "ja": 1}));
+    assert_eq!(summary["pages_indexed"], 4);
+    let entry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join("sextant/sextant.json")).unwrap()).unwrap();
+    assert_eq!(entry["language"], "en");
+    assert_eq!(entry["index"], entry["languages"]["en"]);
+    let manifest = |code: &str| site.join("sextant").join(entry["languages"][code].as_str().unwrap());
+    let analyzer = |code: &str| -> String {
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest(code)).unwrap()).unwrap();
+        m["analyzer"].as_str().unwrap().to_string()
+    };
+    assert_eq!(analyzer("en"), "uax29-identifier_parts-lower-nltk_en_stop-snowball_en");
+    assert_eq!(analyzer("fr"), "uax29-identifier_parts-lower-nltk_fr_stop-snowball_fr");
+    assert_eq!(analyzer("ja"), "uax29-identifier_parts-lower-cjk_bigrams");
+    let first = |code: &str, query: &str| -> String {
+        let out: serde_json::Value = serde_json::from_str(&ok(&[
+            "search",
+            s(&manifest(code)),
+            query,
+            "--mode",
+            "keyword",
+            "--json",
+        ]))
+        .unwrap();
+        out["results"][0]["doc_id"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(first("fr", "recherche lanterne"), "fr/a.html");
+    assert_eq!(first("ja", "索引"), "ja/a.html");
+    assert_eq!(first("en", "lamps"), "en/a.html");
+    // Each index holds its own language's pages only.
+    assert_eq!(first("en", "recherches"), "");
+    let partial = tmp("languages-shard.sxs");
+    let e = fails(&["build", "--site", s(&site), "--shard", "0/2", "--partial", s(&partial)]);
+    assert!(
+        e.contains("in 3 languages (en, fr, ja)") && e.contains("--include"),
+        "{e}"
+    );
+}
