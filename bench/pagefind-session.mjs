@@ -13,12 +13,16 @@
 // SESSION_PAUSE_MS=<ms> is the pause after each query's results (default 1000);
 // SESSION_ENGINES="sextant" runs one engine only (default: sextant pagefind).
 import { randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startStaticServer } from '../tests/js/static-server.mjs';
 import { launch, watchedPage } from '../tests/js/browser.mjs';
-import { ENGINES, prepareSites } from './site-setup.mjs';
+import { ENGINES, prepareSites, sextantPage } from './site-setup.mjs';
+import http from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { importPackage, modelDir } from '../tests/js/harness.mjs';
 
 const [sextantBin, ...siteArgs] = process.argv.slice(2);
 if (!sextantBin || !siteArgs.length) {
@@ -62,7 +66,51 @@ const TYPING_MS = Number(process.env.SESSION_TYPING_MS ?? 0);
 // meanwhile (result fragments, prefetches) counts toward the query it belongs to.
 const PAUSE_MS = Number(process.env.SESSION_PAUSE_MS ?? 1000);
 const RUN_ENGINES = (process.env.SESSION_ENGINES ?? 'sextant pagefind').split(/[\s,]+/).filter(Boolean);
-const CATEGORIES = ['index', 'wasm', 'model', 'code', 'other'];
+const CATEGORIES = ['index', 'wasm', 'model', 'code', 'embed', 'other'];
+
+/**
+ * A stand-in for the Worker's GET /embed (the same package, wasm and int8 weights, so the same
+ * vector bits; tests/js/embed.test.mjs checks the Worker's against the package's): the site's
+ * index loaded with the model in Node from a static server of its own, answering with CORS.
+ * Each answer is logged as the static server logs files, gzip-sized as a host would send it.
+ */
+async function startEmbedServer(site) {
+  const files = await startStaticServer(site);
+  const api = await importPackage();
+  const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
+  const sextant = await api.Sextant.load({
+    index: `${files.url}/sextant/${entry.index}`,
+    model: await readFile(path.join(modelDir, 'model.onnx')),
+    tokenizer: await readFile(path.join(modelDir, 'tokenizer.json')),
+  });
+  const manifest = sextant.manifest();
+  const log = [];
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    try {
+      const vector = sextant.queryVector(url.searchParams.get('q') ?? '');
+      const body = JSON.stringify({
+        model: { sha256: manifest.model.sha256, tokenizer_sha256: manifest.model.tokenizer_sha256, dims: manifest.model.dims },
+        weights: 'int8',
+        vector: Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64'),
+      });
+      log.push({ path: '/embed', bytes: gzipSync(body).length });
+      res.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*' }).end(body);
+    } catch (e) {
+      res.writeHead(400, { 'access-control-allow-origin': '*' }).end(String(e.message));
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/embed`,
+    log,
+    close: async () => {
+      server.close();
+      await files.close();
+      sextant.free();
+    },
+  };
+}
 
 /** The kind of a served path, by URL pattern only (file names change as the engines do). */
 function category(engine, urlPath) {
@@ -73,6 +121,7 @@ function category(engine, urlPath) {
   if (/^model[^/]*\.onnx/i.test(file) || /^tokenizer[^/]*\.json/i.test(file)) return 'model';
   if (/\.(m?js|css|html?)$/i.test(file) || urlPath.endsWith('/')) return 'code';
   if (urlPath.startsWith(`/${ENGINES[engine].folder}/`)) return 'index';
+  if (urlPath.startsWith('/embed')) return 'embed';
   return 'other';
 }
 
@@ -196,7 +245,7 @@ function armWatcher({ engine, query }) {
     );
   }
   const shown = () => {
-    if (engine === 'sextant') {
+    if (engine.startsWith('sextant')) {
       const status = document.querySelector('.sextant-status')?.textContent ?? '';
       if (status.startsWith('Search is unavailable')) return { error: status };
       const list = document.querySelector('.sextant-results');
@@ -228,6 +277,10 @@ async function session(site, engine, queries, conditions) {
   writeFileSync(path.join(site, 'bench-probe.bin'), randomBytes(PROBE_BYTES));
   writeFileSync(path.join(site, 'bench-probe-worker.js'), PROBE_WORKER);
   const server = await startStaticServer(site, { gzip: true });
+  // With /embed: the page names the endpoint, whose answers count with the page's files.
+  const embed = engine === 'sextant-embed' ? await startEmbedServer(site) : null;
+  if (embed) writeFileSync(path.join(site, ENGINES[engine].page), sextantPage(`data-embed-url="${embed.url}"`));
+  const logOf = () => (embed ? [...server.log, ...embed.log] : server.log);
   const context = await launch();
   const profile = await profileDir(context);
   try {
@@ -253,15 +306,16 @@ async function session(site, engine, queries, conditions) {
       if (s.error) throw new Error(`${engine}: ${s.error}`);
       await page.waitForTimeout(PAUSE_MS);
       // sextant shows keyword results until its full engine is ready, then the same query's hybrid ones.
-      const finalMode = engine === 'sextant' ? await page.evaluate(() => document.querySelector('.sextant-results')?.dataset.mode ?? null) : null;
+      const finalMode = engine.startsWith('sextant') ? await page.evaluate(() => document.querySelector('.sextant-results')?.dataset.mode ?? null) : null;
       const end = server.log.length;
+      const embedded = embed ? embed.log.splice(0) : [];
       results.push({
         query,
         results: s.count,
         ms: Math.round(s.done - s.firstKey),
         after_typing_ms: Math.round(s.done - s.lastKey),
-        ...(engine === 'sextant' ? { first_mode: s.mode, mode: finalMode } : {}),
-        bytes: sumBytes(engine, server.log.slice(mark, end)),
+        ...(engine.startsWith('sextant') ? { first_mode: s.mode, mode: finalMode } : {}),
+        bytes: sumBytes(engine, [...server.log.slice(mark, end), ...embedded]),
       });
       mark = end;
     }
@@ -272,8 +326,8 @@ async function session(site, engine, queries, conditions) {
       quiet = server.log.length === seen ? quiet + 250 : 0;
       seen = server.log.length;
     }
-    const log = server.log.slice();
-    const failed = log.filter((e) => e.status && e.status !== 200).map((e) => `${e.status} ${e.path}`);
+    const log = [...server.log, ...results.flatMap((r) => (r.bytes.embed ? [{ path: '/embed', bytes: r.bytes.embed }] : []))];
+    const failed = log.filter((e) => e.status && e.status !== 200 && e.status !== 206).map((e) => `${e.status} ${e.path}`);
     return {
       results,
       session: sumBytes(engine, log),
@@ -287,6 +341,7 @@ async function session(site, engine, queries, conditions) {
   } finally {
     await context.close();
     await server.close();
+    await embed?.close();
     if (profile) rmSync(profile, { recursive: true, force: true });
   }
 }
@@ -339,8 +394,8 @@ for (const name of [...new Set(report.map((r) => r.site))]) {
     const q1 = ms(r.results[0].ms) + (typing ? ` (${ms(r.results[0].after_typing_ms)})` : '');
     const rest = ms(median(later.map((x) => x.ms))) + (typing ? ` (${ms(median(later.map((x) => x.after_typing_ms)))})` : '');
     const b = r.session;
-    const other = b.other ? ` (+${size(b.other)} other)` : '';
-    console.log(`| ${r.engine === 'sextant' ? 'sextant' : 'Pagefind'} | ${r.connection} | ${q1} | ${rest} | ${size(b.index)} | ${size(b.wasm)} | ${size(b.model)} | ${size(b.code)} | ${size(b.total)}${other} |`);
+    const other = (b.embed ? ` (+${size(b.embed)} /embed)` : '') + (b.other ? ` (+${size(b.other)} other)` : '');
+    console.log(`| ${r.engine === 'pagefind' ? 'Pagefind' : r.engine === 'sextant-embed' ? 'sextant, /embed' : 'sextant'} | ${r.connection} | ${q1} | ${rest} | ${size(b.index)} | ${size(b.wasm)} | ${size(b.model)} | ${size(b.code)} | ${size(b.total)}${other} |`);
   }
   console.log('\nPer query (time to first result / bytes on the wire; page load in query 1; for sextant the mode of the first results → after the pause):\n');
   console.log(`| query | ${runs.map((r) => `${r.engine} ${r.connection.split(' ')[0]}`).join(' | ')} |`);

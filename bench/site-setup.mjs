@@ -12,6 +12,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** Each engine's UI page (written by prepareSites), search input and folder of search files. */
 export const ENGINES = {
   sextant: { page: '/sextant-bench.html', input: '.sextant-input', folder: 'sextant' },
+  // The same site and index, its box with data-embed-url (the page is written per session, with
+  // the endpoint's URL: bench/pagefind-session.mjs).
+  'sextant-embed': { page: '/sextant-embed-bench.html', input: '.sextant-input', folder: 'sextant' },
   pagefind: { page: '/pagefind-bench.html', input: '.pagefind-ui__search-input', folder: 'pagefind' },
 };
 
@@ -46,6 +49,9 @@ export function timed(fn) {
  * indexes one copy with sextant and the other with Pagefind, and writes each engine's UI page.
  * Returns both site folders, the indexing summaries and times, the index sizes and `cleanup()`.
  */
+/** The sextant UI page with its box's `attributes`. */
+export const sextantPage = (attributes) => SEXTANT_PAGE.replace('<div id="search">', `<div id="search" ${attributes}>`);
+
 export function prepareSites(name, dir, sextantBin) {
   const base = mkdtempSync(path.join(tmpdir(), `bench-${name}-`));
   const sx = path.join(base, 'sextant-site');
@@ -62,6 +68,7 @@ export function prepareSites(name, dir, sextantBin) {
   return {
     name,
     files,
+    'sextant-embed': { site: sx },
     sextant: { site: sx, summary: JSON.parse(sxBuild.out), seconds: sxBuild.seconds, size: du(path.join(sx, 'sextant'), [path.join(sx, 'sextant-sw.js')]) },
     pagefind: { site: pf, pages: Number(pfBuild.out.match(/Indexed (\d+) pages?/)?.[1] ?? NaN), seconds: pfBuild.seconds, size: du(path.join(pf, 'pagefind')) },
     cleanup: () => rmSync(base, { recursive: true, force: true }),

@@ -7,8 +7,9 @@
 // when the full engine is ready or failed. Options are the core's (`defaults()`), passed through
 // as they are. The LLM API key lives only in this worker's memory for the duration of one ask.
 // With an embed URL (a Worker's /embed, data-embed-url), a query's vector comes from there and
-// the keyword engine searches with it: hybrid results from the first query, the model never
-// downloaded; if the endpoint fails or answers for another model, the model loads as usual.
+// the keyword engine searches with it: keyword results at once, hybrid ones as soon as the vector
+// is here, the model never downloaded; if the endpoint fails or answers for another model, the
+// model loads as usual.
 // Other sites merged into this box (data-merge-index, the build's merge list) make the engines
 // `Bases`: this site is the base OWN, each other site a base of its name and weight.
 import { Sextant as KeywordSextant, Bases as KeywordBases, highlights, defaults } from '../keyword.js';
@@ -81,6 +82,36 @@ async function remoteVector(query) {
   return new Float32Array(bytes.buffer);
 }
 
+// Each query's vector from the embed endpoint: {promise, value once it came}. Few queries a visit.
+const vectors = new Map();
+const MAX_VECTORS = 256;
+
+/**
+ * The vector of `query` from the embed endpoint, fetched once: when it comes the page is told to
+ * search again (`refine`); if the endpoint fails, meaning comes from the model from then on.
+ */
+function vectorFor(query) {
+  let entry = vectors.get(query);
+  if (entry) return entry;
+  if (vectors.size >= MAX_VECTORS) vectors.delete(vectors.keys().next().value);
+  entry = { value: null };
+  entry.promise = remoteVector(query).then(
+    (value) => {
+      entry.value = value;
+      reply({ id: 0, type: 'refine', query });
+    },
+    (e) => {
+      vectors.delete(query);
+      if (!embedUrl) return;
+      embedUrl = null;
+      reply({ id: 0, type: 'embed-failed', message: String(e?.message ?? e) });
+      startFull();
+    },
+  );
+  vectors.set(query, entry);
+  return entry;
+}
+
 /** Starts loading the full engine, if it is waiting to. */
 function startFull() {
   const start = pendingFull;
@@ -148,17 +179,15 @@ async function handle(data) {
     }
   } else if (type === 'search') {
     if (!full && embedUrl) {
-      try {
-        const query_vector = await remoteVector(data.query);
-        const response = await keyword.search(data.query, { ...data.options, query_vector });
+      // A query whose vector has come searches with meaning; otherwise keyword results go out at
+      // once, and the page is told to search again when the vector is here (never waiting on it).
+      const vector = vectorFor(data.query);
+      if (vector.value) {
+        const response = await keyword.search(data.query, { ...data.options, query_vector: vector.value });
         const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
         for (const result of response.results) result.highlights = highlights(result.text, marked, analyzerOf(result));
         reply({ id, type: 'results', query: data.query, mode: data.options.mode ?? defaults().search.mode, embedded: 'remote', ...response });
         return;
-      } catch (e) {
-        // Keyword results now, and the model from here on.
-        embedUrl = null;
-        reply({ id: 0, type: 'embed-failed', message: String(e?.message ?? e) });
       }
     }
     const engine = full ?? keyword;
@@ -174,7 +203,8 @@ async function handle(data) {
       for (const result of response.results) result.highlights = highlights(result.text, marked, analyzerOf(result));
       reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? defaults().search.mode : 'keyword', ...response });
     } finally {
-      startFull();
+      // With an embed endpoint, the model loads only if it fails (or for an answer).
+      if (!embedUrl) startFull();
     }
   } else if (type === 'ask') {
     const controller = new AbortController();

@@ -15,7 +15,8 @@
 // data-merge-index='[{"url": "https://blog.example.com/sextant/", "weight": 0.5}]' searches other
 // sites' indexes in the same box (their results link to them, scores times their weight).
 // data-embed-url="https://docs.example.com/embed" (a sextant Worker's /embed) gives hybrid results
-// from the first query without downloading the model; if it fails, the model loads as usual.
+// from the first query, keyword ones shown while its vector comes, without downloading the model;
+// if it fails, the model loads as usual.
 // <div data-sextant-modal></div> is a button that opens the search in a dialog, as do Ctrl/⌘+K
 // and "/" anywhere on the page (Esc closes it, focus stays inside while it is open).
 // Every string the reader sees follows the page's language (<html lang>: English, French,
@@ -576,6 +577,9 @@ class SearchBox {
         this.progress.hidden = true;
         // The same query again, now with meaning: only the result list changes, never the input.
         if (this.input.value.trim()) this.search();
+      } else if (event.type === 'refine') {
+        // The query's vector came from data-embed-url: the same query again, now with meaning.
+        if (this.input.value.trim() === event.query) this.search();
       } else if (event.type === 'embed-failed') {
         console.warn(`sextant: data-embed-url failed (${event.message}); loading the model instead`);
       } else if (event.type === 'prefetched') {
