@@ -94,11 +94,12 @@ function vectorFor(query) {
   let entry = vectors.get(query);
   if (entry) return entry;
   if (vectors.size >= MAX_VECTORS) vectors.delete(vectors.keys().next().value);
-  entry = { value: null };
+  entry = { value: null, shown: false };
   entry.promise = remoteVector(query).then(
     (value) => {
       entry.value = value;
-      reply({ id: 0, type: 'refine', query });
+      // Only once the keyword results are out: a search started before would drop them.
+      if (entry.shown) reply({ id: 0, type: 'refine', query });
     },
     (e) => {
       vectors.delete(query);
@@ -178,10 +179,11 @@ async function handle(data) {
       setTimeout(startFull, FULL_ENGINE_IDLE_MS);
     }
   } else if (type === 'search') {
+    let vector = null;
     if (!full && embedUrl) {
       // A query whose vector has come searches with meaning; otherwise keyword results go out at
       // once, and the page is told to search again when the vector is here (never waiting on it).
-      const vector = vectorFor(data.query);
+      vector = vectorFor(data.query);
       if (vector.value) {
         const response = await keyword.search(data.query, { ...data.options, query_vector: vector.value });
         const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
@@ -202,6 +204,10 @@ async function handle(data) {
       const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
       for (const result of response.results) result.highlights = highlights(result.text, marked, analyzerOf(result));
       reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? defaults().search.mode : 'keyword', ...response });
+      if (vector && !vector.shown) {
+        vector.shown = true;
+        if (vector.value) reply({ id: 0, type: 'refine', query: data.query });
+      }
     } finally {
       // With an embed endpoint, the model loads only if it fails (or for an answer).
       if (!embedUrl) startFull();
