@@ -10,7 +10,7 @@
 // are the core's snake_case vocabulary.
 import { SextantError, call } from './errors.js';
 import { isUrlLike, toBytes } from './fetching.js';
-import { IndexFiles, NO_FILES, untilDone } from './index-files.js';
+import { IndexFiles, NO_FILES, WithModelFiles, untilDone } from './index-files.js';
 import { chatCompletion, chatUrl } from './chat.js';
 
 /** The key of a Sextant's internals, for `Bases` (not part of the API). */
@@ -146,6 +146,8 @@ export function makeApi(wasm, initialise) {
     #engine;
     #files;
     #maxIndexBytes;
+    /** A model body's row files, fetched from beside it (null for a whole model). */
+    #modelFiles = null;
 
     constructor(engine, files, maxIndexBytes) {
       this.#engine = engine;
@@ -211,6 +213,19 @@ export function makeApi(wasm, initialise) {
       const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
       const modelBytes = await toBytes(model, file, on_progress, fetchImpl);
       call(() => this.#engine[method](modelBytes, tokenizerBytes, rest));
+      // A model body (sextant build --site's `model_body`) fetches its word table's rows from
+      // beside it as queries need them.
+      if (method === 'loadModel' && call(() => this.#engine.modelFileNames()).length) {
+        if (!isUrlLike(model)) {
+          throw new SextantError('BAD_ARGUMENT', 'this model is a body without its word table: pass its URL (its row files are fetched from beside it), or the whole model.onnx');
+        }
+        this.#modelFiles = new IndexFiles(new URL('.', new URL(String(model), globalThis.location?.href)), fetchImpl);
+      }
+    }
+
+    /** The files a step may ask for: the index's, and a model body's row files. */
+    #loop() {
+      return this.#modelFiles ? new WithModelFiles(this.#files, this.#modelFiles) : this.#files;
     }
 
     /** Whether a model is attached. */
@@ -229,18 +244,18 @@ export function makeApi(wasm, initialise) {
       const { query_vector: vector, ...rest } = options ?? {};
       if (vector !== undefined) {
         const floats = vector instanceof Float32Array ? vector : Float32Array.from(vector);
-        return untilDone(this.#engine, this.#files, () => this.#engine.searchWithVector(String(query), floats, rest), this.#maxIndexBytes);
+        return untilDone(this.#engine, this.#loop(), () => this.#engine.searchWithVector(String(query), floats, rest), this.#maxIndexBytes);
       }
-      return untilDone(this.#engine, this.#files, () => this.#engine.search(String(query), options), this.#maxIndexBytes);
+      return untilDone(this.#engine, this.#loop(), () => this.#engine.search(String(query), options), this.#maxIndexBytes);
     }
 
     /**
      * queryVector(query, options) → Float32Array: the vector a hybrid (or dense) search of
      * `query` embeds, which `search(query, {query_vector})` of an engine without the model takes.
-     * Needs the model.
+     * Needs the model (a model body fetches the rows of the query's tokens first).
      */
-    queryVector(query, options) {
-      return call(() => this.#engine.queryVector(String(query), options));
+    async queryVector(query, options) {
+      return untilDone(this.#engine, this.#loop(), () => this.#engine.queryVector(String(query), options), this.#maxIndexBytes);
     }
 
     /** frame(results, {token_budget}) → {context, included, omitted, tokens, budget, system_prompt}. */
@@ -250,7 +265,7 @@ export function makeApi(wasm, initialise) {
 
     /** await context(question, options) → the results framed, with the chat messages to send. */
     async context(question, options) {
-      return untilDone(this.#engine, this.#files, () => this.#engine.context(String(question), options), this.#maxIndexBytes);
+      return untilDone(this.#engine, this.#loop(), () => this.#engine.context(String(question), options), this.#maxIndexBytes);
     }
 
     manifest() {
@@ -262,6 +277,8 @@ export function makeApi(wasm, initialise) {
      * manifest names (its packs, whole), then whatever their pages name that is still missing.
      */
     async prefetch() {
+      // A model body's rows too, so hybrid search works offline for any query.
+      if (this.#modelFiles) await this.#modelFiles.add(this.#engine, call(() => this.#engine.modelFileNames()));
       if (this.#files === NO_FILES) return;
       await this.#files.add(this.#engine, call(() => this.#engine.fileNames()));
       for (let round = 0; round < 4; round++) {
@@ -286,7 +303,7 @@ export function makeApi(wasm, initialise) {
       // fragments and pages always end.
       const { files, counts } = this.manifest();
       const fragments = Math.ceil(counts.chunks / files.fragments.chunks_per_file) + files.fragments.files.length;
-      return untilDone(this.#engine, this.#files, () => this.#engine.lookup(id), this.#maxIndexBytes, fragments + 3);
+      return untilDone(this.#engine, this.#loop(), () => this.#engine.lookup(id), this.#maxIndexBytes, fragments + 3);
     }
 
     /**
@@ -296,11 +313,12 @@ export function makeApi(wasm, initialise) {
     shareModel(other) {
       if (!(other instanceof Sextant)) throw new SextantError('BAD_ARGUMENT', 'shareModel() takes another Sextant');
       call(() => this.#engine.shareModel(other.#engine));
+      this.#modelFiles = other.#modelFiles;
     }
 
     /** What `Bases` runs on each base: the engine, its files and its memory bound. */
     [INTERNAL]() {
-      return { engine: this.#engine, files: this.#files, maxIndexBytes: this.#maxIndexBytes };
+      return { engine: this.#engine, files: this.#loop(), maxIndexBytes: this.#maxIndexBytes };
     }
 
     tokenIds(text) {
@@ -317,7 +335,7 @@ export function makeApi(wasm, initialise) {
      * `trace` one entry per LLM call (see `postWithRetries`). An error carries both too.
      */
     async ask(question, options) {
-      return answer(question, options, (ask) => untilDone(this.#engine, this.#files, () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes));
+      return answer(question, options, (ask) => untilDone(this.#engine, this.#loop(), () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes));
     }
 
     /** Releases the WebAssembly memory of this engine. */

@@ -110,6 +110,30 @@ function joined(objects) {
   return runs;
 }
 
+/** Whether `name` is a row file of a model body (`rows.{16 hex}.bin`, beside the model). */
+export function isRowFile(name) {
+  return /^rows\.[0-9a-f]{16}\.bin$/.test(name);
+}
+
+/**
+ * An index's files and a model body's row files behind one `add`: a model body (what
+ * `sextant build --site` serves the search box: the model without its word table) asks for the
+ * rows of a query's tokens as `rows.*.bin`, fetched from beside the model; everything else comes
+ * from beside the index.
+ */
+export class WithModelFiles {
+  constructor(index, model) {
+    this.index = index;
+    this.model = model;
+  }
+
+  async add(engine, names) {
+    const rows = names.filter(isRowFile);
+    const rest = names.filter((n) => !isRowFile(n));
+    await Promise.all([rows.length ? this.model.add(engine, rows) : null, rest.length ? this.index.add(engine, rest) : null]);
+  }
+}
+
 /** A packed index holds every file: the engine never asks for one. */
 export const NO_FILES = {
   async add(_engine, names) {

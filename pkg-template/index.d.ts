@@ -444,7 +444,7 @@ export class Sextant {
   /** With `query_vector` (from `queryVector` of an engine with the same model, e.g. a Worker's `/embed`), hybrid and dense search need no model here. */
   search(query: string, options?: SearchOptions & { query_vector?: Float32Array | number[] }): Promise<SearchResponse>;
   /** The vector a hybrid (or dense) search of `query` embeds; needs the model. */
-  queryVector(query: string, options?: SearchOptions): Float32Array;
+  queryVector(query: string, options?: SearchOptions): Promise<Float32Array>;
   frame(results: Pick<SearchResult, 'chunk_id' | 'url' | 'text'>[], options?: FrameOptions): Framed;
   context(question: string, options?: ContextOptions): Promise<ContextResponse>;
   ask(question: string, options: AskOptions): Promise<Answer>;

@@ -344,16 +344,31 @@ impl Engine {
     }
 
     /// `queryVector(query, options)` → Float32Array: the vector a search of `query` embeds (in
-    /// `options.mode`, or hybrid when that is keyword). What a Worker's `/embed` answers, for
+    /// `options.mode`, or hybrid when that is keyword), or `{need: [row files]}` for a model
+    /// body (`addFile` them, then ask again). What a Worker's `/embed` answers, for
     /// `searchWithVector` of an engine with the same model and no model loaded.
     #[wasm_bindgen(js_name = queryVector)]
-    pub fn query_vector(&self, query: &str, options: JsValue) -> Result<Vec<f32>, JsValue> {
+    pub fn query_vector(&self, query: &str, options: JsValue) -> Result<JsValue, JsValue> {
         let options = purpose_options(options, "search")?;
         let mode = match options.search.mode {
             crate::options::Mode::Keyword => crate::options::Mode::Hybrid,
             mode => mode,
         };
-        self.inner.query_vector(query, mode).map_err(|e| js_error(e.code(), e))
+        match self
+            .inner
+            .query_vector(query, mode)
+            .map_err(|e| js_error(e.code(), e))?
+        {
+            Step::Done(vector) => Ok(js_sys::Float32Array::from(vector.as_slice()).into()),
+            need => step_to_js(need),
+        }
+    }
+
+    /// `modelFileNames()` → every row file of a model body (empty for a whole model): what
+    /// `prefetch` also fetches, from beside the model, for hybrid search offline.
+    #[wasm_bindgen(js_name = modelFileNames)]
+    pub fn model_file_names(&self) -> Vec<String> {
+        self.inner.model_file_names()
     }
 
     /// `searchWithVector(query, vector, options)`: `search` with the query's vector computed

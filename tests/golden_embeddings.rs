@@ -110,3 +110,55 @@ fn long_text_is_truncated_at_the_window_like_the_reference() {
     assert_eq!(embedder.tokenizer().count(&long).unwrap(), 600);
     assert_eq!(embedder.tokenizer().special_tokens(), 2);
 }
+
+#[test]
+fn the_model_body_and_its_row_files_give_the_whole_models_vectors() {
+    // What `sextant build --site` serves the search box: all-MiniLM without its word table
+    // (11.7 MB of its 22.9), whose rows a query fetches in files of 64.
+    use sextant::embed::rows::{split_model, ROWS_PER_FILE};
+    use sextant::embed::EmbedError;
+    let whole = common::model_file("model.onnx");
+    let parts = split_model(&whole).unwrap();
+    assert_eq!(parts.rows, 30_522);
+    assert_eq!(parts.row_files.len(), 30_522usize.div_ceil(ROWS_PER_FILE));
+    assert!(
+        parts.body.len() < whole.len() / 2 + 1_000_000,
+        "the body is about half: {}",
+        parts.body.len()
+    );
+    let tokenizer = common::model_file("tokenizer.json");
+    let body = TractEmbedder::from_vec_with(parts.body, &tokenizer, &ModelOptions::default(), Weights::Int8).unwrap();
+    let whole = int8_embedder();
+    assert_eq!(body.spec(), whole.spec());
+    let files: std::collections::HashMap<String, Vec<u8>> = parts.row_files.into_iter().collect();
+    let mut fetched = std::collections::BTreeSet::new();
+    for g in goldens() {
+        let vector = loop {
+            match body.embed(&g.text, TextKind::Query) {
+                Ok(v) => break v,
+                Err(EmbedError::MissingRows { files: need }) => {
+                    assert!(
+                        !need.is_empty() && need.iter().all(|n| !fetched.contains(n)),
+                        "asked again for {need:?}"
+                    );
+                    for name in need {
+                        assert!(body.add_file(&name, &files[&name]).unwrap());
+                        fetched.insert(name);
+                    }
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let want = whole.embed(&g.text, TextKind::Query).unwrap();
+        assert!(
+            vector.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{:?}",
+            g.text
+        );
+    }
+    assert!(
+        fetched.len() < files.len() / 4,
+        "a few texts read a few row files: {}",
+        fetched.len()
+    );
+}

@@ -631,6 +631,30 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
         .join(manifest["worker"].as_str().unwrap())
         .is_file());
     assert!(site.join("sextant/sextant-ui.js").is_file() && site.join("sextant-sw.js").is_file());
+    // The search box's model: the body without the word table, and the table's rows in files of
+    // 64 beside it, each recorded as written (so a rebuild may replace them).
+    let body = manifest["model_body"].as_str().unwrap();
+    assert!(
+        body.starts_with("model/body.") && site.join("sextant").join(body).is_file(),
+        "{body}"
+    );
+    let rows: Vec<String> = std::fs::read_dir(site.join("sextant/model"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rows."))
+        .collect();
+    assert_eq!(rows.len(), 30_522usize.div_ceil(64));
+    let recorded: Vec<&str> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(rows.iter().all(|r| recorded.contains(&format!("model/{r}").as_str())));
+    assert!(
+        manifest["bytes"]["model_body"].as_u64().unwrap()
+            < manifest["bytes"]["model"].as_u64().unwrap() / 2 + 1_000_000
+    );
     // The index's chunks carry site URLs with anchors (the CLI searches a split index too).
     let index = site.join("sextant").join(manifest["index"].as_str().unwrap());
     let hit = ok(&[

@@ -3,7 +3,7 @@
 //
 // What it keeps comes from the entry manifest `sextant/sextant.json` (fetched fresh, network
 // first): its `files` are every file the site build wrote under sextant/. Of those, the
-// content-named ones (the index folder's, the package folder's, the model and the tokenizer, as
+// content-named ones (the index folder's, the package folder's, the model folder's, the model and the tokenizer, as
 // the manifest names them) never change and are served from the cache first; the others (the
 // UI's files) and the site's pages are fetched first and kept as a fallback for offline use. A
 // cached file under sextant/ the current manifest no longer lists is dropped.
@@ -38,7 +38,9 @@ function readEntry(entry) {
   if (!Array.isArray(entry?.files)) return null;
   const files = new Set(entry.files);
   const indexDir = String(entry.index ?? '').replace(/[^/]*$/, '');
-  const named = (rel) => rel === entry.model || rel === entry.tokenizer || (entry.package && rel.startsWith(entry.package)) || (indexDir && rel.startsWith(indexDir));
+  // A model body and its row files (`model_body`), each named by its content, in their folder.
+  const modelDir = String(entry.model_body ?? '').replace(/[^/]*$/, '');
+  const named = (rel) => rel === entry.model || rel === entry.tokenizer || (entry.package && rel.startsWith(entry.package)) || (indexDir && rel.startsWith(indexDir)) || (modelDir && rel.startsWith(modelDir));
   return { files, immutable: (rel) => files.has(rel) && named(rel) };
 }
 

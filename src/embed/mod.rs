@@ -26,6 +26,8 @@ pub mod rerank;
 #[cfg(feature = "model")]
 mod rewrite;
 #[cfg(feature = "model")]
+pub mod rows;
+#[cfg(feature = "model")]
 pub mod runner;
 #[cfg(feature = "model")]
 pub mod tokenizer;
@@ -230,6 +232,13 @@ pub enum EmbedError {
         /// What tract said.
         reason: String,
     },
+    /// A model body (`rows`) has not been given the row files a text's tokens are in: fetch them
+    /// from beside the body and add them, then embed again.
+    #[error("the model needs its row files {} (fetch them from beside the model and add them)", files.join(", "))]
+    MissingRows {
+        /// The row files' names.
+        files: Vec<String>,
+    },
     /// An option is out of range.
     #[error("invalid model option {option}: {reason}")]
     BadOption {
@@ -248,6 +257,7 @@ impl EmbedError {
             EmbedError::BadTokenizer { .. } | EmbedError::BadModel { .. } => ErrorCode::BadModel,
             EmbedError::BadOption { .. } => ErrorCode::BadArgument,
             EmbedError::Tokenize { .. } | EmbedError::Run { .. } => ErrorCode::EmbedFailed,
+            EmbedError::MissingRows { .. } => ErrorCode::NotReady,
         }
     }
 }
@@ -274,6 +284,16 @@ pub trait Embedder: Send + Sync {
     /// BENCHMARKS.md; `now` a clock in milliseconds), or `None` when this embedder cannot tell.
     fn profile(&self, _ids: &[u32], _rounds: usize, _now: &dyn Fn() -> f64) -> Option<Result<Vec<OpTime>, EmbedError>> {
         None
+    }
+    /// Adds a file the model fetches as texts need it (a model body's row files, `rows`):
+    /// `Ok(false)` when `name` is none of its files.
+    fn add_file(&self, _name: &str, _bytes: &[u8]) -> Result<bool, EmbedError> {
+        Ok(false)
+    }
+    /// Every file the model may ask for ([`EmbedError::MissingRows`]): what reading it offline
+    /// needs. Empty for a whole model.
+    fn file_names(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 

@@ -31,12 +31,21 @@ pub(super) struct Prepared {
     pub folded: Vec<(String, Tensor)>,
     /// [`Weights::Int8`]: the int8 weights, appended as graph inputs in this order.
     pub runtime_weights: Vec<(String, Tensor)>,
+    /// The tables gathered by the token ids, graph inputs after the model's own and before
+    /// `runtime_weights` (`rows::RowTables`).
+    pub row_tables: Option<super::rows::RowTables>,
 }
 
 /// Rewrites a parsed `model.onnx` for `weights`: embedding tables gathered as int8, the other
 /// int8 weights folded ([`Weights::F32`]) or turned into inputs ([`Weights::Int8`]), and the
-/// initializers no node reads any more dropped.
-pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> TractResult<Prepared> {
+/// initializers no node reads any more dropped. The tables gathered by the token ids become inputs
+/// given the rows of each run (`rows::RowTables`), from the graph or, for a model body (`body`),
+/// from its row files.
+pub(super) fn prepare_graph(
+    graph: &mut pb::GraphProto,
+    weights: Weights,
+    body: Option<&super::rows::BodyInfo>,
+) -> TractResult<Prepared> {
     const RESERVED: [&str; 4] = [
         super::onnx::INT8_MATMUL_OP,
         super::exact::LAYER_NORM_OP,
@@ -50,7 +59,10 @@ pub(super) fn prepare_graph(graph: &mut pb::GraphProto, weights: Weights) -> Tra
         )));
     }
     dequantize_gathered_rows(graph);
-    let mut prepared = Prepared::default();
+    let mut prepared = Prepared {
+        row_tables: super::rows::RowTables::take(graph, body)?,
+        ..Default::default()
+    };
     match weights {
         Weights::F32 => prepared.folded = extract_folded_weights(graph)?,
         Weights::Int8 => {
@@ -184,7 +196,7 @@ pub(super) fn model_of(graph: pb::GraphProto) -> pb::ModelProto {
 /// Embedding tables (`Gather(Mul(Cast(q), per-row scale), ids)`) stay int8: the rows a text
 /// uses are gathered first and dequantised after (`Mul(Cast(Gather(q, ids)), Gather(scale,
 /// ids))`), the same values. all-MiniLM's word table is 30522 × 384: 11.7 MB as int8, 47 MB as f32.
-fn dequantize_gathered_rows(graph: &mut pb::GraphProto) {
+pub(super) fn dequantize_gathered_rows(graph: &mut pb::GraphProto) {
     let mut drop_nodes = HashSet::new();
     let mut replacements: Vec<(usize, Vec<pb::NodeProto>)> = Vec::new();
     for d in dequant_pairs(graph) {
@@ -301,6 +313,35 @@ fn extract_folded_weights(graph: &mut pb::GraphProto) -> TractResult<Vec<(String
     }
     remove_nodes(graph, &drop_nodes);
     Ok(out)
+}
+
+/// Declares a graph input of the given ONNX element type and a shape of rows (`R`, as many as
+/// a run gives) of `row_shape` (a table gathered by the token ids, `rows::RowTables`).
+pub(super) fn tensor_input_rows(name: &str, elem_type: i32, row_shape: &[usize]) -> pb::ValueInfoProto {
+    let mut input = tensor_input(name, elem_type, row_shape);
+    if let Some(pb::type_proto::Value::TensorType(t)) = input.r#type.as_mut().and_then(|t| t.value.as_mut()) {
+        if let Some(shape) = t.shape.as_mut() {
+            shape.dim.insert(
+                0,
+                pb::tensor_shape_proto::Dimension {
+                    value: Some(pb::tensor_shape_proto::dimension::Value::DimParam("R".into())),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+    input
+}
+
+/// The tract type of an ONNX element type that tables may have (int8, uint8, f32).
+pub(super) fn datum_of(elem_type: i32) -> Option<DatumType> {
+    use pb::tensor_proto::DataType;
+    match elem_type {
+        t if t == DataType::Int8 as i32 => Some(DatumType::I8),
+        t if t == DataType::Uint8 as i32 => Some(DatumType::U8),
+        t if t == DataType::Float as i32 => Some(DatumType::F32),
+        _ => None,
+    }
 }
 
 /// Declares a graph input of the given ONNX element type and fixed shape.
@@ -809,20 +850,57 @@ pub(super) mod tests {
 
     /// Runs a graph on `ids` the way the runner does, with extra inputs appended.
     fn run(proto: &pb::ModelProto, folded: Vec<(String, Tensor)>, extra: &[(String, Tensor)], ids: &[i64]) -> Vec<f32> {
+        run_with_rows(proto, None, folded, extra, ids)
+    }
+
+    /// [`run`] on a prepared graph: its row tables given the rows of `ids`, renumbered.
+    fn run_prepared(proto: &pb::ModelProto, prepared: Prepared, ids: &[i64]) -> Vec<f32> {
+        run_with_rows(
+            proto,
+            prepared.row_tables.as_ref(),
+            prepared.folded,
+            &prepared.runtime_weights,
+            ids,
+        )
+    }
+
+    fn run_with_rows(
+        proto: &pb::ModelProto,
+        rows: Option<&super::super::rows::RowTables>,
+        folded: Vec<(String, Tensor)>,
+        extra: &[(String, Tensor)],
+        ids: &[i64],
+    ) -> Vec<f32> {
         let mut model = super::super::runner::onnx_parser()
             .model_for_proto_model(proto)
             .unwrap();
         inject_constants(&mut model, folded).unwrap();
         let s = model.sym("S");
+        let r = model.sym("R");
         model = model
             .with_input_fact(
                 0,
                 InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), s.to_dim())),
             )
             .unwrap();
+        let (ids, tables): (Vec<i64>, Vec<Tensor>) = match rows {
+            None => (ids.to_vec(), Vec::new()),
+            Some(rows) => {
+                let plain: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
+                let (renumbered, tables) = rows.gather(&plain).unwrap();
+                (renumbered.into_iter().map(i64::from).collect(), tables)
+            }
+        };
+        for (i, t) in tables.iter().enumerate() {
+            let mut shape: TVec<TDim> = tvec!(r.to_dim());
+            shape.extend(t.shape()[1..].iter().map(|&d| d.to_dim()));
+            model = model
+                .with_input_fact(1 + i, InferenceFact::dt_shape(t.datum_type(), shape))
+                .unwrap();
+        }
         for (i, (_, t)) in extra.iter().enumerate() {
             model = model
-                .with_input_fact(1 + i, InferenceFact::dt_shape(t.datum_type(), t.shape()))
+                .with_input_fact(1 + tables.len() + i, InferenceFact::dt_shape(t.datum_type(), t.shape()))
                 .unwrap();
         }
         let plan = model.into_optimized().unwrap().into_runnable().unwrap();
@@ -830,6 +908,7 @@ pub(super) mod tests {
             .unwrap()
             .into();
         let mut inputs: TVec<TValue> = tvec!(input.into());
+        inputs.extend(tables.into_iter().map(TValue::from));
         inputs.extend(extra.iter().map(|(_, t)| t.clone().into()));
         let out = plan.run(inputs).unwrap();
         out[0].to_plain_array_view::<f32>().unwrap().iter().copied().collect()
@@ -882,7 +961,7 @@ pub(super) mod tests {
     fn f32_weights_are_folded_out_of_the_graph_with_the_same_results() {
         let reference = run(&tiny_int8_model(), vec![], &[], &IDS);
         let mut proto = tiny_int8_model();
-        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::F32).unwrap();
+        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::F32, None).unwrap();
         let graph = proto.graph.as_ref().unwrap();
         assert!(prepared.runtime_weights.is_empty());
         assert_eq!(
@@ -899,9 +978,21 @@ pub(super) mod tests {
             "the folded weight is a graph input until injected"
         );
         let initializers: Vec<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(initializers, ["emb_q", "emb_s"], "unread initializers are dropped");
+        assert!(
+            initializers.is_empty(),
+            "unread initializers are dropped: {initializers:?}"
+        );
+        let tables: Vec<&str> = prepared
+            .row_tables
+            .as_ref()
+            .unwrap()
+            .tables
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(tables, ["emb_q", "emb_s"], "the table stays int8, given row by row");
         assert!(!names(graph).iter().any(|n| n.starts_with("Cast:w_q")));
-        let got = run(&proto, prepared.folded, &[], &IDS);
+        let got = run_prepared(&proto, prepared, &IDS);
         for (g, r) in got.iter().zip(&reference) {
             assert!((g - r).abs() <= 1e-6, "{got:?} vs {reference:?}");
         }
@@ -983,8 +1074,8 @@ pub(super) mod tests {
     fn rewrite_and_compare(proto: pb::ModelProto) -> (Vec<String>, Vec<(String, Vec<String>)>) {
         let reference = run(&proto, vec![], &[], &IDS);
         let mut proto = proto;
-        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8).unwrap();
-        let got = run(&proto, vec![], &prepared.runtime_weights, &IDS);
+        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8, None).unwrap();
+        let got = run_prepared(&proto, prepared, &IDS);
         // Integer products: x is rounded to 15 bits of its row's largest value.
         for (g, r) in got.iter().zip(&reference) {
             assert!((g - r).abs() <= 1e-4 * r.abs().max(1.0), "{got:?} vs {reference:?}");
@@ -1042,7 +1133,7 @@ pub(super) mod tests {
         graph
             .node
             .push(node(super::super::onnx::INT8_MATMUL_OP, &["x"], "z", vec![]));
-        let e = prepare_graph(graph, Weights::Int8).unwrap_err().to_string();
+        let e = prepare_graph(graph, Weights::Int8, None).unwrap_err().to_string();
         assert!(e.contains("reserves") && e.contains("SextantMatMulInt8"), "{e}");
         // Nodes without outputs, or a Div of one input, anywhere a pattern looks.
         for (at, strip_outputs) in [
@@ -1061,7 +1152,7 @@ pub(super) mod tests {
             } else {
                 graph.node[at].input.truncate(1);
             }
-            prepare_graph(graph, Weights::Int8).unwrap();
+            prepare_graph(graph, Weights::Int8, None).unwrap();
         }
     }
 
@@ -1080,7 +1171,7 @@ pub(super) mod tests {
             .unwrap();
         *w_s = float("w_s", &[2, 1], &[0.1, 0.2]);
         let reference = run(&proto, vec![], &[], &IDS);
-        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8).unwrap();
+        let prepared = prepare_graph(proto.graph.as_mut().unwrap(), Weights::Int8, None).unwrap();
         let graph = proto.graph.as_ref().unwrap();
         let inputs: Vec<&str> = prepared.runtime_weights.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(inputs, ["w_q"]);
@@ -1096,7 +1187,7 @@ pub(super) mod tests {
             "{:?}",
             names(graph)
         );
-        let got = run(&proto, vec![], &prepared.runtime_weights, &IDS);
+        let got = run_prepared(&proto, prepared, &IDS);
         for (g, r) in got.iter().zip(&reference) {
             assert!((g - r).abs() <= 1e-5 * r.abs().max(1.0), "{got:?} vs {reference:?}");
         }

@@ -14,6 +14,7 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
 use super::rewrite::{inject_constants, prepare_graph};
+use super::rows::{body_info, RowTables};
 use super::{EmbedError, Embedder, ModelOptions, ModelSpec, ModelTokenizer, OpTime, Pooling, TextKind, Weights};
 use crate::digest::sha256_hex;
 use crate::vecmath::l2_normalize;
@@ -42,8 +43,8 @@ impl TractEmbedder {
     /// tables int8, optionally fold the other int8 weights, optimise, make runnable. Reads the
     /// output dimensions by running one probe.
     pub fn from_bytes(model: &[u8], tokenizer: &[u8], options: &ModelOptions) -> Result<Self, EmbedError> {
-        let sha = sha256_hex(model);
         let proto = decode_model(model)?;
+        let sha = model_sha256(&proto, model)?;
         Self::from_proto(proto, sha, tokenizer, options, options.weights)
     }
 
@@ -61,8 +62,8 @@ impl TractEmbedder {
         options: &ModelOptions,
         weights: Weights,
     ) -> Result<Self, EmbedError> {
-        let sha = sha256_hex(&model);
         let proto = decode_model(&model)?;
+        let sha = model_sha256(&proto, &model)?;
         drop(model);
         Self::from_proto(proto, sha, tokenizer, options, weights)
     }
@@ -90,14 +91,37 @@ impl TractEmbedder {
                 },
             ),
         };
-        let probe = embedder.embed("probe", TextKind::Query)?;
-        if probe.is_empty() {
+        // A body's rows come later: its dimensions are read from the plan's output instead.
+        let dims = if embedder.loaded.rows_in_files() {
+            embedder.loaded.output_dims()?
+        } else {
+            embedder.embed("probe", TextKind::Query)?.len()
+        };
+        if dims == 0 {
             return Err(EmbedError::BadModel {
                 reason: "the model's output has no hidden dimensions".into(),
             });
         }
-        embedder.spec.dims = probe.len();
+        embedder.spec.dims = dims;
         Ok(embedder)
+    }
+
+    /// Adds a row file of a model body (see `rows`): `Ok(false)` if `name` is not one of its row
+    /// files (or the model is whole).
+    pub fn add_row_file(&self, name: &str, bytes: &[u8]) -> Result<bool, EmbedError> {
+        match &self.loaded.row_tables {
+            Some(rows) => rows.add_file(name, bytes),
+            None => Ok(false),
+        }
+    }
+
+    /// The row files of a model body, every one (empty for a whole model).
+    pub fn row_file_names(&self) -> Vec<String> {
+        self.loaded
+            .row_tables
+            .as_ref()
+            .map(RowTables::file_names)
+            .unwrap_or_default()
     }
 
     /// The model's tokenizer.
@@ -177,6 +201,14 @@ impl Embedder for TractEmbedder {
         self.tokenizer.encode(text)
     }
 
+    fn add_file(&self, name: &str, bytes: &[u8]) -> Result<bool, EmbedError> {
+        self.add_row_file(name, bytes)
+    }
+
+    fn file_names(&self) -> Vec<String> {
+        self.row_file_names()
+    }
+
     fn profile(&self, ids: &[u32], rounds: usize, now: &dyn Fn() -> f64) -> Option<Result<Vec<OpTime>, EmbedError>> {
         Some(TractEmbedder::profile(self, ids, rounds, now))
     }
@@ -193,7 +225,7 @@ impl TractEmbedder {
         let mut state = self.loaded.plan.spawn().map_err(run_error)?;
         let rounds = rounds.max(1);
         for round in 0..rounds {
-            let inputs = self.loaded.inputs(ids, None);
+            let inputs = self.loaded.inputs(ids, None)?;
             let mut in_ops = 0.0;
             let started = now();
             state
@@ -294,6 +326,8 @@ pub(super) struct LoadedPlan {
     /// The weights passed as inputs on every call (int8 weights; f32 weights in WebAssembly),
     /// shared, never copied.
     pub(super) weight_inputs: Vec<TValue>,
+    /// The tables gathered by the token ids, given each run only the rows of its ids (`rows`).
+    pub(super) row_tables: Option<RowTables>,
 }
 
 fn run_error(e: TractError) -> EmbedError {
@@ -306,7 +340,7 @@ impl LoadedPlan {
     /// Runs the plan on one sequence: `input_ids`, an `attention_mask` of ones and, if the model
     /// takes them, `token_type_ids` (`types`, or zeros); its first output.
     pub(super) fn run(&self, ids: &[u32], types: Option<&[u32]>) -> Result<TValue, EmbedError> {
-        let mut outputs = self.plan.run(self.inputs(ids, types)).map_err(run_error)?;
+        let mut outputs = self.plan.run(self.inputs(ids, types)?).map_err(run_error)?;
         if outputs.is_empty() {
             return Err(EmbedError::Run {
                 reason: "the model produced no output".into(),
@@ -315,8 +349,38 @@ impl LoadedPlan {
         Ok(outputs.swap_remove(0))
     }
 
-    /// The plan's inputs for one sequence (and the int8 weights, with [`Weights::Int8`]).
-    fn inputs(&self, ids: &[u32], types: Option<&[u32]>) -> TVec<TValue> {
+    /// Whether the token tables' rows come from row files (a model body).
+    pub(super) fn rows_in_files(&self) -> bool {
+        self.row_tables.as_ref().is_some_and(RowTables::in_files)
+    }
+
+    /// The last dimension of the plan's first output (`[1, S, dims]`).
+    pub(super) fn output_dims(&self) -> Result<usize, EmbedError> {
+        let model = self.plan.model();
+        let fact = model
+            .outlet_fact(model.output_outlets().map_err(run_error)?[0])
+            .map_err(run_error)?;
+        fact.shape
+            .dims()
+            .last()
+            .and_then(|d| d.as_i64())
+            .and_then(|d| usize::try_from(d).ok())
+            .ok_or_else(|| EmbedError::BadModel {
+                reason: format!(
+                    "the model's output has the shape {:?}, not [1, tokens, dims]",
+                    fact.shape
+                ),
+            })
+    }
+
+    /// The plan's inputs for one sequence: the ids (renumbered into the rows given, when the
+    /// token tables are inputs), the mask, the types, the rows, and the weights given each run.
+    fn inputs(&self, ids: &[u32], types: Option<&[u32]>) -> Result<TVec<TValue>, EmbedError> {
+        let (renumbered, rows) = match &self.row_tables {
+            Some(tables) => tables.gather(ids)?,
+            None => (ids.to_vec(), Vec::new()),
+        };
+        let ids = renumbered.as_slice();
         let len = ids.len();
         let column = |values: &[u32], j: usize| values.get(j).copied().map_or(0, i64::from);
         let input_ids: Tensor = tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| column(ids, j)).into();
@@ -327,8 +391,9 @@ impl LoadedPlan {
                 tract_ndarray::Array2::from_shape_fn((1, len), |(_, j)| types.map_or(0, |t| column(t, j))).into();
             inputs.push(types.into());
         }
+        inputs.extend(rows.into_iter().map(TValue::from));
         inputs.extend(self.weight_inputs.iter().cloned());
-        inputs
+        Ok(inputs)
     }
 }
 
@@ -342,10 +407,13 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
     let onnx = onnx_parser()
         .with_ignore_value_info(true)
         .with_ignore_output_shapes(true);
-    let prepared = match proto.graph.as_mut() {
-        Some(graph) => prepare_graph(graph, weights).map_err(bad)?,
+    let body = body_info(&proto)?;
+    let mut prepared = match proto.graph.as_mut() {
+        Some(graph) => prepare_graph(graph, weights, body.as_ref()).map_err(bad)?,
         None => Default::default(),
     };
+    let row_tables = prepared.row_tables.take();
+    let table_count = row_tables.as_ref().map_or(0, |t| t.tables.len());
     // In WebAssembly, f32 weights packed for the kernel on every run, each just before its
     // product, multiply faster than weights packed once at load: a query's products are bound by
     // reading the weights, and freshly packed ones are still in cache (BENCHMARKS.md, the wasm
@@ -360,8 +428,11 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
     let mut inference = onnx.model_for_proto_model(&proto).map_err(bad)?;
     drop(proto);
     inject_constants(&mut inference, folded).map_err(bad)?;
-    // The model's own inputs come first; the int8 weights were appended after them.
-    let input_count = inference.inputs.len().saturating_sub(runtime_weights.len());
+    // The model's own inputs come first, then the token tables, then the int8 weights.
+    let input_count = inference
+        .inputs
+        .len()
+        .saturating_sub(runtime_weights.len() + table_count);
     if !(2..=3).contains(&input_count) {
         return Err(EmbedError::BadModel {
             reason: format!(
@@ -378,10 +449,20 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
             )
             .map_err(bad)?;
     }
+    if let Some(tables) = &row_tables {
+        let rows = inference.sym("R");
+        for (i, table) in tables.tables.iter().enumerate() {
+            let mut shape: TVec<TDim> = tvec!(rows.to_dim());
+            shape.extend(table.row_shape.iter().map(|&d| d.to_dim()));
+            inference = inference
+                .with_input_fact(input_count + i, InferenceFact::dt_shape(table.datum, shape))
+                .map_err(bad)?;
+        }
+    }
     for (i, (_, tensor)) in runtime_weights.iter().enumerate() {
         inference = inference
             .with_input_fact(
-                input_count + i,
+                input_count + table_count + i,
                 InferenceFact::dt_shape(tensor.datum_type(), tensor.shape()),
             )
             .map_err(bad)?;
@@ -399,6 +480,7 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
             .into_iter()
             .map(|(_, t)| TValue::from_const(t.into_arc_tensor()))
             .collect(),
+        row_tables,
     })
 }
 
@@ -414,6 +496,15 @@ pub(super) fn onnx_parser() -> tract_onnx::Onnx {
     onnx.op_register
         .insert(super::exact::MATMUL_OP, super::exact::parse_matmul);
     onnx
+}
+
+/// The digest indexes record for a model: of its bytes, or for a body (`rows`), of the whole
+/// model it was cut from.
+fn model_sha256(proto: &pb::ModelProto, bytes: &[u8]) -> Result<String, EmbedError> {
+    Ok(match body_info(proto)? {
+        Some(body) => body.source_sha256,
+        None => sha256_hex(bytes),
+    })
 }
 
 pub(super) fn decode_model(model: &[u8]) -> Result<pb::ModelProto, EmbedError> {
@@ -544,6 +635,117 @@ mod tests {
         let err = TractEmbedder::from_bytes(&one_input, TOKENIZER.as_bytes(), &ModelOptions::default()).unwrap_err();
         assert!(err.to_string().contains("1 inputs"), "{err}");
         assert_eq!(err.code(), crate::error_code::ErrorCode::BadModel);
+    }
+
+    #[test]
+    fn a_model_body_embeds_as_the_whole_model_once_its_row_files_are_added() {
+        use crate::embed::rows::{split_model_with, ROW_FILE_KIND};
+        let whole_bytes = model_bytes();
+        // Two rows a file: the tiny model's five ids in three files (ids 0–1, 2–3, 4).
+        let parts = split_model_with(&whole_bytes, 2).unwrap();
+        assert_eq!(parts.rows, 5);
+        let names: Vec<String> = parts.row_files.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(names.len(), 3);
+        assert!(names
+            .iter()
+            .all(|n| n.starts_with(&format!("{ROW_FILE_KIND}.")) && crate::embed::rows::is_row_file(n)));
+        // Each row: two int8 values and a per-row f32 scale.
+        assert_eq!(
+            parts.row_files.iter().map(|(_, b)| b.len()).collect::<Vec<_>>(),
+            [12, 12, 6]
+        );
+        assert!(crate::embed::rows::may_be_body(&parts.body) && !crate::embed::rows::may_be_body(&whole_bytes));
+        for weights in [Weights::Int8, Weights::F32] {
+            let opts = options(Pooling::Mean, true);
+            let whole =
+                TractEmbedder::from_vec_with(whole_bytes.clone(), TOKENIZER.as_bytes(), &opts, weights).unwrap();
+            let body = TractEmbedder::from_vec_with(parts.body.clone(), TOKENIZER.as_bytes(), &opts, weights).unwrap();
+            assert_eq!(
+                body.spec(),
+                whole.spec(),
+                "the body is the whole model's spec, digest included"
+            );
+            assert_eq!(body.row_file_names(), names);
+            assert!(whole.row_file_names().is_empty());
+            // "fog lamp" is [CLS] fog lamp [SEP]: ids 0, 4, 3, 1, in all three files.
+            match body.embed("fog lamp", TextKind::Query) {
+                Err(EmbedError::MissingRows { files }) => assert_eq!(files, names),
+                other => panic!("{other:?}"),
+            }
+            // A damaged file is refused by name; a file the model does not know is not its.
+            let (first, bytes) = &parts.row_files[0];
+            let mut damaged = bytes.clone();
+            damaged[0] ^= 1;
+            let e = body.add_file(first, &damaged).unwrap_err();
+            assert!(
+                matches!(e, EmbedError::BadModel { .. }) && e.to_string().contains(first.as_str()),
+                "{e}"
+            );
+            assert!(body.add_file(first, &bytes[..6]).is_err(), "a truncated file");
+            assert!(!body.add_file("rows.0123456789abcdef.bin", bytes).unwrap());
+            assert!(
+                !whole.add_file(first, bytes).unwrap(),
+                "a whole model takes no row files"
+            );
+            // With the first file, "fog" ([CLS] fog [SEP]) still needs the last.
+            assert!(body.add_file(first, bytes).unwrap());
+            match body.embed("fog", TextKind::Query) {
+                Err(EmbedError::MissingRows { files }) => assert_eq!(files, [names[2].clone()]),
+                other => panic!("{other:?}"),
+            }
+            for (name, bytes) in &parts.row_files[1..] {
+                assert!(body.add_file(name, bytes).unwrap());
+            }
+            for text in ["fog lamp", "fog", "lamp lamp fog", "unknown words"] {
+                let (a, b) = (
+                    whole.embed(text, TextKind::Query).unwrap(),
+                    body.embed(text, TextKind::Query).unwrap(),
+                );
+                assert_eq!(
+                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{weights:?} {text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn what_cannot_be_split_says_why() {
+        use crate::embed::rows::split_model;
+        let body = split_model(&model_bytes()).unwrap().body;
+        let e = split_model(&body).unwrap_err().to_string();
+        assert!(e.contains("already a body"), "{e}");
+        // A model whose ids are also read by another node cannot renumber them.
+        let mut proto = tiny_int8_model();
+        let graph = proto.graph.as_mut().unwrap();
+        graph.node.push(crate::embed::rewrite::node(
+            "Identity",
+            &["input_ids"],
+            "ids_again",
+            vec![],
+        ));
+        let bytes = {
+            use prost::Message;
+            proto.encode_to_vec()
+        };
+        let e = split_model(&bytes).unwrap_err().to_string();
+        assert!(e.contains("no table is gathered"), "{e}");
+        // …and still embeds as before, its tables held whole.
+        let whole_bytes = {
+            use prost::Message;
+            let mut p = proto.clone();
+            p.graph.as_mut().unwrap().input.push(value_info(
+                "attention_mask",
+                pb::tensor_proto::DataType::Int64,
+                &[Some(1), None],
+            ));
+            p.encode_to_vec()
+        };
+        let embedder =
+            TractEmbedder::from_bytes(&whole_bytes, TOKENIZER.as_bytes(), &options(Pooling::Mean, true)).unwrap();
+        assert_eq!(embedder.embed("fog", TextKind::Query).unwrap().len(), 3);
+        assert!(split_model(b"not a model").is_err());
     }
 
     #[test]

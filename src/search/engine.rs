@@ -8,15 +8,13 @@ use std::sync::Arc;
 use crate::analyzer::Analyzer;
 #[cfg(feature = "model")]
 use crate::digest::sha256_hex;
-use crate::embed::{Embedder, Reranker, TextKind};
+use crate::embed::{EmbedError, Embedder, Reranker, TextKind};
 #[cfg(feature = "model")]
 use crate::embed::{TractEmbedder, Weights};
 use crate::index::{check_model, packed, IndexError, IndexManifest, IndexStore};
 use crate::options::Mode;
 
-#[cfg(feature = "model")]
-use super::types::EngineError;
-use super::types::{needs_model_for, SearchError};
+use super::types::{needs_model_for, EngineError, SearchError, Step};
 
 /// A query's text and its embedding.
 type LastQuery = (String, Vec<f32>);
@@ -77,9 +75,21 @@ impl Engine {
         Ok(Self::new(IndexStore::new(IndexManifest::from_json(json)?)))
     }
 
-    /// Adds a file of a split index (checked against its name's hash and the manifest).
-    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), IndexError> {
-        self.store.add(name, bytes)
+    /// Adds a file of a split index (checked against its name's hash and the manifest), or a row
+    /// file the model asked for (a model body's, `crate::embed::rows`, checked the same way).
+    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), EngineError> {
+        if let Some(embedder) = &self.embedder {
+            if embedder.add_file(name, bytes)? {
+                return Ok(());
+            }
+        }
+        Ok(self.store.add(name, bytes)?)
+    }
+
+    /// Every file the model may ask for (a model body's row files): what answering offline
+    /// needs beside the index's files.
+    pub fn model_file_names(&self) -> Vec<String> {
+        self.embedder.as_ref().map(|e| e.file_names()).unwrap_or_default()
     }
 
     /// Where an object or page of a split index is stored: its pack and byte range (`None`: a
@@ -124,7 +134,14 @@ impl Engine {
     #[cfg(feature = "model")]
     pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], weights: Weights) -> Result<(), EngineError> {
         let manifest = self.store.manifest();
-        check_model(&manifest.model, &sha256_hex(&model), &sha256_hex(tokenizer))?;
+        // A model body (`crate::embed::rows`) is the index's model without its word table: its
+        // digest is not the model's, and is checked once parsed, by `attach_model`.
+        let model_sha256 = if crate::embed::rows::may_be_body(&model) {
+            manifest.model.sha256.clone()
+        } else {
+            sha256_hex(&model)
+        };
+        check_model(&manifest.model, &model_sha256, &sha256_hex(tokenizer))?;
         let options = manifest.model.options();
         let embedder = TractEmbedder::from_vec_with(model, tokenizer, &options, weights)?;
         self.attach_model(Arc::new(embedder))?;
@@ -205,21 +222,24 @@ impl Engine {
         self.embedder.as_ref().ok_or(SearchError::NoModel { mode: what })
     }
 
-    /// The query's embedding, reusing the last one for the same text.
-    pub(crate) fn embed_query(&self, query: &str, mode: Mode) -> Result<Vec<f32>, SearchError> {
+    /// The query's embedding, reusing the last one for the same text; or the row files a model
+    /// body needs first (`crate::embed::rows`).
+    pub(crate) fn embed_query(&self, query: &str, mode: Mode) -> Result<Step<Vec<f32>>, SearchError> {
         if let Ok(last) = self.last_query.lock() {
             if let Some((text, vector)) = last.as_ref() {
                 if text == query {
-                    return Ok(vector.clone());
+                    return Ok(Step::Done(vector.clone()));
                 }
             }
         }
-        let vector = self
-            .embedder_for(needs_model_for(mode))?
-            .embed(query, TextKind::Query)?;
+        let vector = match self.embedder_for(needs_model_for(mode))?.embed(query, TextKind::Query) {
+            Ok(vector) => vector,
+            Err(EmbedError::MissingRows { files }) => return Ok(Step::Need(files)),
+            Err(e) => return Err(e.into()),
+        };
         if let Ok(mut last) = self.last_query.lock() {
             *last = Some((query.to_string(), vector.clone()));
         }
-        Ok(vector)
+        Ok(Step::Done(vector))
     }
 }

@@ -69,7 +69,7 @@ impl Engine {
         let plan = QueryPlan::new(query, &self.analyzer, options.mode)?;
         // Excluded words (`-word`) are not embedded: the vector is of what the reader wants.
         let query_vector = if options.mode.needs_model() {
-            Some(self.embed_query(&plan.text, options.mode)?)
+            Some(done_or_return!(self.embed_query(&plan.text, options.mode)?))
         } else {
             None
         };
@@ -87,8 +87,9 @@ impl Engine {
 
     /// The vector `search` embeds for `query` in `mode` (which must use the model): the words it
     /// searches for, without exclusions. What an engine without the model (a page using a
-    /// Worker's `/embed`) passes to [`Engine::search_with_vector`] for the same results.
-    pub fn query_vector(&self, query: &str, mode: Mode) -> Result<Vec<f32>, SearchError> {
+    /// Worker's `/embed`) passes to [`Engine::search_with_vector`] for the same results. A model
+    /// body answers the row files it needs first.
+    pub fn query_vector(&self, query: &str, mode: Mode) -> Result<Step<Vec<f32>>, SearchError> {
         validate_query(query)?;
         let plan = QueryPlan::new(query, &self.analyzer, mode)?;
         self.embed_query(&plan.text, mode)

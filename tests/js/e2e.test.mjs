@@ -297,7 +297,7 @@ test('languages: a French and a Japanese page, each in its language\'s index, fo
     const mode = await page.locator('.sextant-mode').textContent();
     assert.match(mode, pathname === '/fr/' ? /n'est pas disponible dans cette langue/ : /この言語では意味検索は利用できません/);
     await page.waitForTimeout(2000); // the model would start loading by now
-    assert.ok(!requested.some((p) => /\/model\.[0-9a-f]+\.onnx$/.test(p)), requested.join());
+    assert.ok(!requested.some((p) => /\/(model|body|rows)\.[0-9a-f]+\.(onnx|bin)$/.test(p)), requested.join());
     assert.deepEqual(page.errors, []);
     await page.close();
   }
@@ -417,7 +417,7 @@ test('a hostile page runs nothing and its fake delimiters reach the LLM blocked'
 
 test('keyword results come first, then the same query turns hybrid without touching the input', async () => {
   // The model held back 4 s, as on a slow link: keyword results must not wait for it.
-  const slow = await startStaticServer(site, { delays: [[/\/model\.[0-9a-f]+\.onnx$/, 4000]] });
+  const slow = await startStaticServer(site, { delays: [[/\/(model|body)\.[0-9a-f]+\.onnx$/, 4000]] });
   const page = await watchedPage(context);
   try {
     await page.goto(slow.url + '/getting-started/');
@@ -436,6 +436,38 @@ test('keyword results come first, then the same query turns hybrid without touch
   } finally {
     await page.close();
     await slow.close();
+  }
+});
+
+test('meaning search loads the model without its word table; a query fetches the rows of its words once, and the next query reuses them', async () => {
+  const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
+  assert.match(entry.model_body, /^model\/body\.[0-9a-f]{16}\.onnx$/);
+  const fresh = await startStaticServer(site);
+  const page = await watchedPage(context);
+  try {
+    const rowsFetched = () => fresh.log.filter((e) => /\/sextant\/model\/rows\.[0-9a-f]{16}\.bin$/.test(e.path)).map((e) => e.path);
+    await page.goto(fresh.url + '/getting-started/');
+    await searchFor(page, 'what stops prompt injection');
+    const href = await page.locator('.sextant-page-title').first().getAttribute('href');
+    assert.equal(new URL(href).pathname, '/security/');
+    const paths = fresh.log.map((e) => e.path);
+    assert.ok(paths.includes(`/sextant/${entry.model_body}`), 'the body is loaded');
+    assert.ok(!paths.includes(`/sextant/${entry.model}`), 'the whole model is never fetched');
+    const first = rowsFetched();
+    // [CLS] what stops prompt injection [SEP]: a few files of 64 rows, each once.
+    assert.ok(first.length >= 1 && first.length <= 6, first.join());
+    assert.equal(new Set(first).size, first.length, 'a row file fetched twice');
+    // The same words in another order: no new rows.
+    await searchFor(page, 'injection prompt what stops');
+    assert.deepEqual(rowsFetched(), first, 'the rows of known words were fetched again');
+    // New words: only their rows, none of the first query's again.
+    await searchFor(page, 'offline service worker cache');
+    const third = rowsFetched().slice(first.length);
+    assert.ok(third.length >= 1 && third.every((p) => !first.includes(p)), third.join());
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await fresh.close();
   }
 });
 

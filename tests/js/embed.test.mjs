@@ -66,7 +66,7 @@ test('GET /embed gives the vector the package computes, bit for bit, with the mo
     assert.deepEqual(body.model, { sha256: manifest.model.sha256, tokenizer_sha256: manifest.model.tokenizer_sha256, dims: manifest.model.dims });
     assert.equal(body.weights, 'int8');
     const theirs = floats(body.vector);
-    const ours = local.queryVector(query);
+    const ours = await local.queryVector(query);
     assert.equal(theirs.length, manifest.model.dims);
     assert.deepEqual(Buffer.from(theirs.buffer, theirs.byteOffset, theirs.byteLength), Buffer.from(ours.buffer, ours.byteOffset, ours.byteLength), query);
     // A search with the vector is the search with the model.

@@ -97,6 +97,8 @@ pub enum SitePlan {
 pub const OUTPUT_DIR: &str = "sextant";
 /// The index's folder inside the output folder.
 pub const INDEX_DIR: &str = "index";
+/// The folder under `sextant/` of the model's body and row files.
+pub const MODEL_DIR: &str = "model";
 /// The drop-in UI's files, rewritten in place on every build (their names are fixed: pages load
 /// them by name).
 const UI_FILES: [&str; 2] = ["sextant-ui.js", "sextant-ui.css"];
@@ -157,6 +159,10 @@ struct EntryManifest {
     /// The index manifest (format 2), relative to `sextant/`; its files are beside it.
     index: String,
     model: String,
+    /// The model without its word table, in `model/` beside its row files
+    /// (`sextant::embed::rows`): what the drop-in UI loads (absent when the model cannot be cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_body: Option<String>,
     tokenizer: String,
     package: String,
     worker: String,
@@ -485,6 +491,29 @@ pub fn run(build: SiteBuild) -> Result<()> {
     if groups.len() == 1 {
         languages.clear();
     }
+    // The model cut in two for the drop-in UI: a body without its word table and the table's
+    // rows in small files, fetched as queries need them (`sextant::embed::rows`); the whole model
+    // stays for what reads every row (collections, the Worker).
+    let (model_body, body_len) = match sextant::embed::rows::split_model(&model) {
+        Ok(parts) => {
+            let len = parts.body.len() as u64;
+            for (name, bytes) in parts.row_files {
+                add(format!("{MODEL_DIR}/{name}"), bytes, true);
+            }
+            (
+                Some(add(
+                    format!("{MODEL_DIR}/body.{}.onnx", short_hash(&parts.body)),
+                    parts.body,
+                    true,
+                )),
+                len,
+            )
+        }
+        Err(e) => {
+            eprintln!("note: the model is served whole to the search box ({e})");
+            (None, 0)
+        }
+    };
     let model_name = add(format!("model.{}.onnx", short_hash(&model)), model, true);
     let tokenizer_name = add(format!("tokenizer.{}.json", short_hash(&tokenizer)), tokenizer, true);
     let mut package_bytes = Vec::new();
@@ -515,6 +544,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         generator: manifest.generator.clone(),
         index: index_name,
         model: model_name,
+        model_body,
         tokenizer: tokenizer_name,
         worker: format!("{package_name}ui/search-worker.js"),
         package: package_name,
@@ -522,6 +552,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
             ("index", index_bytes + manifest_len),
             ("index_manifest", manifest_len),
             ("model", model_len),
+            ("model_body", body_len),
             ("tokenizer", tokenizer_len),
             ("wasm", wasm_bytes),
             ("keyword_wasm", keyword_wasm_bytes),

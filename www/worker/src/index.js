@@ -466,7 +466,7 @@ async function embed(url, env, trace) {
   if (!name) throw new HttpError('NO_MODEL', 'no knowledge base of this Worker loaded with the model');
   const sextant = bases.base(name);
   const mode = url.searchParams.get('mode');
-  const vector = sextant.queryVector(url.searchParams.get('q') ?? '', mode ? { mode } : {});
+  const vector = await sextant.queryVector(url.searchParams.get('q') ?? '', mode ? { mode } : {});
   const bytes = new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
   let binary = '';
   for (const b of bytes) binary += String.fromCharCode(b);

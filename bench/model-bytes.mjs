@@ -1,0 +1,70 @@
+// What meaning search costs a visitor in model bytes, as a host serves them (gzip): once, the
+// full engine's WebAssembly, the tokenizer and either the whole model or the model body
+// (`sextant build --site`'s `model_body`, without its word table); then, with the body, the row
+// files each query's tokens are in (each file fetched once a session). The rows a query needs
+// depend only on its words, so any site built with the model measures them; each query set runs
+// as one session, in its order. The body's vectors are checked against the whole model's.
+// node bench/model-bytes.mjs <built site dir> <queries.jsonl>...   → one JSON line
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const [site, ...querySets] = process.argv.slice(2);
+if (!site || !querySets.length) {
+  console.error('usage: node bench/model-bytes.mjs <built site dir> <queries.jsonl>...');
+  process.exit(2);
+}
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { Sextant } = await import(path.join(here, '../pkg/node.js'));
+const dir = path.join(site, 'sextant');
+const entry = JSON.parse(readFileSync(path.join(dir, 'sextant.json'), 'utf8'));
+if (!entry.model_body) throw new Error(`${site} has no model_body: build it again with this sextant`);
+const gz = (file) => gzipSync(readFileSync(file)).length;
+const once = {
+  wasm: gz(path.join(dir, entry.package, 'sextant_wasm_bg.wasm')),
+  tokenizer: gz(path.join(dir, entry.tokenizer)),
+  whole_model: gz(path.join(dir, entry.model)),
+  model_body: gz(path.join(dir, entry.model_body)),
+};
+const index = pathToFileURL(path.join(dir, entry.index)).href;
+const whole = await Sextant.load({ index, model: readFileSync(path.join(dir, entry.model)), tokenizer: readFileSync(path.join(dir, entry.tokenizer)) });
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const sets = [];
+for (const file of querySets) {
+  const queries = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).text);
+  let rowBytes = 0;
+  let rowFiles = 0;
+  const fromDisk = async (url) => {
+    const bytes = readFileSync(fileURLToPath(url));
+    if (/\/rows\.[0-9a-f]{16}\.bin$/.test(String(url))) {
+      rowBytes += gzipSync(bytes).length;
+      rowFiles += 1;
+    }
+    return new Response(bytes);
+  };
+  // A new session per set: a fresh engine holds no rows.
+  const body = await Sextant.load({ index, model: pathToFileURL(path.join(dir, entry.model_body)).href, tokenizer: readFileSync(path.join(dir, entry.tokenizer)), fetch: fromDisk });
+  const perQuery = [];
+  for (const q of queries) {
+    const before = rowBytes;
+    const [a, b] = [await body.queryVector(q), await whole.queryVector(q)];
+    if (Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) !== 0) {
+      throw new Error(`the body's vector differs from the whole model's for ${JSON.stringify(q)}`);
+    }
+    perQuery.push(rowBytes - before);
+  }
+  body.free();
+  const firstTen = perQuery.slice(0, 10).reduce((n, x) => n + x, 0);
+  sets.push({
+    queries: path.relative(process.cwd(), file),
+    count: queries.length,
+    first_query_row_bytes: perQuery[0],
+    median_query_row_bytes: median(perQuery),
+    first_ten_queries_row_bytes: firstTen,
+    session_row_bytes: rowBytes,
+    session_row_files: rowFiles,
+  });
+}
+whole.free();
+console.log(JSON.stringify({ once, sets }));
