@@ -442,11 +442,18 @@ test('keyword results come first, then the same query turns hybrid without touch
 test('meaning search loads the model without its word table; a query fetches the rows of its words once, and the next query reuses them', async () => {
   const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
   assert.match(entry.model_body, /^model\/body\.[0-9a-f]{16}\.onnx$/);
+  // A page without data-offline (which fetches every row file once the page is usable, for
+  // meaning search offline).
+  const online = path.join(site, 'online-only');
+  mkdirSync(online, { recursive: true });
+  const html = readFileSync(path.join(site, 'getting-started/index.html'), 'utf8');
+  assert.match(html, / data-offline/);
+  writeFileSync(path.join(online, 'index.html'), html.replace(/ data-offline/g, ''));
   const fresh = await startStaticServer(site);
   const page = await watchedPage(context);
   try {
     const rowsFetched = () => fresh.log.filter((e) => /\/sextant\/model\/rows\.[0-9a-f]{16}\.bin$/.test(e.path)).map((e) => e.path);
-    await page.goto(fresh.url + '/getting-started/');
+    await page.goto(fresh.url + '/online-only/');
     await searchFor(page, 'what stops prompt injection');
     const href = await page.locator('.sextant-page-title').first().getAttribute('href');
     assert.equal(new URL(href).pathname, '/security/');
