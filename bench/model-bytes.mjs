@@ -28,7 +28,8 @@ const once = {
   model_body: gz(path.join(dir, entry.model_body)),
 };
 const index = pathToFileURL(path.join(dir, entry.index)).href;
-const whole = await Sextant.load({ index, model: readFileSync(path.join(dir, entry.model)), tokenizer: readFileSync(path.join(dir, entry.tokenizer)) });
+const plainDisk = async (url) => new Response(readFileSync(fileURLToPath(url)));
+const whole = await Sextant.load({ index, model: readFileSync(path.join(dir, entry.model)), tokenizer: readFileSync(path.join(dir, entry.tokenizer)), fetch: plainDisk });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sets = [];
 for (const file of querySets) {
