@@ -21,7 +21,7 @@ mkdirSync(path.join(site, 'remote'), { recursive: true });
 writeFileSync(path.join(site, 'remote/index.html'), page.replace('<div id="search"', '<div id="search" data-embed-url="/embed"'));
 const worker = await startWorkerd({ assetsDir: site, name: 'embed-bench' });
 
-const kind = (p) => (/\.onnx$|tokenizer\./.test(p) ? 'model' : /\.wasm$/.test(p) ? 'wasm' : /\/sextant\/index\//.test(p) ? 'index' : p === '/embed' ? 'embed' : 'page and code');
+const kind = (p) => (/\/sextant\/model\/rows\./.test(p) ? 'model rows' : /\.onnx$|tokenizer\./.test(p) ? 'model' : /\.wasm$/.test(p) ? 'wasm' : /\/sextant\/index\//.test(p) ? 'index' : p === '/embed' ? 'embed' : 'page and code');
 
 async function round(pathname) {
   const context = await launch();

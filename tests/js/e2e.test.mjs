@@ -425,7 +425,7 @@ test('keyword results come first, then the same query turns hybrid without touch
     await input.fill('section table and checksums of the file format');
     await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.mode === 'keyword' && document.querySelectorAll('.sextant-page').length > 0, null, { timeout: 60000 });
     assert.match(await page.locator('.sextant-mode').textContent(), /Keyword results/);
-    const modelFetched = slow.log.some((e) => /model\./.test(e.path) && e.bytes);
+    const modelFetched = slow.log.some((e) => /\/model[./]/.test(e.path) && e.bytes);
     assert.equal(modelFetched, false, 'keyword results waited for the model');
     await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.mode === 'hybrid', null, { timeout: 120000 });
     assert.equal(await input.inputValue(), 'section table and checksums of the file format', 'the input changed');

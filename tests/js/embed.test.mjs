@@ -103,7 +103,7 @@ test('data-embed-url: the first query turns hybrid as soon as its vector comes (
   assert.deepEqual(shown, pages);
   await page.waitForTimeout(2500); // the full engine would start loading by now
   assert.ok(requested.includes('/embed'), requested.join());
-  assert.ok(!requested.some((p) => /\/model\.[0-9a-f]+\.onnx$|\/tokenizer\.[0-9a-f]+\.json$/.test(p)), `the model was requested: ${requested.join()}`);
+  assert.ok(!requested.some((p) => /\/(model|body)\.[0-9a-f]+\.onnx$|\/rows\.[0-9a-f]+\.bin$|\/tokenizer\.[0-9a-f]+\.json$/.test(p)), `the model was requested: ${requested.join()}`);
   assert.ok(!requested.some((p) => p.endsWith('/sextant_wasm_bg.wasm')), 'the full engine\'s wasm was requested');
   assert.ok(requested.some((p) => p.endsWith('/sextant_keyword_bg.wasm')), requested.join());
   assert.deepEqual(page.errors, []);
@@ -119,7 +119,7 @@ test('data-embed-url that fails: keyword results at once, then the model loads a
   await page.locator('.sextant-input').fill(query);
   await page.waitForFunction((q) => document.querySelector('.sextant-results').dataset.query === q && document.querySelectorAll('.sextant-page').length > 0, query, { timeout: 60000 });
   await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.mode === 'hybrid', null, { timeout: 180000 });
-  assert.ok(requested.some((p) => /\/model\.[0-9a-f]+\.onnx$/.test(p)), 'the model was not loaded after the endpoint failed');
+  assert.ok(requested.some((p) => /\/(model|body)\.[0-9a-f]+\.onnx$/.test(p)), 'the model was not loaded after the endpoint failed');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
