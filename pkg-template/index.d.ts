@@ -127,6 +127,8 @@ export interface SearchOptions {
   sort?: Record<string, 'asc' | 'desc'>;
   /** Count, for every filter value, the matching pages that have it (`filter_counts` in the response). */
   filter_counts?: boolean;
+  /** When a misspelled word is corrected (`did_you_mean`), dense and hybrid search embed the corrected query. Default true. */
+  embed_corrections?: boolean;
 }
 
 /** A value, a list of values a page must all have, or lists of values: at least one of `any`, all of `all`, none of `none` (`not` is `none`). */

@@ -200,6 +200,11 @@ pub struct SearchOptions {
     /// response): the pages holding a query word, or ranked by the dense retriever, that pass
     /// the exclusions, phrases and filters. Default false.
     pub filter_counts: bool,
+    /// When the keyword stage corrects a word the index does not hold (`did_you_mean`), dense
+    /// and hybrid search embed the corrected query instead of the typed one: the model reads a
+    /// misspelled word as other word pieces. One more embedding and search step for such a
+    /// query only. Default true (BENCHMARKS.md, issue 25: typos).
+    pub embed_corrections: bool,
 }
 
 impl Default for SearchOptions {
@@ -224,6 +229,7 @@ impl Default for SearchOptions {
             filters: BTreeMap::new(),
             sort: BTreeMap::new(),
             filter_counts: false,
+            embed_corrections: true,
         }
     }
 }

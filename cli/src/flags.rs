@@ -77,6 +77,10 @@ pub struct SearchFlags {
     /// true or false.
     #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
     pub query_expansion: bool,
+    /// Embed the query with its misspelled words corrected (did you mean) for dense and hybrid
+    /// search: true or false.
+    #[arg(long, default_value_t = SearchOptions::default().embed_corrections, action = clap::ArgAction::Set)]
+    pub embed_corrections: bool,
     /// With --fuse-documents true, how a page's chunks score it: max (its best chunk) or sum3
     /// (its best three added up).
     #[arg(long, default_value_t = SearchOptions::default().page_score, value_parser = page_score_parser())]
@@ -185,6 +189,7 @@ impl SearchFlags {
             dense_weight: self.dense_weight,
             fuse_documents: self.fuse_documents,
             query_expansion: self.query_expansion,
+            embed_corrections: self.embed_corrections,
             rerank_depth: self.rerank_depth,
             page_score: self.page_score,
             document_bm25: self.document_bm25,

@@ -75,6 +75,7 @@ impl Engine {
         };
         let embedded = clock.now_ms();
         let step = self.run(&plan, query_vector.as_deref(), options, clock)?;
+        let step = self.with_corrected_vector(&plan, step, options, clock)?;
         Ok(match step {
             Step::Done(mut response) => {
                 response.timings.embed_ms = embedded - start;
@@ -107,7 +108,41 @@ impl Engine {
         options.validate()?;
         let vector = self.check_vector(options.mode, query_vector)?;
         let plan = QueryPlan::new(query, &self.analyzer, options.mode)?;
-        self.run(&plan, vector, options, clock)
+        let step = self.run(&plan, vector, options, clock)?;
+        self.with_corrected_vector(&plan, step, options, clock)
+    }
+
+    /// A misspelled word reads to the model as other word pieces: when the keyword stage
+    /// corrected the query (`did_you_mean`) and this engine has the model, the dense half
+    /// searches again with the corrected query's vector (`embed_corrections`; the keyword half
+    /// is the same). Otherwise `step` as it is.
+    fn with_corrected_vector(
+        &self,
+        plan: &QueryPlan,
+        step: Step<SearchResponse>,
+        options: &SearchOptions,
+        clock: &dyn Clock,
+    ) -> Result<Step<SearchResponse>, SearchError> {
+        let corrected = match &step {
+            Step::Done(first)
+                if options.embed_corrections && options.mode.needs_model() && self.embedder().is_some() =>
+            {
+                first.did_you_mean.clone()
+            }
+            _ => None,
+        };
+        let Some(corrected) = corrected else {
+            return Ok(step);
+        };
+        let fixed = QueryPlan::new(&corrected, &self.analyzer, options.mode)?;
+        let vector = done_or_return!(self.embed_query(&fixed.text, options.mode)?);
+        Ok(match self.run(plan, Some(&vector), options, clock)? {
+            Step::Done(mut again) => {
+                again.did_you_mean = again.did_you_mean.or(Some(corrected));
+                Step::Done(again)
+            }
+            need => need,
+        })
     }
 
     /// The query vector a mode uses: none for keyword search, else one of the index's
@@ -253,6 +288,57 @@ mod tests {
 
     fn ids(response: &SearchResponse) -> Vec<&str> {
         response.results.iter().map(|r| r.chunk_id.as_str()).collect()
+    }
+
+    /// An embedder of `tiny()`'s space that knows one word: a text with "lamp" lies along b#0's
+    /// axis, any other along a#1's ("fog horn"). It records what it embeds.
+    struct LampEmbedder {
+        spec: crate::embed::ModelSpec,
+        embedded: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl crate::embed::Embedder for LampEmbedder {
+        fn spec(&self) -> &crate::embed::ModelSpec {
+            &self.spec
+        }
+        fn embed(&self, text: &str, _: crate::embed::TextKind) -> Result<Vec<f32>, crate::embed::EmbedError> {
+            self.embedded.lock().unwrap().push(text.to_string());
+            Ok(if text.contains("lamp") {
+                vec![0.0, 0.0, 1.0]
+            } else {
+                vec![0.0, 1.0, 0.0]
+            })
+        }
+        fn count_tokens(&self, text: &str) -> Result<usize, crate::embed::EmbedError> {
+            Ok(text.split_whitespace().count())
+        }
+        fn token_ids(&self, _: &str) -> Result<Vec<u32>, crate::embed::EmbedError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_corrected_query_is_what_the_model_embeds() {
+        for (query, corrections, embedded, first) in [
+            ("lmap", true, vec!["lmap", "lamp"], "b#0"),
+            ("lmap", false, vec!["lmap"], "a#1"),
+            ("lamp", true, vec!["lamp"], "b#0"),
+        ] {
+            let mut engine = Engine::new(full_store(&tiny()));
+            let embedder = std::sync::Arc::new(LampEmbedder {
+                spec: crate::index::tests::model(3),
+                embedded: Default::default(),
+            });
+            engine.attach_model(embedder.clone()).unwrap();
+            let options = SearchOptions {
+                embed_corrections: corrections,
+                ..Default::default()
+            };
+            let response = engine.search(query, &options, &NoClock).unwrap().done().unwrap();
+            assert_eq!(*embedder.embedded.lock().unwrap(), embedded, "{query} {corrections}");
+            assert_eq!(ids(&response)[0], first, "{query} {corrections}: {:?}", ids(&response));
+            assert_eq!(response.did_you_mean.is_some(), query == "lmap");
+        }
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct EvalArgs {
     /// Expand keyword queries (RM3 pseudo-relevance feedback): true or false.
     #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
     query_expansion: bool,
+    /// Embed the query with its misspelled words corrected: true or false.
+    #[arg(long, default_value_t = SearchOptions::default().embed_corrections, action = clap::ArgAction::Set)]
+    embed_corrections: bool,
     /// With --fuse-documents true, how a page's chunks score it: max or sum3.
     #[arg(long, default_value_t = SearchOptions::default().page_score, value_parser = page_score_parser())]
     page_score: PageScore,
@@ -117,6 +120,7 @@ impl EvalArgs {
             dense_weight: self.dense_weight,
             fuse_documents: self.fuse_documents,
             query_expansion: self.query_expansion,
+            embed_corrections: self.embed_corrections,
             page_score: self.page_score,
             document_bm25: self.document_bm25,
             bm25,
