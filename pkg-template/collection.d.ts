@@ -90,6 +90,8 @@ export function researchJudged(answer: string, options?: Partial<ResearchDefault
 export function researchRefusal(unknown: string[], cited: number, sent: number): string | undefined;
 
 export function opfsStorage(name: string): CollectionStorage;
+/** A folder as a collection's storage, for Node (each stored file a file in `dir`). */
+export function folderStorage(dir: string): CollectionStorage;
 export function listCollections(): Promise<string[]>;
 export function deleteCollection(name: string): Promise<void>;
 export function storageInfo(options?: { persist?: boolean }): Promise<{ usage: number | null; quota: number | null; persisted: boolean }>;

@@ -138,6 +138,47 @@ export function opfsStorage(name) {
   };
 }
 
+/**
+ * A folder as a collection's storage, for Node: each stored file one file in `dir` (created when
+ * first written), written to a temporary name and renamed, so never half-written.
+ */
+export function folderStorage(dir) {
+  const fs = () => import('node:fs/promises');
+  const at = (file) => `${String(dir).replace(/\/+$/, '')}/${file}`;
+  const absent = (e) => e?.code === 'ENOENT';
+  return {
+    async list() {
+      try {
+        return (await (await fs()).readdir(String(dir))).filter((f) => !f.endsWith('.tmp')).sort();
+      } catch (e) {
+        if (absent(e)) return [];
+        throw e;
+      }
+    },
+    async read(file) {
+      try {
+        return new Uint8Array(await (await fs()).readFile(at(file)));
+      } catch (e) {
+        if (absent(e)) return null;
+        throw e;
+      }
+    },
+    async write(file, bytes) {
+      const f = await fs();
+      await f.mkdir(String(dir), { recursive: true });
+      await f.writeFile(at(`${file}.tmp`), bytes);
+      await f.rename(at(`${file}.tmp`), at(file));
+    },
+    async remove(file) {
+      try {
+        await (await fs()).unlink(at(file));
+      } catch (e) {
+        if (!absent(e)) throw e;
+      }
+    },
+  };
+}
+
 const COLLECTION_NAME = /^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,63}$/u;
 const META = 'collection.json';
 const VECTORS = 'vectors.bin';

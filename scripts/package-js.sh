@@ -9,8 +9,8 @@ source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
 
 FILES=(
-  errors.js fetching.js chat.js index-files.js core.js browser.js keyword.js node.js workerd.js collection.js embed-worker.js research.js
-  index.d.ts collection.d.ts research.d.ts README.md
+  errors.js fetching.js chat.js index-files.js core.js browser.js keyword.js node.js workerd.js collection.js embed-worker.js research.js memory.js
+  index.d.ts collection.d.ts research.d.ts memory.d.ts README.md
 )
 mkdir -p pkg
 for f in "${FILES[@]}"; do cp "pkg-template/$f" "pkg/$f"; done

@@ -24,6 +24,7 @@ function declarations(file) {
   const name = (n) => n.name?.getText(source);
   for (const node of source.statements) {
     if (ts.isFunctionDeclaration(node)) out.values.add(name(node));
+    if (ts.isVariableStatement(node)) for (const d of node.declarationList.declarations) out.values.add(d.name.getText(source));
     // `export { a, b } from './index.js'` (values only, not `export type`).
     if (ts.isExportDeclaration(node) && !node.isTypeOnly && node.exportClause && ts.isNamedExports(node.exportClause)) {
       for (const e of node.exportClause.elements) if (!e.isTypeOnly) out.values.add(e.name.getText(source));
@@ -73,11 +74,11 @@ test('the declared exports and Sextant methods are the package\'s', async () => 
   assert.deepEqual(declared.classes.Sextant.sort(), ['load', ...methods].sort());
 });
 
-test('collection.d.ts and research.d.ts declare exactly what sextant-search/collection and /research export', async () => {
+test('collection.d.ts, research.d.ts and memory.d.ts declare exactly what sextant-search/collection, /research and /memory export', async () => {
   const project = consumerProject();
-  writeFileSync(path.join(project, 'entries.mjs'), "export * as collection from 'sextant-search/collection';\nexport * as research from 'sextant-search/research';\n");
+  writeFileSync(path.join(project, 'entries.mjs'), "export * as collection from 'sextant-search/collection';\nexport * as research from 'sextant-search/research';\nexport * as memory from 'sextant-search/memory';\n");
   const entries = await import(pathToFileURL(path.join(project, 'entries.mjs')).href);
-  for (const entry of ['collection', 'research']) {
+  for (const entry of ['collection', 'research', 'memory']) {
     const types = declarations(path.join(project, `node_modules/sextant-search/${entry}.d.ts`));
     assert.deepEqual([...types.values].sort(), Object.keys(entries[entry]).filter((k) => k !== 'default').sort(), `${entry}.d.ts`);
   }
