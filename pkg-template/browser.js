@@ -7,3 +7,4 @@ const api = makeApi(wasm, () => init({ module_or_path: new URL('./sextant_wasm_b
 export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, checkBaseNames, selectBases, qualifyId, splitQualifiedId } = api;
 export { readChatStream, retryAfterMs, backoffMs, redact } from './chat.js';
 export { fetchBytes } from './fetching.js';
+export { OtlpExporter, querySpans, collectionSpans } from './otlp.js';

@@ -1,5 +1,5 @@
 // Types of `sextant-search/collection`: indexes built where the documents are (see collection.js).
-import type { Mode, ResearchDefaults, SearchOptions, SearchResponse, SearchResult } from './index.js';
+import type { Mode, OtlpExporter, OtlpOptions, ResearchDefaults, SearchOptions, SearchResponse, SearchResult } from './index.js';
 export { Sextant, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes } from './index.js';
 
 /** Model files: URLs, bytes or Blobs. */
@@ -32,6 +32,9 @@ export interface CreateOptions {
   tokenizer: Source;
   /** sextant.toml's content as an object. */
   config?: Record<string, unknown>;
+  /** Send `rag.ingest` (each file added) and `rag.embed` (each embedding run) spans to an
+   *  OpenTelemetry collector (OTLP/JSON), as `Sextant.load`'s `otlp`. */
+  otlp?: OtlpOptions | OtlpExporter;
   fetch?: typeof fetch;
 }
 
@@ -114,6 +117,8 @@ export class Collection {
   removeFile(path: string): Promise<boolean>;
   files(): FileSummary[];
   readonly pending: number;
+  /** Where this collection's spans go (`otlp`), or null. */
+  readonly otlp: OtlpExporter | null;
   /** What the model is still to read (chunk texts; after their title and headings with `fields.embed_context`), each once, in build order. */
   pendingTexts(): string[];
   embed(options?: EmbedOptions): Promise<number>;

@@ -7,6 +7,7 @@
 // has its vector. Vectors are kept by the digest of their text, so removing or re-adding a file
 // never embeds unchanged text again; vectors() saves them and loadVectors() restores them.
 import init, * as wasm from './sextant_collection.js';
+import { OtlpExporter, collectionSpans } from './otlp.js';
 import { SextantError, call } from './errors.js';
 import { fetchBytes } from './fetching.js';
 import { makeApi } from './core.js';
@@ -231,6 +232,7 @@ export class Collection {
   #saving = Promise.resolve();
   #source = null; // {model, tokenizer, config}: what a pool worker loads
   #pool = null; // Promise of the embedding pool's workers, once started
+  #otlp = null; // where `rag.ingest` and `rag.embed` spans go (`otlp`), or null
 
   constructor(inner, storage = null) {
     this.#inner = inner;
@@ -243,7 +245,7 @@ export class Collection {
    * later change is written through. A stored file that no longer reads is skipped and reported
    * in `skipped`; damaged vectors are dropped (those chunks are embedded again).
    */
-  static async open(name, { model, tokenizer, config, storage, fetch: fetchImpl = globalThis.fetch } = {}) {
+  static async open(name, { model, tokenizer, config, storage, otlp, fetch: fetchImpl = globalThis.fetch } = {}) {
     if (!COLLECTION_NAME.test(String(name))) {
       throw new SextantError('BAD_ARGUMENT', `${JSON.stringify(name)} is not a collection name: 1 to 64 letters, digits, spaces, '.', '_' or '-', starting with a letter or digit`);
     }
@@ -254,7 +256,7 @@ export class Collection {
       throw new SextantError('BAD_ARGUMENT', `the collection ${JSON.stringify(name)} was made with another config; open it without one, or create a new collection`);
     }
     const effective = saved ? saved.config ?? undefined : config;
-    const collection = await Collection.create({ model, tokenizer, config: effective, fetch: fetchImpl });
+    const collection = await Collection.create({ model, tokenizer, config: effective, otlp, fetch: fetchImpl });
     collection.skipped = [];
     for (const entry of await store.list()) {
       const bytes = await store.read(entry);
@@ -302,17 +304,31 @@ export class Collection {
    * model.onnx and tokenizer.json that `sextant build` uses, so its indexes and this one agree).
    * `config` is sextant.toml's content as an object (e.g. `{ chunking: { max_tokens: 200 } }`).
    */
-  static async create({ model, tokenizer, config, fetch: fetchImpl = globalThis.fetch } = {}) {
+  static async create({ model, tokenizer, config, otlp, fetch: fetchImpl = globalThis.fetch } = {}) {
     if (model == null || tokenizer == null) throw new SextantError('BAD_ARGUMENT', 'Collection.create() needs model and tokenizer (URLs, bytes or Blobs)');
     const [modelBytes, tokenizerBytes] = await Promise.all([bytesOf(model, 'model', fetchImpl), bytesOf(tokenizer, 'tokenizer', fetchImpl), ready()]);
     const collection = new Collection(call(() => new wasm.Collection(modelBytes, tokenizerBytes, config)));
     collection.#source = { model: modelBytes, tokenizer: tokenizerBytes, config };
+    if (otlp != null) collection.#otlp = otlp instanceof OtlpExporter ? otlp : new OtlpExporter(otlp);
     return collection;
   }
 
   #changed() {
     this.#engine?.free();
     this.#engine = null;
+  }
+
+  /** Reads a file into the collection; with `otlp`, a `rag.ingest` span (source, chunk_count). */
+  #ingested(path, add) {
+    const start_ms = Date.now();
+    const summary = call(add);
+    this.#otlp?.record(collectionSpans({ name: 'rag.ingest', start_ms, end_ms: Date.now(), attributes: { source: String(path), chunk_count: summary.chunks, document_count: summary.documents } }));
+    return summary;
+  }
+
+  /** Where this collection's spans go (`otlp`), or null. */
+  get otlp() {
+    return this.#otlp;
   }
 
   /**
@@ -323,7 +339,7 @@ export class Collection {
    */
   async addFile(path, content) {
     const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : await bytesOf(content, path);
-    const summary = call(() => this.#inner.addFile(String(path), bytes));
+    const summary = this.#ingested(path, () => this.#inner.addFile(String(path), bytes));
     this.#changed();
     await this.#replaceEntries(String(path), [[fileEntry(String(path)), bytes]]);
     return summary;
@@ -334,7 +350,7 @@ export class Collection {
    * `{id, source, url, title, metadata, sections: [{heading_path, anchor, text}]}`.
    */
   async addDocuments(path, documents, { original } = {}) {
-    const summary = call(() => this.#inner.addDocuments(String(path), documents));
+    const summary = this.#ingested(path, () => this.#inner.addDocuments(String(path), documents));
     this.#changed();
     const entries = [[documentsEntry(String(path)), new TextEncoder().encode(JSON.stringify(documents))]];
     if (original) entries.push([originalEntry(String(path)), await bytesOf(original, path)]);
@@ -348,7 +364,7 @@ export class Collection {
    * kept to open it later (`original(path)`).
    */
   async addHtml(path, html, { original } = {}) {
-    const summary = call(() => this.#inner.addHtml(String(path), String(html)));
+    const summary = this.#ingested(path, () => this.#inner.addHtml(String(path), String(html)));
     this.#changed();
     const entries = [[htmlEntry(String(path)), new TextEncoder().encode(String(html))]];
     if (original) entries.push([originalEntry(String(path)), await bytesOf(original, path)]);
@@ -428,6 +444,7 @@ export class Collection {
   async embed({ batch = 4, workers, on_progress, signal, paused, save_every_ms = 5000 } = {}) {
     const texts = call(() => this.#inner.pendingTexts());
     const total = texts.length;
+    const spanStart = Date.now();
     const size = Math.max(1, batch | 0);
     let done = 0;
     let taken = 0;
@@ -483,6 +500,7 @@ export class Collection {
       if (done > 0) {
         this.#changed();
         await saveVectors();
+        this.#otlp?.record(collectionSpans({ name: 'rag.embed', start_ms: spanStart, end_ms: Date.now(), attributes: { provider: 'sextant', batch_size: size, text_count: done, workers: threads } }));
       }
     }
     return done;

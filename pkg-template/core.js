@@ -11,6 +11,7 @@
 import { SextantError, call } from './errors.js';
 import { isUrlLike, toBytes } from './fetching.js';
 import { IndexFiles, NO_FILES, WithModelFiles, untilDone } from './index-files.js';
+import { OtlpExporter, querySpans } from './otlp.js';
 import { chatCompletion, chatUrl } from './chat.js';
 
 /** The key of a Sextant's internals, for `Bases` (not part of the API). */
@@ -142,12 +143,34 @@ export function makeApi(wasm, initialise) {
     };
   }
 
+  /** An exporter from `otlp` (`{url, headers, service, flush_ms}` or an OtlpExporter), or null. */
+  function exporterOf(otlp) {
+    if (otlp == null) return null;
+    return otlp instanceof OtlpExporter ? otlp : new OtlpExporter(otlp);
+  }
+
+  /** Runs a query; with an exporter, records its spans (after it ends: never in its way). */
+  async function traced(exporter, route, query, options, run) {
+    if (!exporter) return run();
+    const start_ms = Date.now();
+    try {
+      const response = await run();
+      exporter.record(querySpans({ route, start_ms, end_ms: Date.now(), query, options: options ?? {}, response }));
+      return response;
+    } catch (e) {
+      exporter.record(querySpans({ route, start_ms, end_ms: Date.now(), query, options: options ?? {}, response: { timings: e?.timings, trace: e?.trace }, error: e }));
+      throw e;
+    }
+  }
+
   class Sextant {
     #engine;
     #files;
     #maxIndexBytes;
     /** A model body's row files, fetched from beside it (null for a whole model). */
     #modelFiles = null;
+    /** Where each query's spans go (`otlp`), or null. */
+    #otlp = null;
 
     constructor(engine, files, maxIndexBytes) {
       this.#engine = engine;
@@ -166,7 +189,8 @@ export function makeApi(wasm, initialise) {
      * index, the most bytes of keyword shards, fragments and vector blocks kept between queries
      * (the least recently used go first, fetched again if needed; default: no limit).
      */
-    static async load({ index, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, max_index_bytes, ...load_options } = {}) {
+    static async load({ index, model, tokenizer, on_progress, fetch: fetchImpl = globalThis.fetch, max_index_bytes, otlp, ...load_options } = {}) {
+      const exporter = exporterOf(otlp);
       if (index == null) throw new SextantError('BAD_ARGUMENT', 'load() needs an index: the URL of its manifest, or a packed .sxt (URL or bytes)');
       if (max_index_bytes != null && !(Number.isFinite(max_index_bytes) && max_index_bytes >= 0)) {
         throw new SextantError('BAD_ARGUMENT', `max_index_bytes must be a number of bytes (0 or more), not ${JSON.stringify(max_index_bytes)}`);
@@ -187,6 +211,7 @@ export function makeApi(wasm, initialise) {
       }
       // A packed index holds every file from the start and cannot fetch one again: never trimmed.
       const sextant = new Sextant(engine, files ?? NO_FILES, files ? max_index_bytes : undefined);
+      sextant.#otlp = exporter;
       if (model != null) await sextant.loadModel({ model, tokenizer, on_progress, fetch: fetchImpl, ...load_options });
       return sextant;
     }
@@ -242,11 +267,13 @@ export function makeApi(wasm, initialise) {
      */
     async search(query, options) {
       const { query_vector: vector, ...rest } = options ?? {};
-      if (vector !== undefined) {
-        const floats = vector instanceof Float32Array ? vector : Float32Array.from(vector);
-        return untilDone(this.#engine, this.#loop(), () => this.#engine.searchWithVector(String(query), floats, rest), this.#maxIndexBytes);
-      }
-      return untilDone(this.#engine, this.#loop(), () => this.#engine.search(String(query), options), this.#maxIndexBytes);
+      return traced(this.#otlp, 'search', query, options, () => {
+        if (vector !== undefined) {
+          const floats = vector instanceof Float32Array ? vector : Float32Array.from(vector);
+          return untilDone(this.#engine, this.#loop(), () => this.#engine.searchWithVector(String(query), floats, rest), this.#maxIndexBytes);
+        }
+        return untilDone(this.#engine, this.#loop(), () => this.#engine.search(String(query), options), this.#maxIndexBytes);
+      });
     }
 
     /**
@@ -265,7 +292,7 @@ export function makeApi(wasm, initialise) {
 
     /** await context(question, options) → the results framed, with the chat messages to send. */
     async context(question, options) {
-      return untilDone(this.#engine, this.#loop(), () => this.#engine.context(String(question), options), this.#maxIndexBytes);
+      return traced(this.#otlp, 'context', question, options, () => untilDone(this.#engine, this.#loop(), () => this.#engine.context(String(question), options), this.#maxIndexBytes));
     }
 
     manifest() {
@@ -335,7 +362,12 @@ export function makeApi(wasm, initialise) {
      * `trace` one entry per LLM call (see `postWithRetries`). An error carries both too.
      */
     async ask(question, options) {
-      return answer(question, options, (ask) => untilDone(this.#engine, this.#loop(), () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes));
+      return traced(this.#otlp, 'ask', question, options, () => answer(question, options, (ask) => untilDone(this.#engine, this.#loop(), () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes)));
+    }
+
+    /** The OTLP exporter this engine sends its spans to (`otlp`), or null: `stats()`, `flush()`. */
+    get otlp() {
+      return this.#otlp;
     }
 
     /** Releases the WebAssembly memory of this engine. */

@@ -81,7 +81,49 @@ export interface LoadOptions {
    *  between queries; the least recently used go first and are fetched again when needed
    *  (default: no limit). */
   max_index_bytes?: number;
+  /** Send each search's, context's and answer's spans to an OpenTelemetry collector (OTLP/JSON
+   *  over HTTP), batched, never blocking a query; a batch the collector does not take is dropped
+   *  and counted (`sextant.otlp.stats()`). */
+  otlp?: OtlpOptions | OtlpExporter;
 }
+
+export interface OtlpOptions {
+  /** The collector's traces endpoint, e.g. `http://localhost:4318/v1/traces`. */
+  url: string;
+  /** Headers sent with each batch (an API key of the collector's). */
+  headers?: Record<string, string>;
+  /** `service.name` of the spans (default `sextant-search`). */
+  service?: string;
+  /** Milliseconds from the first waiting span to a send (default 1000; 0: only on `flush()`). */
+  flush_ms?: number;
+  fetch?: typeof fetch;
+}
+
+/** A span before it is sent: what `querySpans` and `collectionSpans` return. */
+export interface SpanRecord {
+  name: string;
+  trace_id: string;
+  span_id: string;
+  parent_id?: string;
+  start_ms: number;
+  end_ms: number;
+  attributes?: Record<string, string | number | boolean | null | undefined>;
+  kind?: number;
+  error?: unknown;
+}
+
+/** Sends spans to an OTLP/HTTP collector as JSON, in batches; never throws. */
+export class OtlpExporter {
+  constructor(options: OtlpOptions);
+  record(spans: SpanRecord[]): void;
+  /** Sends what waits; resolves when it is sent or dropped. */
+  flush(): Promise<void>;
+  stats(): { sent: number; dropped: number; queued: number };
+}
+/** The spans of one search, context or answer, from its response's timings (and its LLM calls). */
+export function querySpans(query: { route?: 'search' | 'context' | 'ask'; start_ms: number; end_ms: number; query?: string; options?: Record<string, unknown>; response?: unknown; error?: unknown }): SpanRecord[];
+/** The span of a collection's work (`rag.ingest`, `rag.embed`). */
+export function collectionSpans(work: { name: string; start_ms: number; end_ms: number; attributes?: Record<string, string | number | boolean> }): SpanRecord[];
 
 export interface Bm25Params {
   /** Term-frequency saturation, 0–10 (default 1.5). */
@@ -441,6 +483,8 @@ export class Sextant {
   loadReranker(options: { model: Source; tokenizer: Source; max_tokens?: number; on_progress?: (p: Progress) => void; fetch?: typeof fetch }): Promise<void>;
   /** Whether a model is attached (dense and hybrid search, framing, ask). */
   readonly hasModel: boolean;
+  /** Where this engine's spans go (`otlp` at load), or null. */
+  readonly otlp: OtlpExporter | null;
   /** Fetches every file of a split index not fetched yet (for offline use). */
   prefetch(): Promise<void>;
   /** With `query_vector` (from `queryVector` of an engine with the same model, e.g. a Worker's `/embed`), hybrid and dense search need no model here. */

@@ -9,3 +9,4 @@ const api = makeApi(wasm, () => init({ module_or_path: new URL('./sextant_keywor
 export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, checkBaseNames, selectBases, qualifyId, splitQualifiedId } = api;
 export { readChatStream, retryAfterMs, backoffMs, redact } from './chat.js';
 export { fetchBytes } from './fetching.js';
+export { OtlpExporter, querySpans, collectionSpans } from './otlp.js';

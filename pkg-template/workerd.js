@@ -10,3 +10,4 @@ const api = makeApi(wasm, () => initSync({ module: wasmModule }));
 export const { Sextant, Bases, SextantError, verifyCitations, highlights, defaults, ready, memoryBytes, checkBaseNames, selectBases, qualifyId, splitQualifiedId } = api;
 export { readChatStream, retryAfterMs, backoffMs, redact } from './chat.js';
 export { fetchBytes } from './fetching.js';
+export { OtlpExporter, querySpans, collectionSpans } from './otlp.js';

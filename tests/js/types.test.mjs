@@ -92,7 +92,7 @@ test('declared option fields are the core\'s, and the error codes its table', ()
   assert.deepEqual(declared.intersection('ContextOptions').sort(), keys(d.context));
   const jsOnly = ['llm', 'signal', 'on_context', 'on_token', 'on_retry', 'fetch', 'random'];
   assert.deepEqual(declared.fields('AskOptions').filter((f) => !jsOnly.includes(f)).sort(), keys(d.ask));
-  assert.deepEqual(declared.fields('LoadOptions').filter((f) => !['index', 'model', 'tokenizer', 'on_progress', 'fetch', 'max_index_bytes'].includes(f)).sort(), keys(d.load));
+  assert.deepEqual(declared.fields('LoadOptions').filter((f) => !['index', 'model', 'tokenizer', 'on_progress', 'fetch', 'max_index_bytes', 'otlp'].includes(f)).sort(), keys(d.load));
   assert.deepEqual(declared.unionLiterals('ErrorCode').sort(), d.error_codes.map((c) => c.code).sort());
   assert.deepEqual(declared.fields('Defaults').sort(), keys(d));
 });

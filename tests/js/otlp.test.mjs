@@ -1,0 +1,205 @@
+// OpenTelemetry traces from the package: each search, context and answer (and a collection's
+// ingest and embedding) sent as OTLP/JSON to a local OTLP/HTTP receiver that checks every
+// request against the OTLP JSON encoding (ids, nanosecond times, attribute values, status), with
+// the documented span names and attributes; a collector that is down or slow never fails or
+// holds up a query, and what it does not take is counted as dropped.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { fixtures, modelDir, importPackage, consumerProject } from './harness.mjs';
+import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
+
+let api;
+let model;
+let tokenizer;
+let bundle;
+
+before(async () => {
+  api = await importPackage();
+  model = readFileSync(path.join(modelDir, 'model.onnx'));
+  tokenizer = readFileSync(path.join(modelDir, 'tokenizer.json'));
+  bundle = readFileSync(path.join(fixtures, 'golden-v2.sxt'));
+});
+
+/** Why `body` is not an OTLP/JSON trace export, or null. */
+function schemaError(body) {
+  const isHex = (s, n) => typeof s === 'string' && new RegExp(`^[0-9a-f]{${n}}$`).test(s) && !/^0+$/.test(s);
+  const isNanos = (s) => typeof s === 'string' && /^[0-9]{1,20}$/.test(s);
+  const badAttributes = (list) => {
+    if (!Array.isArray(list)) return 'attributes is not an array';
+    for (const a of list) {
+      if (typeof a?.key !== 'string' || !a.key) return `an attribute without a key: ${JSON.stringify(a)}`;
+      const kinds = Object.keys(a.value ?? {});
+      if (kinds.length !== 1) return `attribute ${a.key} has ${kinds.length} value kinds`;
+      const [kind] = kinds;
+      const v = a.value[kind];
+      const ok = { stringValue: typeof v === 'string', boolValue: typeof v === 'boolean', intValue: typeof v === 'string' && /^-?[0-9]+$/.test(v), doubleValue: typeof v === 'number' }[kind];
+      if (!ok) return `attribute ${a.key} has a bad ${kind}: ${JSON.stringify(v)}`;
+    }
+    return null;
+  };
+  if (!Array.isArray(body?.resourceSpans) || !body.resourceSpans.length) return 'no resourceSpans';
+  for (const rs of body.resourceSpans) {
+    const r = badAttributes(rs.resource?.attributes);
+    if (r) return `resource: ${r}`;
+    if (!rs.resource.attributes.some((a) => a.key === 'service.name')) return 'no service.name';
+    for (const ss of rs.scopeSpans ?? []) {
+      if (typeof ss.scope?.name !== 'string') return 'a scope without a name';
+      for (const s of ss.spans ?? []) {
+        if (!isHex(s.traceId, 32)) return `bad traceId ${s.traceId}`;
+        if (!isHex(s.spanId, 16)) return `bad spanId ${s.spanId}`;
+        if (s.parentSpanId !== undefined && !isHex(s.parentSpanId, 16)) return `bad parentSpanId ${s.parentSpanId}`;
+        if (typeof s.name !== 'string' || !s.name) return 'a span without a name';
+        if (!Number.isInteger(s.kind) || s.kind < 0 || s.kind > 5) return `bad kind ${s.kind}`;
+        if (!isNanos(s.startTimeUnixNano) || !isNanos(s.endTimeUnixNano)) return `bad times of ${s.name}`;
+        if (BigInt(s.endTimeUnixNano) < BigInt(s.startTimeUnixNano)) return `${s.name} ends before it starts`;
+        const a = badAttributes(s.attributes);
+        if (a) return `${s.name}: ${a}`;
+        if (![0, 1, 2].includes(s.status?.code)) return `bad status of ${s.name}`;
+      }
+    }
+  }
+  return null;
+}
+
+/** A local OTLP/HTTP receiver: 200 for a valid export to /v1/traces, 400 with the reason otherwise. */
+async function startReceiver({ delayMs = 0 } = {}) {
+  const spans = [];
+  const rejected = [];
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+    let body = null;
+    try {
+      body = JSON.parse(raw);
+    } catch {}
+    const why = req.method !== 'POST' || req.url !== '/v1/traces' ? `${req.method} ${req.url}` : req.headers['content-type'] !== 'application/json' ? 'not JSON' : schemaError(body);
+    if (why) {
+      rejected.push(why);
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ message: why }));
+      return;
+    }
+    for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, headers: req.headers, at: Date.now() });
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}/v1/traces`, spans, rejected, close: () => new Promise((r) => server.close(r)) };
+}
+
+const attr = (span, key) => {
+  const v = span.attributes.find((a) => a.key === key)?.value;
+  return v && (v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.doubleValue ?? v.boolValue));
+};
+
+test('a search, a context and an answer arrive as spans with the documented names and attributes', async () => {
+  const receiver = await startReceiver();
+  const llm = await startLlmServer((req) => ({ events: sseAnswer('', { pieces: ['It turns ', `[${chunkIdsIn(req.body)[0]}].`] }) }));
+  const sextant = await api.Sextant.load({ index: bundle, model, tokenizer, otlp: { url: receiver.url, headers: { 'x-api-key': 'collector-key' }, service: 'docs-search', flush_ms: 0 } });
+  try {
+    const query = 'why does the lighthouse beam rotate';
+    const response = await sextant.search(query, { k: 4 });
+    assert.equal(receiver.spans.length, 0, 'nothing is sent before flush() with flush_ms 0');
+    await sextant.otlp.flush();
+    assert.deepEqual(receiver.rejected, []);
+    const root = receiver.spans.find((s) => s.name === 'rag.search');
+    assert.ok(root, receiver.spans.map((s) => s.name).join());
+    assert.equal(root.headers['x-api-key'], 'collector-key');
+    const children = receiver.spans.filter((s) => s.parentSpanId === root.spanId);
+    assert.deepEqual(children.map((s) => s.name), ['rag.embed', 'rag.search.bm25', 'rag.search.dense', 'rag.rrf_fusion']);
+    assert.ok(children.every((s) => s.traceId === root.traceId));
+    const by = Object.fromEntries(children.map((s) => [s.name, s]));
+    assert.equal(attr(by['rag.embed'], 'provider'), 'sextant');
+    assert.equal(attr(by['rag.embed'], 'text_count'), 1);
+    assert.equal(attr(by['rag.search.bm25'], 'query_length'), query.length);
+    assert.equal(attr(by['rag.search.dense'], 'top_k'), 4);
+    assert.equal(attr(by['rag.rrf_fusion'], 'input_lists'), 2);
+    assert.equal(attr(by['rag.rrf_fusion'], 'output_count'), response.results.length);
+    assert.equal(attr(root, 'result_count'), response.results.length);
+    // Each stage lasts what the core timed, within the root span.
+    const ms = (s) => Number(BigInt(s.endTimeUnixNano) - BigInt(s.startTimeUnixNano)) / 1e6;
+    assert.ok(Math.abs(ms(by['rag.embed']) - response.timings.embed_ms) < 0.01);
+    assert.ok(children.every((s) => BigInt(s.startTimeUnixNano) >= BigInt(root.startTimeUnixNano)));
+
+    const framed = await sextant.context(query, { token_budget: 300 });
+    const answer = await sextant.ask(query, { llm: { base_url: llm.baseUrl, model: 'm' } });
+    await sextant.otlp.flush();
+    assert.deepEqual(receiver.rejected, []);
+    const assemble = receiver.spans.find((s) => s.name === 'rag.assemble');
+    assert.equal(attr(assemble, 'token_budget'), 300);
+    assert.equal(attr(assemble, 'chunks_assembled'), framed.included.length);
+    assert.equal(receiver.spans.find((s) => s.spanId === assemble.parentSpanId).name, 'rag.context');
+    const call = receiver.spans.find((s) => s.name === 'rag.llm');
+    assert.ok(call, receiver.spans.map((s) => s.name).join());
+    assert.equal(call.kind, 3, 'an LLM call is a client span');
+    assert.equal(receiver.spans.find((s) => s.spanId === call.parentSpanId).name, 'rag.ask');
+    assert.equal(attr(call, 'prompt_tokens'), answer.usage.prompt_tokens);
+    assert.equal(attr(receiver.spans.find((s) => s.name === 'rag.search'), 'service.name'), undefined, 'service.name is the resource\'s');
+    assert.deepEqual(sextant.otlp.stats(), { sent: receiver.spans.length, dropped: 0, queued: 0 });
+  } finally {
+    sextant.free();
+    await llm.close();
+    await receiver.close();
+  }
+});
+
+test('a collector that is down or slow never fails or holds up a search; what it did not take is dropped and counted', async () => {
+  const down = await startReceiver();
+  await down.close(); // its port now refuses connections
+  const sextant = await api.Sextant.load({ index: bundle, otlp: { url: down.url, flush_ms: 1 } });
+  try {
+    for (const q of ['lighthouse', 'beam', 'logbook']) await sextant.search(q, { k: 3, mode: 'keyword' });
+    await new Promise((r) => setTimeout(r, 50));
+    await sextant.otlp.flush();
+    const stats = sextant.otlp.stats();
+    assert.equal(stats.sent, 0);
+    assert.ok(stats.dropped >= 3, JSON.stringify(stats));
+  } finally {
+    sextant.free();
+  }
+  // A collector that takes 1.5 s to answer: the search is back long before it has answered.
+  const slow = await startReceiver({ delayMs: 1500 });
+  const other = await api.Sextant.load({ index: bundle, otlp: { url: slow.url, flush_ms: 1 } });
+  try {
+    await other.search('lighthouse', { k: 3, mode: 'keyword' });
+    await new Promise((r) => setTimeout(r, 20)); // the batch is on its way
+    const searched = Date.now();
+    await other.search('beam', { k: 3, mode: 'keyword' });
+    const back = Date.now();
+    await other.otlp.flush();
+    assert.ok(slow.spans.length > 0 && slow.spans.every((s) => s.at > back), 'the search waited for the collector');
+    assert.ok(back >= searched);
+    assert.equal(other.otlp.stats().dropped, 0);
+  } finally {
+    other.free();
+    await slow.close();
+  }
+  // A URL that is not one is a typed error at load.
+  await assert.rejects(api.Sextant.load({ index: bundle, otlp: { url: 'collector:4318' } }), (e) => e.code === 'BAD_ARGUMENT');
+});
+
+test('a collection sends rag.ingest for each file and rag.embed for an embedding run', async () => {
+  const project = consumerProject();
+  const { Collection } = await import(pathToFileURL(path.join(project, 'node_modules/sextant-search/collection.js')).href);
+  const receiver = await startReceiver();
+  const collection = await Collection.create({ model, tokenizer, otlp: { url: receiver.url, flush_ms: 0 } });
+  try {
+    const summary = await collection.addFile('notes/fog.md', '# Fog\n\nThe horn sounds twice a minute in fog.\n\n## Lamps\n\nThe lamp burns oil.');
+    await collection.embed({ batch: 2 });
+    await collection.otlp.flush();
+    assert.deepEqual(receiver.rejected, []);
+    const ingest = receiver.spans.find((s) => s.name === 'rag.ingest');
+    assert.equal(attr(ingest, 'source'), 'notes/fog.md');
+    assert.equal(attr(ingest, 'chunk_count'), summary.chunks);
+    const embed = receiver.spans.find((s) => s.name === 'rag.embed');
+    assert.equal(attr(embed, 'text_count'), summary.chunks);
+    assert.equal(attr(embed, 'batch_size'), 2);
+    assert.equal(attr(embed, 'provider'), 'sextant');
+  } finally {
+    collection.free();
+    await receiver.close();
+  }
+});
