@@ -95,7 +95,9 @@ export class OtlpExporter {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), SEND_TIMEOUT_MS);
     try {
-      const response = await this.#fetch(this.#url, { method: 'POST', headers: this.#headers, body, signal: abort.signal });
+      // Called unbound: the Workers runtime refuses its fetch called as another object's method.
+      const send = this.#fetch;
+      const response = await send(this.#url, { method: 'POST', headers: this.#headers, body, signal: abort.signal });
       await response.arrayBuffer().catch(() => null);
       if (response.ok) this.#sent += batch.length;
       else this.#dropped += batch.length;

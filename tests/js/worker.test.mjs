@@ -14,6 +14,7 @@ import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
 import { startWorkerd, rss } from './workerd.mjs';
 import { addBase, cranfieldAssets as cranfieldAssetsOf } from './assets.mjs';
 import { assertSameRanking } from './ranking.mjs';
+import { startReceiver, attr } from './otlp-receiver.mjs';
 
 const parityDir = process.env.SEXTANT_PARITY_DIR;
 const TOKEN = 'edge-secret-token';
@@ -418,6 +419,51 @@ test('every request logs one JSON line: id, route, bases, stages, results, statu
   assert.equal(workerd.logs.filter((l) => l.request_id === id).length, 1);
   const all = JSON.stringify(workerd.logs);
   for (const secret of [TOKEN, 'sk-edge']) assert.ok(!all.includes(secret), `${secret} was logged`);
+});
+
+test('OTEL_EXPORTER_OTLP_ENDPOINT: each search and answer sends its spans to the collector as valid OTLP/JSON, without the query; a collector that is down changes no answer', async () => {
+  const receiver = await startReceiver();
+  const traced = await startWorkerd({
+    assetsDir: cranfieldAssets(),
+    name: 'traced',
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url.replace(/\/v1\/traces$/, ''), OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=k%3D1', OTEL_SERVICE_NAME: 'docs-edge', LLM_BASE_URL: llm.baseUrl, LLM_MODEL: 'm' },
+  });
+  try {
+    const q = 'heated aeroelastic models';
+    const response = await fetch(`${traced.base}/search?q=${encodeURIComponent(q)}&k=5`);
+    assert.equal(response.status, 200);
+    const found = await response.json();
+    const asked = await fetch(`${traced.base}/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'what do heated models need' }) });
+    assert.equal(asked.status, 200);
+    await asked.text();
+    for (let i = 0; i < 100 && !receiver.spans.some((s) => s.name === 'rag.llm'); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(receiver.rejected, []);
+    const root = receiver.spans.find((s) => s.name === 'rag.search');
+    assert.ok(root, receiver.spans.map((s) => s.name).join());
+    assert.equal(root.headers['x-collector-key'], 'k=1');
+    assert.equal(attr(root, 'query_length'), q.length);
+    assert.equal(attr(root, 'top_k'), 5);
+    assert.equal(attr(root, 'result_count'), found.results.length);
+    const children = receiver.spans.filter((s) => s.parentSpanId === root.spanId).map((s) => s.name);
+    assert.deepEqual(children, ['rag.embed', 'rag.search.bm25', 'rag.search.dense', 'rag.rrf_fusion']);
+    const ask = receiver.spans.find((s) => s.name === 'rag.ask');
+    const call = receiver.spans.find((s) => s.name === 'rag.llm');
+    assert.equal(call.parentSpanId, ask.spanId);
+    assert.equal(attr(call, 'prompt_tokens'), 100);
+    assert.ok(!JSON.stringify(receiver.spans).includes('heated'), 'a span holds the query');
+  } finally {
+    traced.stop();
+    await receiver.close();
+  }
+  // The collector gone: the same answers.
+  const gone = await startWorkerd({ assetsDir: cranfieldAssets(), name: 'untraced', env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url.replace(/\/v1\/traces$/, '') } });
+  try {
+    const response = await fetch(`${gone.base}/search?q=wing&k=3`);
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).results.length, 3);
+  } finally {
+    gone.stop();
+  }
 });
 
 test('several bases: searched alone or together, each hit naming its base, a missing base reported and skipped', async () => {

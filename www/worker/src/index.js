@@ -34,7 +34,7 @@
 // POST bodies must be declared JSON (so a browser asks first), and
 // without SEXTANT_TOKEN an answer reads at most defaults().ask's k and token_budget
 // (SEXTANT_ASK_MAX_K, SEXTANT_ASK_MAX_TOKEN_BUDGET raise them).
-import { Bases, memoryBytes, defaults, ready, checkBaseNames, selectBases } from 'sextant-search';
+import { Bases, memoryBytes, defaults, ready, checkBaseNames, selectBases, OtlpExporter, querySpans } from 'sextant-search';
 import { mcp } from './mcp.js';
 
 const METHODS = { '/search': 'GET', '/context': 'GET', '/embed': 'GET', '/ask': 'POST', '/mcp': 'POST', '/healthz': 'GET' };
@@ -517,6 +517,8 @@ async function ask(request, env, ctx, trace, log) {
   const timeout = llmTimeout(env);
   const chosen = chooseBases(await getEngine(env), requested);
   if (logQueries(env)) trace.query = question;
+  trace.query_length = question.length;
+  if (Number.isInteger(options.k)) trace.options = { ...trace.options, k: options.k };
   // Stops the LLM call when the client goes away: its signal aborts, or a write fails.
   const upstream = new AbortController();
   request.signal?.addEventListener('abort', () => upstream.abort(), { once: true });
@@ -558,7 +560,7 @@ async function ask(request, env, ctx, trace, log) {
   const run = (async () => {
     try {
       const answer = withMissing(await answering, chosen.missing);
-      Object.assign(trace, { stages: answer.timings, results: answer.chunks.length, llm: answer.trace, outcome: 'done' });
+      Object.assign(trace, { stages: answer.timings, results: answer.chunks.length, llm: answer.trace, usage: answer.usage, outcome: 'done' });
       if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
       await send('done', {
         answer: answer.answer,
@@ -665,6 +667,37 @@ function typed200(response, extension) {
   return new Response(response.body, { status: response.status, headers });
 }
 
+/** The isolate's OTLP exporter (OTEL_EXPORTER_OTLP_ENDPOINT), made once; null without one. */
+let exporter;
+function otlpExporter(env) {
+  if (exporter !== undefined) return exporter;
+  const endpoint = String(env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '').trim();
+  if (!endpoint) return (exporter = null);
+  // OTEL_EXPORTER_OTLP_HEADERS: `key=value,key2=value2`, values percent-encoded (the OTLP spec).
+  const headers = {};
+  for (const pair of String(env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0) headers[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
+  }
+  try {
+    exporter = new OtlpExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces`, headers, service: env.OTEL_SERVICE_NAME || 'sextant-worker', flush_ms: 0 });
+  } catch (e) {
+    console.log(JSON.stringify({ time: new Date().toISOString(), error: 'BAD_CONFIG', message: `OTEL_EXPORTER_OTLP_ENDPOINT: ${e.message}` }));
+    exporter = null;
+  }
+  return exporter;
+}
+
+/** A request's spans, from what its log line holds (never the query: only its length). */
+function sendSpans(env, ctx, trace, started) {
+  const otlp = otlpExporter(env);
+  const route = { '/search': 'search', '/context': 'context', '/ask': 'ask' }[trace.route];
+  if (!otlp || !route) return;
+  const response = { timings: trace.stages ?? {}, results: new Array(trace.results ?? 0), trace: trace.llm ?? [], usage: trace.usage };
+  otlp.record(querySpans({ route, start_ms: started, end_ms: Date.now(), query: 'x'.repeat(trace.query_length ?? 0), options: trace.options ?? {}, response, error: trace.error }));
+  ctx.waitUntil(otlp.flush());
+}
+
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
@@ -677,12 +710,18 @@ export default {
     const started = Date.now();
     const trace = { request_id: requestId(request), route: url.pathname, method: request.method };
     if (logQueries(env) && url.searchParams.has('q')) trace.query = url.searchParams.get('q');
+    // For spans only (never logged): the query's length and the options it set.
+    if (url.searchParams.has('q')) trace.query_length = url.searchParams.get('q').length;
+    const k = Number(url.searchParams.get('k'));
+    trace.options = { ...(Number.isInteger(k) && k > 0 ? { k } : {}), ...(url.searchParams.get('mode') ? { mode: url.searchParams.get('mode') } : {}) };
     // One line per request, when its answer is complete (for /ask, when the stream ends).
     let logged = false;
     const log = () => {
       if (logged) return;
       logged = true;
-      console.log(JSON.stringify({ time: new Date(started).toISOString(), ...trace, ms: Date.now() - started }));
+      const { query_length, options, usage, ...line } = trace;
+      console.log(JSON.stringify({ time: new Date(started).toISOString(), ...line, ms: Date.now() - started }));
+      sendSpans(env, ctx, trace, started);
     };
     let response;
     let streaming = false;
