@@ -14,6 +14,7 @@ mod flags;
 mod indexing;
 mod inputs;
 mod model;
+mod otlp;
 mod owned;
 mod shard;
 

@@ -5,10 +5,13 @@
 // holds up a query, and what it does not take is counted as dropped.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { fixtures, modelDir, importPackage, consumerProject } from './harness.mjs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fixtures, modelDir, importPackage, consumerProject, sextantBin } from './harness.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
 import { startReceiver, attr } from './otlp-receiver.mjs';
 
@@ -131,4 +134,41 @@ test('a collection sends rag.ingest for each file and rag.embed for an embedding
     collection.free();
     await receiver.close();
   }
+});
+
+test('the CLI\'s --otlp sends a search\'s and a build\'s spans with the package\'s names and attributes; a collector that is down is a warning', async () => {
+  const receiver = await startReceiver();
+  const sextant = await api.Sextant.load({ index: bundle, model, tokenizer, otlp: { url: receiver.url, flush_ms: 0 } });
+  const run = promisify(execFile);
+  try {
+    const query = 'why does the lighthouse beam rotate';
+    await sextant.search(query, { k: 4 });
+    await sextant.otlp.flush();
+    const fromPackage = receiver.spans.splice(0);
+    const { stdout } = await run(sextantBin, ['search', path.join(fixtures, 'golden-v2.sxt'), query, '-k', '4', '--json', '--otlp', receiver.url]);
+    assert.deepEqual(receiver.rejected, []);
+    const shape = (spans) => spans.map((s) => `${s.name}(${s.attributes.map((a) => a.key).filter((k) => !['fetch_ms', 'files_fetched', 'method'].includes(k)).sort().join(',')})`).sort();
+    assert.deepEqual(shape(receiver.spans), shape(fromPackage));
+    const root = receiver.spans.find((s) => s.name === 'rag.search');
+    assert.equal(attr(root, 'result_count'), JSON.parse(stdout).results.length);
+    assert.equal(attr(root, 'query_length'), query.length);
+    receiver.spans.splice(0);
+    // A build: rag.ingest and rag.embed.
+    const out = path.join(mkdtempSync(path.join(tmpdir(), 'sextant-otlp-')), 'tiny.sxt');
+    const built = JSON.parse((await run(sextantBin, ['build', path.join(fixtures, 'tiny'), '-o', out, '--json', '--otlp', receiver.url])).stdout);
+    assert.deepEqual(receiver.rejected, []);
+    const ingest = receiver.spans.find((s) => s.name === 'rag.ingest');
+    assert.equal(attr(ingest, 'chunk_count'), built.chunks);
+    assert.equal(attr(ingest, 'document_count'), built.documents);
+    assert.equal(attr(receiver.spans.find((s) => s.name === 'rag.embed'), 'provider'), 'sextant');
+  } finally {
+    sextant.free();
+    await receiver.close();
+  }
+  // The collector gone: the results as before, and a warning that says so.
+  const { stdout, stderr } = await run(sextantBin, ['search', path.join(fixtures, 'golden-v2.sxt'), 'beam', '--mode', 'keyword', '--json', '--otlp', receiver.url]);
+  assert.ok(JSON.parse(stdout).results.length > 0);
+  assert.match(stderr, /did not take \d+ spans .*dropped/);
+  // A URL the CLI cannot send to is refused before anything runs.
+  await assert.rejects(run(sextantBin, ['search', path.join(fixtures, 'golden-v2.sxt'), 'beam', '--otlp', 'https://collector.example/v1/traces']), (e) => /https is not supported/.test(e.stderr));
 });

@@ -61,6 +61,10 @@ pub struct BuildArgs {
     /// https://blog.example.com/sextant/,0.5. Its host must allow this site's origin (CORS).
     #[arg(long = "merge-index", value_name = "URL[,WEIGHT]", requires = "site", value_parser = super::site::parse_merged_site)]
     merge_index: Vec<super::site::MergedSite>,
+    /// Send the build's OpenTelemetry spans (rag.ingest, rag.embed) as OTLP/JSON to this
+    /// collector's traces endpoint (http://host:4318/v1/traces) once it is done.
+    #[arg(long, value_name = "URL", conflicts_with = "site")]
+    otlp: Option<String>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -206,6 +210,8 @@ fn build(args: BuildArgs) -> Result<()> {
             merge: args.merge_index,
         });
     }
+    let otlp = args.otlp.as_deref().map(crate::otlp::Otlp::new).transpose()?;
+    let wall_start = crate::otlp::wall_ms();
     let (include, exclude) = (&config.input.include, &config.input.exclude);
     let output = args.output.clone().context("--output is required")?;
     check_output(&output, &args.inputs)?;
@@ -271,7 +277,26 @@ fn build(args: BuildArgs) -> Result<()> {
         embedding: stats,
         index_files: IndexFileSizes::of(&built),
     };
-    print_summary(&summary, args.json)
+    print_summary(&summary, args.json)?;
+    if let Some(mut otlp) = otlp {
+        let source = args
+            .inputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        otlp.build(
+            wall_start,
+            &source,
+            summary.documents,
+            summary.chunks,
+            summary.embedding.embedded,
+            summary.embedding.embed_seconds * 1000.0,
+            rayon::current_num_threads(),
+        );
+        otlp.send();
+    }
+    Ok(())
 }
 
 fn print_summary(s: &Summary, json: bool) -> Result<()> {

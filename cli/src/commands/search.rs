@@ -24,6 +24,10 @@ pub struct SearchArgs {
     queries: Option<PathBuf>,
     #[command(flatten)]
     flags: SearchFlags,
+    /// Send each query's OpenTelemetry spans (rag.search and its stages) as OTLP/JSON to this
+    /// collector's traces endpoint (http://host:4318/v1/traces) once the results are printed.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -77,6 +81,15 @@ fn print_results(response: &SearchResponse) -> Result<()> {
 }
 
 pub fn run(args: SearchArgs) -> Result<()> {
+    let mut otlp = args.otlp.as_deref().map(crate::otlp::Otlp::new).transpose()?;
+    let result = search(&args, otlp.as_mut());
+    if let Some(otlp) = otlp {
+        otlp.send();
+    }
+    result
+}
+
+fn search(args: &SearchArgs, mut otlp: Option<&mut crate::otlp::Otlp>) -> Result<()> {
     let weights = args.flags.mode.needs_model().then_some(args.flags.weights);
     let mut engine = open(&args.index, args.flags.model.as_deref(), weights)?;
     attach_reranker(&mut engine, args.flags.config.as_deref())?;
@@ -86,7 +99,11 @@ pub fn run(args: SearchArgs) -> Result<()> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let queries = parse_queries(&text).with_context(|| format!("in {}", path.display()))?;
         for q in queries {
+            let start = crate::otlp::wall_ms();
             let response = engine.search(&q.text, &options, &clock)?.done()?;
+            if let Some(otlp) = otlp.as_deref_mut() {
+                otlp.search(start, &q.text, &options, &response);
+            }
             if args.json {
                 #[derive(Serialize)]
                 struct Line<'a> {
@@ -113,7 +130,11 @@ pub fn run(args: SearchArgs) -> Result<()> {
         return Ok(());
     }
     let query = args.query.as_deref().unwrap_or_default();
+    let start = crate::otlp::wall_ms();
     let response = engine.search(query, &options, &clock)?.done()?;
+    if let Some(otlp) = otlp {
+        otlp.search(start, query, &options, &response);
+    }
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer(&mut out, &response)?;
