@@ -19,6 +19,21 @@ use sextant::search::SearchResponse;
 /// How long sending may take before the spans are given up.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A child span: its name, its length in milliseconds (`None`: not run), its attributes.
+type Child<'a> = (&'a str, Option<f64>, Vec<(&'a str, Value)>);
+
+/// What a build did, for its spans.
+pub struct BuildWork<'a> {
+    /// The inputs, comma-separated.
+    pub source: &'a str,
+    pub documents: usize,
+    pub chunks: usize,
+    /// Chunks embedded now (the rest came from the cache).
+    pub embedded: usize,
+    pub embed_ms: f64,
+    pub threads: usize,
+}
+
 /// Spans waiting to be sent to one collector.
 pub struct Otlp {
     host: String,
@@ -102,7 +117,7 @@ impl Otlp {
         start_ms: f64,
         end_ms: f64,
         root_attributes: &[(&str, Value)],
-        children: &[(&str, Option<f64>, Vec<(&str, Value)>)],
+        children: &[Child<'_>],
     ) {
         let trace_id = random_hex(16);
         let root_id = random_hex(8);
@@ -178,41 +193,22 @@ impl Otlp {
 
     /// The spans of a build that started at `start_ms`: `rag.ingest` (documents read and cut
     /// into chunks) and `rag.embed` (chunks embedded), each as long as it took.
-    pub fn build(
-        &mut self,
-        start_ms: f64,
-        source: &str,
-        documents: usize,
-        chunks: usize,
-        embedded: usize,
-        embed_ms: f64,
-        threads: usize,
-    ) {
+    pub fn build(&mut self, start_ms: f64, work: &BuildWork<'_>) {
         let end = now_ms();
-        let ingest_ms = (end - start_ms - embed_ms).max(0.0);
-        self.tree(
-            "rag.ingest",
-            start_ms,
-            start_ms + ingest_ms,
-            &[
-                ("source", json!(source)),
-                ("chunk_count", json!(chunks)),
-                ("document_count", json!(documents)),
-            ],
-            &[],
-        );
-        self.tree(
-            "rag.embed",
-            start_ms + ingest_ms,
-            end,
-            &[
-                ("provider", json!("sextant")),
-                ("batch_size", json!(1)),
-                ("text_count", json!(embedded)),
-                ("workers", json!(threads)),
-            ],
-            &[],
-        );
+        let ingest_ms = (end - start_ms - work.embed_ms).max(0.0);
+        let ingest = [
+            ("source", json!(work.source)),
+            ("chunk_count", json!(work.chunks)),
+            ("document_count", json!(work.documents)),
+        ];
+        self.tree("rag.ingest", start_ms, start_ms + ingest_ms, &ingest, &[]);
+        let embed = [
+            ("provider", json!("sextant")),
+            ("batch_size", json!(1)),
+            ("text_count", json!(work.embedded)),
+            ("workers", json!(work.threads)),
+        ];
+        self.tree("rag.embed", start_ms + ingest_ms, end, &embed, &[]);
     }
 
     /// Sends every span in one request; a failure is a warning on stderr, never an error.

@@ -287,12 +287,14 @@ fn build(args: BuildArgs) -> Result<()> {
             .join(",");
         otlp.build(
             wall_start,
-            &source,
-            summary.documents,
-            summary.chunks,
-            summary.embedding.embedded,
-            summary.embedding.embed_seconds * 1000.0,
-            rayon::current_num_threads(),
+            &crate::otlp::BuildWork {
+                source: &source,
+                documents: summary.documents,
+                chunks: summary.chunks,
+                embedded: summary.embedding.embedded,
+                embed_ms: summary.embedding.embed_seconds * 1000.0,
+                threads: rayon::current_num_threads(),
+            },
         );
         otlp.send();
     }
