@@ -143,6 +143,34 @@ export function makeApi(wasm, initialise) {
     };
   }
 
+  /** The key of a model body's metadata (`sextant::embed::rows`). */
+  const BODY_KEY = 'sextant.rows.source_sha256';
+
+  /** Whether `bytes` hold the ASCII string `text` (a quick look, before the engine parses). */
+  function holdsAscii(bytes, text) {
+    const first = text.charCodeAt(0);
+    outer: for (let i = bytes.indexOf(first); i >= 0 && i <= bytes.length - text.length; i = bytes.indexOf(first, i + 1)) {
+      for (let j = 1; j < text.length; j++) if (bytes[i + j] !== text.charCodeAt(j)) continue outer;
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * A model body named by its content (`body.{16 hex}.onnx`, as `sextant build --site` names it)
+   * must be those bytes: a body records the whole model's digest, not its own, so a damaged one
+   * would otherwise load.
+   */
+  async function checkBodyName(url, bytes) {
+    const name = /\/body\.([0-9a-f]{16})\.onnx$/.exec(new URL(String(url), globalThis.location?.href ?? 'file:///').pathname);
+    if (!name || !globalThis.crypto?.subtle) return;
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+    const hex = Array.from(digest.subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join('');
+    if (hex !== name[1]) {
+      throw new SextantError('CORRUPT_BUNDLE', `the model body ${name[0].slice(1)} is not the file its name promises (a damaged or truncated download); deploy the site's sextant/ folder again`);
+    }
+  }
+
   /** An exporter from `otlp` (`{url, headers, service, flush_ms}` or an OtlpExporter), or null. */
   function exporterOf(otlp) {
     if (otlp == null) return null;
@@ -237,13 +265,14 @@ export function makeApi(wasm, initialise) {
       }
       const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
       const modelBytes = await toBytes(model, file, on_progress, fetchImpl);
+      if (method === 'loadModel' && !isUrlLike(model) && holdsAscii(modelBytes, BODY_KEY)) {
+        throw new SextantError('BAD_ARGUMENT', 'this model is a body without its word table: pass its URL (its row files are fetched from beside it), or the whole model.onnx');
+      }
+      if (method === 'loadModel' && isUrlLike(model)) await checkBodyName(model, modelBytes);
       call(() => this.#engine[method](modelBytes, tokenizerBytes, rest));
       // A model body (sextant build --site's `model_body`) fetches its word table's rows from
       // beside it as queries need them.
       if (method === 'loadModel' && call(() => this.#engine.modelFileNames()).length) {
-        if (!isUrlLike(model)) {
-          throw new SextantError('BAD_ARGUMENT', 'this model is a body without its word table: pass its URL (its row files are fetched from beside it), or the whole model.onnx');
-        }
         this.#modelFiles = new IndexFiles(new URL('.', new URL(String(model), globalThis.location?.href)), fetchImpl);
       }
     }

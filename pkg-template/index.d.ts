@@ -169,7 +169,7 @@ export interface SearchOptions {
   sort?: Record<string, 'asc' | 'desc'>;
   /** Count, for every filter value, the matching pages that have it (`filter_counts` in the response). */
   filter_counts?: boolean;
-  /** When a misspelled word is corrected (`did_you_mean`), dense and hybrid search embed the corrected query. Default true. */
+  /** When a misspelled word is corrected (`did_you_mean`), hybrid search embeds the corrected query (with the model here; not with a `query_vector`). Default true. */
   embed_corrections?: boolean;
 }
 

@@ -19,14 +19,18 @@ const MAX_ESCAPED_KEY = 180;
 /** The most bytes of one value's JSON. */
 export const MAX_VALUE_BYTES = 1 << 20;
 
-const pathOf = (key) => `${FOLDER}/${encodeURIComponent(key)}.json`;
-const keyOf = (path) => (path.startsWith(`${FOLDER}/`) && path.endsWith('.json') ? decodeURIComponent(path.slice(FOLDER.length + 1, -5)) : null);
+// A key's file name: escaped, and with every capital letter written `^` and the letter in lower
+// case (`^` itself is escaped), so two keys never name the same file on a file system that does
+// not tell case apart (macOS, Windows).
+const pathOf = (key) => `${FOLDER}/${encodeURIComponent(key).replace(/[A-Z]/g, (c) => `^${c.toLowerCase()}`)}.json`;
+const keyOf = (path) =>
+  path.startsWith(`${FOLDER}/`) && path.endsWith('.json') ? decodeURIComponent(path.slice(FOLDER.length + 1, -5).replace(/\^([a-z])/g, (_, c) => c.toUpperCase())) : null;
 
 function checkKey(key) {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
     throw new SextantError('BAD_ARGUMENT', `a memory key is a string of 1 to ${MAX_KEY_LENGTH} characters, not ${JSON.stringify(key)?.slice(0, 80)}`);
   }
-  if (encodeURIComponent(encodeURIComponent(key)).length > MAX_ESCAPED_KEY) {
+  if (encodeURIComponent(pathOf(key)).length > MAX_ESCAPED_KEY + FOLDER.length + 8) {
     throw new SextantError('BAD_ARGUMENT', `the memory key ${JSON.stringify(key.slice(0, 40))}… is too long for a file name once escaped; use a shorter key (ASCII letters and digits count least)`);
   }
 }

@@ -40,7 +40,6 @@ export class OtlpExporter {
   #flushMs;
   #queue = [];
   #timer = null;
-  #sending = Promise.resolve();
   #sent = 0;
   #dropped = 0;
 
@@ -64,7 +63,8 @@ export class OtlpExporter {
   /** Queues spans (`{name, start_ms, end_ms, attributes, kind?, error?}`, from `*Spans`). */
   record(spans) {
     for (const s of spans) {
-      if (this.#queue.length >= MAX_QUEUE) {
+      // A span without finite times cannot be encoded: dropped here, never in a send.
+      if (this.#queue.length >= MAX_QUEUE || !Number.isFinite(s?.start_ms) || !Number.isFinite(s?.end_ms)) {
         this.#dropped += 1;
         continue;
       }
@@ -75,26 +75,30 @@ export class OtlpExporter {
         this.#timer = null;
         this.flush();
       }, this.#flushMs);
+      this.#timer.unref?.(); // Node: waiting spans do not keep the process alive
     }
   }
 
-  /** Sends what waits, in batches; resolves when they are sent or dropped (never rejects). */
+  /**
+   * Sends what waits, in batches; resolves when they are sent or dropped (never rejects). Each
+   * call sends its own batches at once, chained to no earlier send (in the Workers runtime one
+   * request's I/O may not wait on another's).
+   */
   flush() {
     const spans = this.#queue.splice(0);
-    if (!spans.length) return this.#sending;
-    this.#sending = this.#sending.then(async () => {
-      for (let i = 0; i < spans.length; i += MAX_BATCH) await this.#send(spans.slice(i, i + MAX_BATCH));
-    });
-    return this.#sending;
+    const sends = [];
+    for (let i = 0; i < spans.length; i += MAX_BATCH) sends.push(this.#send(spans.slice(i, i + MAX_BATCH)));
+    return Promise.all(sends).then(() => {});
   }
 
   async #send(batch) {
-    const body = JSON.stringify({
-      resourceSpans: [{ resource: this.#resource, scopeSpans: [{ scope: { name: 'sextant-search' }, spans: batch.map(toOtlp) }] }],
-    });
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), SEND_TIMEOUT_MS);
+    timer.unref?.();
     try {
+      const body = JSON.stringify({
+        resourceSpans: [{ resource: this.#resource, scopeSpans: [{ scope: { name: 'sextant-search' }, spans: batch.map(toOtlp) }] }],
+      });
       // Called unbound: the Workers runtime refuses its fetch called as another object's method.
       const send = this.#fetch;
       const response = await send(this.#url, { method: 'POST', headers: this.#headers, body, signal: abort.signal });

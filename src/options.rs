@@ -200,10 +200,11 @@ pub struct SearchOptions {
     /// response): the pages holding a query word, or ranked by the dense retriever, that pass
     /// the exclusions, phrases and filters. Default false.
     pub filter_counts: bool,
-    /// When the keyword stage corrects a word the index does not hold (`did_you_mean`), dense
-    /// and hybrid search embed the corrected query instead of the typed one: the model reads a
-    /// misspelled word as other word pieces. One more embedding and search step for such a
-    /// query only. Default true (BENCHMARKS.md, issue 25: typos).
+    /// When the keyword stage corrects a word the index does not hold (`did_you_mean`), hybrid
+    /// search embeds the corrected query and searches again with its vector: the model reads a
+    /// misspelled word as other word pieces. One more embedding and search step for such a query
+    /// only; dense mode (no keyword stage) and an engine without the model (a vector from a
+    /// Worker's `/embed`) embed the query as typed. Default true (BENCHMARKS.md, issue 25: typos).
     pub embed_corrections: bool,
 }
 

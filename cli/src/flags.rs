@@ -77,8 +77,8 @@ pub struct SearchFlags {
     /// true or false.
     #[arg(long, default_value_t = SearchOptions::default().query_expansion, action = clap::ArgAction::Set)]
     pub query_expansion: bool,
-    /// Embed the query with its misspelled words corrected (did you mean) for dense and hybrid
-    /// search: true or false.
+    /// Embed the query with its misspelled words corrected (did you mean) for hybrid search:
+    /// true or false.
     #[arg(long, default_value_t = SearchOptions::default().embed_corrections, action = clap::ArgAction::Set)]
     pub embed_corrections: bool,
     /// With --fuse-documents true, how a page's chunks score it: max (its best chunk) or sum3

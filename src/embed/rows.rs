@@ -39,6 +39,11 @@ const META_SOURCE: &str = "sextant.rows.source_sha256";
 const META_TABLES: &str = "sextant.rows.tables";
 const META_PER_FILE: &str = "sextant.rows.per_file";
 const META_FILES: &str = "sextant.rows.files";
+/// The most bytes one row of one table may hold (all-MiniLM: 384; a model 100 times wider fits).
+const MAX_ROW_BYTES: usize = 1 << 16;
+/// The most bytes one row file may hold (all-MiniLM: 24.8 kB).
+const MAX_FILE_BYTES: usize = 1 << 24;
+
 /// The file kind of row files: a caller routes `need`s of this kind to the model's folder.
 pub const ROW_FILE_KIND: &str = "rows";
 
@@ -246,6 +251,23 @@ pub(super) fn row_table_names(graph: &pb::GraphProto) -> Result<Option<Vec<Strin
             return Ok(None);
         }
     }
+    // Renumbered ids index only the rows given: every reader of a table must be one of those
+    // gathers (a table tied to an output layer, say, reads every row).
+    for table in &names {
+        let other = graph.node.iter().find(|n| {
+            n.input.iter().any(|i| i == table)
+                && !(n.op_type == "Gather" && n.input.len() == 2 && n.input[0] == *table && n.input[1] == ids)
+        });
+        if let Some(node) = other {
+            if external_tables(graph) {
+                return Err(format!(
+                    "the table {table} is also read by a {} node, so it cannot come row by row; use the whole model.onnx",
+                    node.op_type
+                ));
+            }
+            return Ok(None);
+        }
+    }
     Ok(Some(names))
 }
 
@@ -288,7 +310,8 @@ impl RowTable {
         let row_bytes = row_shape
             .iter()
             .try_fold(datum.size_of(), |n, &d| n.checked_mul(d))
-            .ok_or_else(|| format!("the table {name}'s rows are too large"))?;
+            .filter(|&n| n <= MAX_ROW_BYTES)
+            .ok_or_else(|| format!("the table {name}'s rows are larger than {MAX_ROW_BYTES} bytes"))?;
         Ok(Self {
             name: name.to_string(),
             datum,
@@ -319,6 +342,14 @@ impl RowTable {
     }
 }
 
+fn damaged(name: &str, len: usize) -> EmbedError {
+    EmbedError::BadModel {
+        reason: format!(
+            "the row file {name} holds {len} bytes that are not what its name promises (a damaged or truncated download); deploy the site's sextant/ folder again"
+        ),
+    }
+}
+
 /// A tensor's elements as little-endian bytes (int8, uint8 or f32).
 fn tensor_bytes(tensor: &Tensor) -> Vec<u8> {
     match tensor.datum_type() {
@@ -345,6 +376,8 @@ enum Source {
     Files {
         per_file: usize,
         names: Vec<String>,
+        /// Bytes of one row of every table together (at most a file's).
+        row_bytes: usize,
         loaded: Mutex<HashMap<usize, Arc<[u8]>>>,
     },
 }
@@ -445,9 +478,17 @@ impl RowTables {
                         body.per_file
                     )));
                 }
+                let row_bytes: usize = tables.iter().map(|t| t.row_bytes).sum();
+                if body.per_file.checked_mul(row_bytes).is_none_or(|n| n > MAX_FILE_BYTES) {
+                    return Err(TractError::msg(format!(
+                        "the model body's row files would hold {} rows of {row_bytes} bytes, more than {MAX_FILE_BYTES} bytes a file",
+                        body.per_file
+                    )));
+                }
                 Source::Files {
                     per_file: body.per_file,
                     names: body.files.clone(),
+                    row_bytes,
                     loaded: Mutex::new(HashMap::new()),
                 }
             }
@@ -479,10 +520,11 @@ impl RowTables {
                 reason: format!("token id {id} is outside the model's table of {} rows", self.rows),
             });
         }
+        // Rows are at most MAX_ROW_BYTES each and a text has at most the model window's ids.
         let mut bytes: Vec<Vec<u8>> = self
             .tables
             .iter()
-            .map(|t| Vec::with_capacity(distinct.len() * t.row_bytes))
+            .map(|t| Vec::with_capacity(distinct.len().saturating_mul(t.row_bytes)))
             .collect();
         match &self.source {
             Source::Whole(data) => {
@@ -497,6 +539,7 @@ impl RowTables {
                 per_file,
                 names,
                 loaded,
+                ..
             } => {
                 let loaded = loaded.lock().map_err(|_| EmbedError::Run {
                     reason: "the model's rows were poisoned by an earlier panic; reload".into(),
@@ -546,25 +589,37 @@ impl RowTables {
         let Source::Files {
             per_file,
             names,
+            row_bytes,
             loaded,
         } = &self.source
         else {
             return Ok(false);
         };
-        let Some(f) = names.iter().position(|n| n == name) else {
+        // Files are named by content: two blocks of equal rows share a name, and one file fills both.
+        let places: Vec<usize> = names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| *n == name)
+            .map(|(f, _)| f)
+            .collect();
+        if places.is_empty() {
             return Ok(false);
-        };
-        let want: usize = self.rows_in_file(f, *per_file) * self.tables.iter().map(|t| t.row_bytes).sum::<usize>();
-        if bytes.len() != want || !content_matches(name, bytes) {
-            return Err(EmbedError::BadModel {
-                reason: format!(
-                    "the row file {name} holds {} bytes that are not the {want} its name promises (a damaged or truncated download); deploy the site's sextant/ folder again",
-                    bytes.len()
-                ),
-            });
+        }
+        if !content_matches(name, bytes) {
+            return Err(damaged(name, bytes.len()));
+        }
+        let bytes: Arc<[u8]> = Arc::from(bytes);
+        for &f in &places {
+            // At most MAX_FILE_BYTES (checked when the body was loaded): no overflow.
+            let want = self.rows_in_file(f, *per_file) * row_bytes;
+            if bytes.len() != want {
+                return Err(damaged(name, bytes.len()));
+            }
         }
         if let Ok(mut loaded) = loaded.lock() {
-            loaded.entry(f).or_insert_with(|| Arc::from(bytes));
+            for f in places {
+                loaded.entry(f).or_insert_with(|| bytes.clone());
+            }
         }
         Ok(true)
     }

@@ -711,6 +711,59 @@ mod tests {
     }
 
     #[test]
+    fn a_crafted_body_is_a_typed_error_at_load_never_a_panic_or_a_huge_allocation() {
+        use prost::Message;
+        let body = crate::embed::rows::split_model_with(&model_bytes(), 2).unwrap().body;
+        let opts = options(Pooling::Mean, true);
+        let crafted = |edit: &dyn Fn(&mut pb::ModelProto)| {
+            let mut proto = pb::ModelProto::decode(body.as_slice()).unwrap();
+            edit(&mut proto);
+            TractEmbedder::from_vec_with(proto.encode_to_vec(), TOKENIZER.as_bytes(), &opts, Weights::Int8)
+        };
+        let meta = |key: &'static str, value: &'static str| {
+            move |p: &mut pb::ModelProto| {
+                for m in &mut p.metadata_props {
+                    if m.key == key {
+                        m.value = value.to_string();
+                    }
+                }
+            }
+        };
+        for (what, edit) in [
+            (
+                "per_file",
+                Box::new(meta("sextant.rows.per_file", "99999999999999")) as Box<dyn Fn(&mut pb::ModelProto)>,
+            ),
+            ("per_file 0", Box::new(meta("sextant.rows.per_file", "0"))),
+            (
+                "files",
+                Box::new(meta("sextant.rows.files", "rows.0123456789abcdef.bin")),
+            ),
+            (
+                "a path",
+                Box::new(meta(
+                    "sextant.rows.files",
+                    "../x.bin,rows.0123456789abcdef.bin,rows.0123456789abcdee.bin",
+                )),
+            ),
+            ("source", Box::new(meta("sextant.rows.source_sha256", "xyz"))),
+            (
+                "dims",
+                Box::new(|p: &mut pb::ModelProto| {
+                    for t in &mut p.graph.as_mut().unwrap().initializer {
+                        if t.name == "emb_q" {
+                            t.dims = vec![5, 1 << 40];
+                        }
+                    }
+                }),
+            ),
+        ] {
+            let e = crafted(&*edit).expect_err(what);
+            assert_eq!(e.code(), crate::error_code::ErrorCode::BadModel, "{what}: {e}");
+        }
+    }
+
+    #[test]
     fn what_cannot_be_split_says_why() {
         use crate::embed::rows::split_model;
         let body = split_model(&model_bytes()).unwrap().body;

@@ -78,7 +78,8 @@ impl Engine {
         let step = self.with_corrected_vector(&plan, step, options, clock)?;
         Ok(match step {
             Step::Done(mut response) => {
-                response.timings.embed_ms = embedded - start;
+                // The typed query's embedding, and the corrected query's if there was one.
+                response.timings.embed_ms += embedded - start;
                 response.timings.total_ms = clock.now_ms() - start;
                 Step::Done(response)
             }
@@ -88,8 +89,9 @@ impl Engine {
 
     /// The vector `search` embeds for `query` in `mode` (which must use the model): the words it
     /// searches for, without exclusions. What an engine without the model (a page using a
-    /// Worker's `/embed`) passes to [`Engine::search_with_vector`] for the same results. A model
-    /// body answers the row files it needs first.
+    /// Worker's `/embed`) passes to [`Engine::search_with_vector`] for the same results (but for
+    /// a misspelled query: an engine without the model cannot embed its correction, see
+    /// `SearchOptions::embed_corrections`). A model body answers the row files it needs first.
     pub fn query_vector(&self, query: &str, mode: Mode) -> Result<Step<Vec<f32>>, SearchError> {
         validate_query(query)?;
         let plan = QueryPlan::new(query, &self.analyzer, mode)?;
@@ -135,9 +137,12 @@ impl Engine {
             return Ok(step);
         };
         let fixed = QueryPlan::new(&corrected, &self.analyzer, options.mode)?;
+        let t = clock.now_ms();
         let vector = done_or_return!(self.embed_query(&fixed.text, options.mode)?);
+        let embed_ms = clock.now_ms() - t;
         Ok(match self.run(plan, Some(&vector), options, clock)? {
             Step::Done(mut again) => {
+                again.timings.embed_ms += embed_ms;
                 again.did_you_mean = again.did_you_mean.or(Some(corrected));
                 Step::Done(again)
             }

@@ -81,6 +81,20 @@ test('bad keys and values are typed errors that change nothing', async () => {
   assert.deepEqual(await memory.get('../../etc/passwd?#%'), { ok: true });
   assert.deepEqual(memory.keys(), ['../../etc/passwd?#%', 'a']);
   memory.free();
+  // Keys that differ only in case are two keys, even in a folder that does not tell case apart:
+  // no two stored names differ only in case.
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-memory-case-'));
+  const cased = await api.Memory.open('cased', { model, tokenizer, storage: collection.folderStorage(dir) });
+  await cased.set('User.Name', 'Ada');
+  await cased.set('user.name', 'Grace');
+  await cased.set('USER.NAME^', 'Lin');
+  await cased.flush();
+  assert.deepEqual(cased.keys(), ['USER.NAME^', 'User.Name', 'user.name']);
+  assert.equal(await cased.get('User.Name'), 'Ada');
+  assert.equal(await cased.get('user.name'), 'Grace');
+  const names = readdirSync(dir).map((f) => f.toLowerCase());
+  assert.equal(new Set(names).size, names.length, readdirSync(dir).join());
+  cased.free();
 });
 
 test('in Chromium, a memory lives in OPFS: set, reload, and it is found again', async () => {

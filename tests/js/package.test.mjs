@@ -329,7 +329,7 @@ test('the README Node examples work as written', async () => {
 
 test('defaults() is the core vocabulary: one JSON shape, every default and limit', async () => {
   const d = api.defaults();
-  assert.deepEqual(Object.keys(d.search).sort(), ['bm25', 'dense_weight', 'depth', 'document_bm25', 'filter_counts', 'filters', 'fuse_documents', 'fusion', 'k', 'min_similarity', 'mode', 'page_score', 'per_document', 'query_expansion', 'rerank_depth', 'score_threshold', 'sort', 'sub_results', 'vector_search']);
+  assert.deepEqual(Object.keys(d.search).sort(), ['bm25', 'dense_weight', 'depth', 'document_bm25', 'embed_corrections', 'filter_counts', 'filters', 'fuse_documents', 'fusion', 'k', 'min_similarity', 'mode', 'page_score', 'per_document', 'query_expansion', 'rerank_depth', 'score_threshold', 'sort', 'sub_results', 'vector_search']);
   assert.equal(d.search.k, 10);
   assert.equal(d.frame.token_budget, 1500);
   assert.deepEqual(Object.keys(d.context).sort(), [...Object.keys(d.search), 'token_budget'].sort());

@@ -248,7 +248,8 @@ test('over packs, a query reads byte ranges of a few packs and gives the CLI\'s 
 
 test('a damaged or truncated pack is a typed error naming it; a host without ranges still serves packs', async () => {
   const dir = path.join(packedSite, 'sextant', path.dirname(packedEntry.index));
-  const pack = readdirSync(dir).find((f) => f.startsWith('pack.'));
+  // The English index's pack (the folder holds each language's index).
+  const [pack] = JSON.parse(readFileSync(path.join(packedSite, 'sextant', packedEntry.index), 'utf8')).files.packs;
   const original = readFileSync(path.join(dir, pack));
   const queries = ['bundle', 'worker', 'model', 'prompt', 'format', 'search', 'site', 'command', 'answer', 'page'];
   const firstError = async (load) => {

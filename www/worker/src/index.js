@@ -673,16 +673,16 @@ function otlpExporter(env) {
   if (exporter !== undefined) return exporter;
   const endpoint = String(env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '').trim();
   if (!endpoint) return (exporter = null);
-  // OTEL_EXPORTER_OTLP_HEADERS: `key=value,key2=value2`, values percent-encoded (the OTLP spec).
-  const headers = {};
-  for (const pair of String(env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
-    const at = pair.indexOf('=');
-    if (at > 0) headers[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
-  }
   try {
+    // OTEL_EXPORTER_OTLP_HEADERS: `key=value,key2=value2`, values percent-encoded (the OTLP spec).
+    const headers = {};
+    for (const pair of String(env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
+      const at = pair.indexOf('=');
+      if (at > 0) headers[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
+    }
     exporter = new OtlpExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces`, headers, service: env.OTEL_SERVICE_NAME || 'sextant-worker', flush_ms: 0 });
   } catch (e) {
-    console.log(JSON.stringify({ time: new Date().toISOString(), error: 'BAD_CONFIG', message: `OTEL_EXPORTER_OTLP_ENDPOINT: ${e.message}` }));
+    console.log(JSON.stringify({ time: new Date().toISOString(), error: 'BAD_CONFIG', message: `OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_HEADERS: ${e.message}; no traces are sent` }));
     exporter = null;
   }
   return exporter;
@@ -690,6 +690,14 @@ function otlpExporter(env) {
 
 /** A request's spans, from what its log line holds (never the query: only its length). */
 function sendSpans(env, ctx, trace, started) {
+  try {
+    recordSpans(env, ctx, trace, started);
+  } catch {
+    // Traces never cost an answer.
+  }
+}
+
+function recordSpans(env, ctx, trace, started) {
   const otlp = otlpExporter(env);
   const route = { '/search': 'search', '/context': 'context', '/ask': 'ask' }[trace.route];
   if (!otlp || !route) return;
