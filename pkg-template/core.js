@@ -143,6 +143,9 @@ export function makeApi(wasm, initialise) {
     };
   }
 
+  /** Row files `prefetch` has in flight at once. */
+  const PREFETCH_ROW_FILES = 4;
+
   /** The key of a model body's metadata (`sextant::embed::rows`). */
   const BODY_KEY = 'sextant.rows.source_sha256';
 
@@ -333,15 +336,19 @@ export function makeApi(wasm, initialise) {
      * manifest names (its packs, whole), then whatever their pages name that is still missing.
      */
     async prefetch() {
-      // A model body's rows too, so hybrid search works offline for any query.
-      if (this.#modelFiles) await this.#modelFiles.add(this.#engine, call(() => this.#engine.modelFileNames()));
-      if (this.#files === NO_FILES) return;
-      await this.#files.add(this.#engine, call(() => this.#engine.fileNames()));
-      for (let round = 0; round < 4; round++) {
-        const missing = call(() => this.#engine.missing());
-        if (!missing.length) return;
-        await this.#files.add(this.#engine, missing);
+      if (this.#files !== NO_FILES) {
+        await this.#files.add(this.#engine, call(() => this.#engine.fileNames()));
+        for (let round = 0; round < 4; round++) {
+          const missing = call(() => this.#engine.missing());
+          if (!missing.length) break;
+          await this.#files.add(this.#engine, missing);
+        }
       }
+      // Then a model body's rows, so hybrid search works offline for any query: a few files at
+      // a time, so a query's own rows never wait behind hundreds of requests.
+      if (!this.#modelFiles) return;
+      const rows = call(() => this.#engine.modelFileNames());
+      for (let i = 0; i < rows.length; i += PREFETCH_ROW_FILES) await this.#modelFiles.add(this.#engine, rows.slice(i, i + PREFETCH_ROW_FILES));
     }
 
     embed(text) {
