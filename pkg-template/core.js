@@ -198,7 +198,7 @@ export function makeApi(wasm, initialise) {
     #engine;
     #files;
     #maxIndexBytes;
-    /** A model body's row files, fetched from beside it (null for a whole model). */
+    /** A model body's row files (`{files, rows}`: fetched from beside it, by name), or null. */
     #modelFiles = null;
     /** Where each query's spans go (`otlp`), or null. */
     #otlp = null;
@@ -276,13 +276,13 @@ export function makeApi(wasm, initialise) {
       // A model body (sextant build --site's `model_body`) fetches its word table's rows from
       // beside it as queries need them.
       if (method === 'loadModel' && call(() => this.#engine.modelFileNames()).length) {
-        this.#modelFiles = new IndexFiles(new URL('.', new URL(String(model), globalThis.location?.href)), fetchImpl);
+        this.#modelFiles = { files: new IndexFiles(new URL('.', new URL(String(model), globalThis.location?.href)), fetchImpl), rows: new Set(call(() => this.#engine.modelFileNames())) };
       }
     }
 
     /** The files a step may ask for: the index's, and a model body's row files. */
     #loop() {
-      return this.#modelFiles ? new WithModelFiles(this.#files, this.#modelFiles) : this.#files;
+      return this.#modelFiles ? new WithModelFiles(this.#files, this.#modelFiles.files, this.#modelFiles.rows) : this.#files;
     }
 
     /** Whether a model is attached. */
@@ -347,8 +347,8 @@ export function makeApi(wasm, initialise) {
       // Then a model body's rows, so hybrid search works offline for any query: a few files at
       // a time, so a query's own rows never wait behind hundreds of requests.
       if (!this.#modelFiles) return;
-      const rows = call(() => this.#engine.modelFileNames());
-      for (let i = 0; i < rows.length; i += PREFETCH_ROW_FILES) await this.#modelFiles.add(this.#engine, rows.slice(i, i + PREFETCH_ROW_FILES));
+      const rows = [...this.#modelFiles.rows];
+      for (let i = 0; i < rows.length; i += PREFETCH_ROW_FILES) await this.#modelFiles.files.add(this.#engine, rows.slice(i, i + PREFETCH_ROW_FILES));
     }
 
     embed(text) {

@@ -110,26 +110,22 @@ function joined(objects) {
   return runs;
 }
 
-/** Whether `name` is a row file of a model body (`rows.{16 hex}.bin`, beside the model). */
-export function isRowFile(name) {
-  return /^rows\.[0-9a-f]{16}\.bin$/.test(name);
-}
-
 /**
  * An index's files and a model body's row files behind one `add`: a model body (what
  * `sextant build --site` serves the search box: the model without its word table) asks for the
- * rows of a query's tokens as `rows.*.bin`, fetched from beside the model; everything else comes
- * from beside the index.
+ * rows of a query's tokens, fetched from beside the model (`rows`: the names the engine's
+ * `modelFileNames()` gave); everything else comes from beside the index.
  */
 export class WithModelFiles {
-  constructor(index, model) {
+  constructor(index, model, rows) {
     this.index = index;
     this.model = model;
+    this.rows = rows;
   }
 
   async add(engine, names) {
-    const rows = names.filter(isRowFile);
-    const rest = names.filter((n) => !isRowFile(n));
+    const rows = names.filter((n) => this.rows.has(n));
+    const rest = names.filter((n) => !this.rows.has(n));
     await Promise.all([rows.length ? this.model.add(engine, rows) : null, rest.length ? this.index.add(engine, rest) : null]);
   }
 }

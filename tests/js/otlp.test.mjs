@@ -98,12 +98,10 @@ test('a collector that is down or slow never fails or holds up a search; what it
   try {
     await other.search('lighthouse', { k: 3, mode: 'keyword' });
     await new Promise((r) => setTimeout(r, 20)); // the batch is on its way
-    const searched = Date.now();
     await other.search('beam', { k: 3, mode: 'keyword' });
     const back = Date.now();
     await other.otlp.flush();
     assert.ok(slow.spans.length > 0 && slow.spans.every((s) => s.at > back), 'the search waited for the collector');
-    assert.ok(back >= searched);
     assert.equal(other.otlp.stats().dropped, 0);
   } finally {
     other.free();
