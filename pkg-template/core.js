@@ -6,13 +6,15 @@
 // names and ids are the core's (`defaults()`, `prepareAsk`, `verifyCitations`, `selectBases`,
 // …): this file restates none of them. What only JS can do sits in its own modules, imported one
 // way: errors.js (errors with codes), fetching.js (files with progress), index-files.js (a split
-// index's files, fetched as queries need them) and chat.js (the LLM call). Option and result names
+// index's files, fetched as queries need them), chat.js (the LLM call) and rerank.js (an LLM
+// judge's reranking, `rerank: 'llm'`). Option and result names
 // are the core's snake_case vocabulary.
 import { SextantError, call } from './errors.js';
 import { isUrlLike, toBytes } from './fetching.js';
 import { IndexFiles, NO_FILES, WithModelFiles, untilDone } from './index-files.js';
 import { OtlpExporter, querySpans } from './otlp.js';
 import { chatCompletion, chatUrl } from './chat.js';
+import { rerankWithLlm, splitLlmOptions, wantsLlmRerank } from './rerank.js';
 
 /** The key of a Sextant's internals, for `Bases` (not part of the API). */
 const INTERNAL = Symbol('sextant.internal');
@@ -78,6 +80,25 @@ export function makeApi(wasm, initialise) {
   const researchQuery = helper('researchQuery');
   const researchJudged = helper('researchJudged');
   const researchRefusal = helper('researchRefusal');
+  // An LLM judge's rules (`search::llm_rerank`): the candidates' search, the calls, the replies
+  // and the order that follows (extra fields of a result, such as a base's, kept).
+  const llmRerankCore = {
+    plan: helper('llmRerankPlan'),
+    scores: helper('llmRerankScores'),
+    apply: (results, ratings, options, purpose) =>
+      Array.from(helper('llmRerankOrder')(results, ratings, options, purpose), (i, n) => ({
+        ...results[i],
+        rank: n + 1,
+        ...(ratings && i < ratings.length ? { rerank: ratings[i] } : {}),
+      })),
+  };
+  /** The options of the search whose results an LLM rates (`llm_rerank::candidate_options`). */
+  const llmCandidates = (options, purpose) => ({ ...options, ...helper('llmRerankCandidates')(options, purpose) });
+  /** `found` with its results reranked by the LLM: `rerank` (the report) and timings.rerank_ms. */
+  async function llmReranked(found, query, options, purpose, host) {
+    const { results, report } = await rerankWithLlm(llmRerankCore, String(query), found.results, options, purpose, host);
+    return { ...found, results, rerank: report, timings: { ...found.timings, rerank_ms: report.ms } };
+  }
 
   /**
    * Answers `question` from the context `prepare(options)` frames (one index's, or several
@@ -90,9 +111,11 @@ export function makeApi(wasm, initialise) {
       throw new SextantError('BAD_ARGUMENT', 'ask() needs llm: { base_url, model, api_key? }');
     }
     chatUrl(llm.base_url); // a bad base_url fails here, before any search
-    const prepared = await prepare(options);
+    const prepared = await prepare(options, { llm, signal, fetchImpl, random });
     const timings = { ...prepared.timings, retrieve_ms: performance.now() - started, llm_first_token_ms: null, llm_ms: 0, total_ms: 0 };
-    const trace = [];
+    // An LLM rerank's calls (`rerank: 'llm'`) come first in the trace.
+    const trace = (prepared.rerank?.trace ?? []).map((entry) => ({ purpose: 'rerank', ...entry }));
+    const rerank = prepared.rerank ? { ...prepared.rerank, trace: undefined } : null;
     const finish = () => {
       timings.total_ms = performance.now() - started;
       return { timings, trace };
@@ -100,7 +123,7 @@ export function makeApi(wasm, initialise) {
     on_context?.(prepared);
     const sent = prepared.results.filter((r) => prepared.included.includes(r.chunk_id));
     if (prepared.refused) {
-      return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [], ...finish() };
+      return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [], rerank, ...finish() };
     }
     const llmStarted = performance.now();
     let answer = '';
@@ -139,6 +162,7 @@ export function makeApi(wasm, initialise) {
       finish_reason: stream.finish_reason,
       truncated: stream.finish_reason === 'length' || stream.finish_reason === 'content_filter',
       spans: report.spans,
+      rerank,
       ...finish(),
     };
   }
@@ -295,17 +319,39 @@ export function makeApi(wasm, initialise) {
      * filter_counts}. Options include `filters` ({name: value | [values] | {any, all, none}}),
      * `sort` ({key: 'asc' | 'desc'}) and `filter_counts`. With `query_vector` (the query's
      * vector from `queryVector` of an engine with the same model, e.g. a Worker's `/embed`),
-     * hybrid and dense search need no model here.
+     * hybrid and dense search need no model here. With `rerank: 'llm'` and `llm` ({base_url,
+     * model, api_key?}; `signal`, `fetch` and `random` as in ask()), the LLM rates the best
+     * `rerank_depth` results and they come back in its order, with `rerank` ({strategy, depth,
+     * calls, ms, fallback, trace}): on any failure of the LLM the fused order stands and
+     * `fallback` says why.
      */
     async search(query, options) {
-      const { query_vector: vector, ...rest } = options ?? {};
-      return traced(this.#otlp, 'search', query, options, () => {
-        if (vector !== undefined) {
-          const floats = vector instanceof Float32Array ? vector : Float32Array.from(vector);
-          return untilDone(this.#engine, this.#loop(), () => this.#engine.searchWithVector(String(query), floats, rest), this.#maxIndexBytes);
-        }
-        return untilDone(this.#engine, this.#loop(), () => this.#engine.search(String(query), options), this.#maxIndexBytes);
+      return traced(this.#otlp, 'search', query, options, async () => {
+        if (!wantsLlmRerank(options)) return this.#find(query, options, 'search');
+        const { host, options: rest } = splitLlmOptions(options);
+        return llmReranked(await this.#find(query, llmCandidates(rest, 'search'), 'search'), query, rest, 'search', host);
       });
+    }
+
+    /** A search as `purpose` (search, context or ask) runs it, with `query_vector` if given. */
+    #find(query, options, purpose) {
+      const { query_vector: vector, ...rest } = options ?? {};
+      if (vector !== undefined) {
+        if (purpose !== 'search') throw new SextantError('BAD_ARGUMENT', `query_vector is an option of search(), not of ${purpose}()`);
+        const floats = vector instanceof Float32Array ? vector : Float32Array.from(vector);
+        return untilDone(this.#engine, this.#loop(), () => this.#engine.searchWithVector(String(query), floats, rest), this.#maxIndexBytes);
+      }
+      return untilDone(this.#engine, this.#loop(), () => this.#engine.searchFor(String(query), options, purpose), this.#maxIndexBytes);
+    }
+
+    /**
+     * A question's results reranked by the LLM (`rerank: 'llm'`), framed as `purpose` (context
+     * or ask) frames: `contextOf`'s fields and `rerank`.
+     */
+    async #framedLlmReranked(purpose, question, options, host) {
+      const found = await llmReranked(await this.#find(question, llmCandidates(options, purpose), purpose), question, options, purpose, host);
+      const framed = call(() => this.#engine.contextOf(String(question), found.results, options, purpose, found.timings));
+      return { ...framed, rerank: found.rerank };
     }
 
     /**
@@ -322,9 +368,16 @@ export function makeApi(wasm, initialise) {
       return call(() => this.#engine.frame(results, options));
     }
 
-    /** await context(question, options) → the results framed, with the chat messages to send. */
+    /**
+     * await context(question, options) → the results framed, with the chat messages to send
+     * (with `rerank: 'llm'` and `llm`, reranked first: see search()).
+     */
     async context(question, options) {
-      return traced(this.#otlp, 'context', question, options, () => untilDone(this.#engine, this.#loop(), () => this.#engine.context(String(question), options), this.#maxIndexBytes));
+      return traced(this.#otlp, 'context', question, options, () => {
+        if (!wantsLlmRerank(options)) return untilDone(this.#engine, this.#loop(), () => this.#engine.context(String(question), options), this.#maxIndexBytes);
+        const { host, options: rest } = splitLlmOptions(options);
+        return this.#framedLlmReranked('context', question, rest, host);
+      });
     }
 
     manifest() {
@@ -398,7 +451,10 @@ export function makeApi(wasm, initialise) {
      * `trace` one entry per LLM call (see `postWithRetries`). An error carries both too.
      */
     async ask(question, options) {
-      return traced(this.#otlp, 'ask', question, options, () => answer(question, options, (ask) => untilDone(this.#engine, this.#loop(), () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes)));
+      return traced(this.#otlp, 'ask', question, options, () => answer(question, options, (ask, host) => {
+        if (wantsLlmRerank(ask)) return this.#framedLlmReranked('ask', question, ask, host);
+        return untilDone(this.#engine, this.#loop(), () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes);
+      }));
     }
 
     /** The OTLP exporter this engine sends its spans to (`otlp`), or null: `stats()`, `flush()`. */
@@ -578,21 +634,32 @@ export function makeApi(wasm, initialise) {
      * base_score; rank and score fused), timings, fallback, did_you_mean, filter_counts (summed
      * over the bases, with `filter_counts: true`), bases: [{base, count, timings, …}], partial,
      * failed}. `bases` chooses the bases (names, or "a,b"); all by default. With `sort`, each
-     * base's results are sorted and the lists fused by rank.
+     * base's results are sorted and the lists fused by rank. With `rerank: 'llm'` and `llm`, the
+     * LLM rates the fused results (`Sextant.search`).
      */
     async search(query, { bases, ...options } = {}) {
-      return this.#searchAll('search', query, bases, options);
+      return this.#searchReranked('search', query, bases, options);
+    }
+
+    /** `#searchAll`, and with `rerank: 'llm'` the fused results rated by the LLM. */
+    async #searchReranked(purpose, query, bases, options, host) {
+      if (!wantsLlmRerank(options)) return this.#searchAll(purpose, query, bases, options);
+      let rest = options;
+      if (!host) ({ host, options: rest } = splitLlmOptions(options));
+      return llmReranked(await this.#searchAll(purpose, query, bases, llmCandidates(rest, purpose)), query, rest, purpose, host);
     }
 
     /** Searches, fuses and frames, as `context`/`prepareAsk` do for one index. */
-    async #frame(purpose, question, bases, options) {
-      const found = await this.#searchAll(purpose, question, bases, options);
+    async #frame(purpose, question, bases, allOptions, host) {
+      let options = allOptions;
+      if (wantsLlmRerank(options) && !host) ({ host, options } = splitLlmOptions(options));
+      const found = await this.#searchReranked(purpose, question, bases, options, host);
       const framer = [...this.#bases.values()].find((s) => s.hasModel);
       if (!framer) throw new SextantError('NO_MODEL', 'framing needs the embedding model: load the bases with model and tokenizer');
       const results = found.results.map((r) => ({ ...r, chunk_id: this.#qualified(r.base, r.chunk_id) }));
       const { engine } = framer[INTERNAL]();
       const framed = call(() => engine.contextOf(String(question), results, options, purpose, found.timings));
-      return { ...framed, results, bases: found.bases, partial: found.partial, failed: found.failed };
+      return { ...framed, results, bases: found.bases, partial: found.partial, failed: found.failed, ...(found.rerank ? { rerank: found.rerank } : {}) };
     }
 
     /** await context(question, {bases, ...options}) → `Sextant.context`'s fields over the bases. */
@@ -603,7 +670,7 @@ export function makeApi(wasm, initialise) {
     /** await ask(question, {bases, llm, ...}) → `Sextant.ask`'s answer over the bases. */
     async ask(question, { bases, ...options } = {}) {
       let found;
-      const answered = await answer(question, options, async (ask) => (found = await this.#frame('ask', question, bases, ask)));
+      const answered = await answer(question, options, async (ask, host) => (found = await this.#frame('ask', question, bases, ask, host)));
       return { ...answered, bases: found.bases, partial: found.partial, failed: found.failed };
     }
 

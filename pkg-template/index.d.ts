@@ -161,8 +161,14 @@ export interface SearchOptions {
   document_bm25?: boolean;
   /** At most this many chunks of each document, 1–100: a page's sub-results when results are grouped by page (default: any number; `per_document` is 1). */
   sub_results?: number;
-  /** With a cross-encoder loaded (`loadReranker()`): how many of the best results it reranks, 0–200 (0: none). Default 20. */
+  /** How the best results are reranked: 'none', 'cross_encoder' (the one `loadReranker()` attached; an error without one) or 'llm' (the LLM in `llm` rates them: see `LlmRerankOptions`). Default: the cross-encoder when one is attached, else none. */
+  rerank?: 'none' | 'cross_encoder' | 'llm' | null;
+  /** How many of the best results are reranked, 0–200 (0: none). Default 20. */
   rerank_depth?: number;
+  /** With `rerank: 'llm'`: results rated by one LLM call, 1–200 (the calls run together). Default 10. */
+  rerank_batch?: number;
+  /** With `rerank: 'llm'`: milliseconds all the calls may take, retries included, 1–600000; past it the fused order stands. Default 30000. */
+  rerank_timeout_ms?: number;
   /** Only pages whose filter values pass, by filter name (before results are cut, in every mode). */
   filters?: Record<string, Filter>;
   /** Order the best `depth` matches by one sort key, e.g. `{ date: 'desc' }` (default: by relevance). */
@@ -184,6 +190,28 @@ export interface FrameOptions {
 
 export type ContextOptions = SearchOptions & FrameOptions;
 
+/** What `search`/`context` take besides the core's options when `rerank` is 'llm' (ask() has its own `llm`). */
+export interface LlmRerankOptions {
+  llm?: LlmConfig;
+  signal?: AbortSignal;
+  fetch?: typeof fetch;
+  random?: () => number;
+}
+
+/** What an LLM rerank did (`rerank: 'llm'`). */
+export interface RerankReport {
+  strategy: 'llm';
+  /** Results rated. */
+  depth: number;
+  /** LLM calls made (together). */
+  calls: number;
+  ms: number;
+  /** Why the fused order stood (a timeout, an HTTP error, a reply that did not rate every passage), or null. */
+  fallback: { code: ErrorCode | string; message: string } | null;
+  /** Each try of each call (`batch`: which call); in ask()'s own `trace` instead, with `purpose: 'rerank'`. */
+  trace?: (LlmCall & { batch: number })[];
+}
+
 export interface RetrieverHit {
   rank: number;
   score: number;
@@ -202,7 +230,7 @@ export interface SearchResult {
   score: number;
   dense: RetrieverHit | null;
   keyword: RetrieverHit | null;
-  /** The cross-encoder's score, when it reranked this result. */
+  /** The reranker's score, when it reranked this result: the cross-encoder's, or the LLM's rating (0–10). */
   rerank: number | null;
   /** The page's metadata (front matter, `data-sextant-meta`); empty when it has none. */
   metadata: Record<string, string>;
@@ -235,6 +263,8 @@ export interface SearchResponse {
   did_you_mean: string | null;
   /** With `filter_counts: true`: filter name → value → matching pages that have it; else null. */
   filter_counts: Record<string, Record<string, number>> | null;
+  /** With `rerank: 'llm'`: what the LLM rerank did. */
+  rerank?: RerankReport;
 }
 
 export interface Framed {
@@ -261,6 +291,8 @@ export interface ContextResponse extends Framed {
   /** The answer to give when refused. */
   refusal: string;
   timings: StageTimings;
+  /** With `rerank: 'llm'`: what the LLM rerank did. */
+  rerank?: RerankReport;
 }
 
 export interface Citation {
@@ -332,8 +364,10 @@ export interface Answer {
   spans: CitationSpan[];
   /** The search's stages, then retrieval, first token, the LLM and the whole ask in ms. */
   timings: AnswerTimings;
-  /** Each LLM call, retries included. */
-  trace: LlmCall[];
+  /** Each LLM call, retries included (an LLM rerank's first, with `purpose: 'rerank'`). */
+  trace: (LlmCall & { purpose?: 'rerank'; batch?: number })[];
+  /** With `rerank: 'llm'`: what the LLM rerank did (its calls are in `trace`). */
+  rerank: Omit<RerankReport, 'trace'> | null;
 }
 
 /** One call to the LLM, in ask()'s trace. */
@@ -467,6 +501,8 @@ export interface ResearchDefaults {
   min_search_budget: number;
   /** Longest search query taken from the model, in characters. */
   max_query_chars: number;
+  /** 'llm': the same LLM reranks each search's results (`rerank: 'llm'`); 'none' (default). */
+  rerank: 'none' | 'llm';
   timeout_ms: number;
   max_tries: number;
   temperature: number;
@@ -488,11 +524,11 @@ export class Sextant {
   /** Fetches every file of a split index not fetched yet (for offline use). */
   prefetch(): Promise<void>;
   /** With `query_vector` (from `queryVector` of an engine with the same model, e.g. a Worker's `/embed`), hybrid and dense search need no model here. */
-  search(query: string, options?: SearchOptions & { query_vector?: Float32Array | number[] }): Promise<SearchResponse>;
+  search(query: string, options?: SearchOptions & LlmRerankOptions & { query_vector?: Float32Array | number[] }): Promise<SearchResponse>;
   /** The vector a hybrid (or dense) search of `query` embeds; needs the model. */
   queryVector(query: string, options?: SearchOptions): Promise<Float32Array>;
   frame(results: Pick<SearchResult, 'chunk_id' | 'url' | 'text'>[], options?: FrameOptions): Framed;
-  context(question: string, options?: ContextOptions): Promise<ContextResponse>;
+  context(question: string, options?: ContextOptions & LlmRerankOptions): Promise<ContextResponse>;
   ask(question: string, options: AskOptions): Promise<Answer>;
   manifest(): Record<string, unknown>;
   embed(text: string): Float32Array;
@@ -577,8 +613,8 @@ export class Bases {
   base(name: string): Sextant | undefined;
   describe(): BaseInfo[];
   /** With `query_vector` (a Worker's `/embed`), every base searches with it and needs no model. */
-  search(query: string, options?: SearchOptions & BaseChoice & { query_vector?: Float32Array | number[] }): Promise<BasesSearchResponse>;
-  context(question: string, options?: ContextOptions & BaseChoice): Promise<ContextResponse & OverBases & { results: BaseResult[] }>;
+  search(query: string, options?: SearchOptions & LlmRerankOptions & BaseChoice & { query_vector?: Float32Array | number[] }): Promise<BasesSearchResponse>;
+  context(question: string, options?: ContextOptions & LlmRerankOptions & BaseChoice): Promise<ContextResponse & OverBases & { results: BaseResult[] }>;
   ask(question: string, options: AskOptions & BaseChoice): Promise<Answer & OverBases>;
   /** `base:chunk_id` (or {base}) → the chunk or document, or null. */
   get(id: string, options?: { base?: string }): Promise<(Found & { base: string }) | null>;

@@ -164,7 +164,7 @@ export function querySpans({ route = 'search', start_ms, end_ms, query = '', opt
     { name: 'rag.search.bm25', ms: mode === 'dense' ? null : t.keyword_ms, attributes: { query_length, top_k: k } },
     { name: 'rag.search.dense', ms: mode === 'keyword' ? null : t.vector_ms, attributes: { query_length, top_k: k } },
     { name: 'rag.rrf_fusion', ms: t.fusion_ms, attributes: { input_lists: mode === 'hybrid' ? 2 : 1, output_count: results.length, method: options.fusion ?? undefined } },
-    { name: 'rag.rerank', ms: t.rerank_ms > 0 ? t.rerank_ms : null, attributes: { strategy: 'cross_encoder', input_count: options.rerank_depth, top_k: k } },
+    { name: 'rag.rerank', ms: t.rerank_ms > 0 ? t.rerank_ms : null, attributes: { strategy: response?.rerank?.strategy ?? 'cross_encoder', input_count: response?.rerank?.depth ?? options.rerank_depth, top_k: k, fallback: response?.rerank?.fallback?.code ?? undefined } },
   ];
   if (route !== 'search') {
     children.push({ name: 'rag.assemble', ms: 0, attributes: { token_budget: response?.budget ?? options.token_budget, chunks_assembled: response?.included?.length ?? results.length } });
@@ -172,14 +172,15 @@ export function querySpans({ route = 'search', start_ms, end_ms, query = '', opt
   // Each try of an LLM call (`trace`: {attempt, status, ms, outcome}); the one that answered
   // (`ok` once its stream was read whole)
   // carries the answer's token usage.
-  for (const call of response?.trace ?? []) {
+  for (const call of [...(response?.rerank?.trace ?? []), ...(response?.trace ?? [])]) {
     if (call?.ms == null) continue;
     const answered = call.outcome === 'answered' || call.outcome === 'ok';
     children.push({
       name: 'rag.llm',
       kind: 3,
       ms: call.ms,
-      attributes: { attempt: call.attempt, 'http.status_code': call.status, outcome: call.outcome, prompt_tokens: answered ? response.usage?.prompt_tokens : undefined, completion_tokens: answered ? response.usage?.completion_tokens : undefined },
+      // An LLM rerank's calls (`batch`) say so; the answer's usage is the answer's call's.
+      attributes: { attempt: call.attempt, 'http.status_code': call.status, outcome: call.outcome, purpose: call.batch === undefined ? 'answer' : 'rerank', prompt_tokens: answered && call.batch === undefined ? response.usage?.prompt_tokens : undefined, completion_tokens: answered && call.batch === undefined ? response.usage?.completion_tokens : undefined },
       error: answered || call.outcome === 'retry' ? undefined : call.outcome,
     });
   }

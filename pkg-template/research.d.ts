@@ -19,7 +19,7 @@ export interface ResearchOptions extends Partial<ResearchDefaults> {
 
 export type TraceEntry =
   | { kind: 'model'; step: string; ms: number; usage?: Record<string, number> | null; retries: { attempt: number; status: number; wait_ms: number }[]; error?: { code: string; message: string } }
-  | { kind: 'tool'; name: string | null; via?: 'tool' | 'pipeline'; args?: unknown; ms?: number; results?: number; mode?: CollectionSearchResponse['mode']; error?: { error_type: string; message: string; retryable: boolean } }
+  | { kind: 'tool'; name: string | null; via?: 'tool' | 'pipeline'; args?: unknown; ms?: number; results?: number; mode?: CollectionSearchResponse['mode']; rerank?: { depth: number; calls: number; ms: number; fallback: { code: string; message: string } | null }; error?: { error_type: string; message: string; retryable: boolean } }
   | { kind: 'path'; path: 'tools' | 'pipeline'; reason: string };
 
 export interface ResearchAnswer {

@@ -89,10 +89,14 @@ export async function research(question, options = {}) {
   async function runSearch(query, k, via) {
     const started = performance.now();
     try {
-      const response = await collection.search(query, { k });
+      // With `rerank: 'llm'`, the same LLM rates each search's passages (a failure keeps the
+      // search's order: the entry's `rerank.fallback` says why).
+      const reranking = o.rerank === 'llm' ? { rerank: 'llm', llm, signal, fetch: fetchImpl, random } : {};
+      const response = await collection.search(query, { k, ...reranking });
       for (const r of response.results) evidence.set(r.chunk_id, r);
       const framed = collection.frame(response.results, { token_budget: searchBudget(o) });
-      record({ kind: 'tool', name: 'search', via, args: { query, k }, ms: performance.now() - started, results: response.results.length, mode: response.mode });
+      const rerank = response.rerank ? { depth: response.rerank.depth, calls: response.rerank.calls, ms: response.rerank.ms, fallback: response.rerank.fallback } : undefined;
+      record({ kind: 'tool', name: 'search', via, args: { query, k }, ms: performance.now() - started, results: response.results.length, mode: response.mode, ...(rerank ? { rerank } : {}) });
       return { results: response.results.length, passages: framed.context };
     } catch (e) {
       const error = { error_type: e?.code ?? 'search_failed', message: String(e?.message ?? e), retryable: false };

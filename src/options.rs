@@ -30,6 +30,12 @@ pub const MAX_DEPTH: usize = 10_000;
 pub const MAX_RERANK_DEPTH: usize = 200;
 /// Results a cross-encoder reranks unless asked otherwise (when one is loaded).
 pub const DEFAULT_RERANK_DEPTH: usize = 20;
+/// Results one LLM call rates in an LLM rerank unless asked otherwise.
+pub const DEFAULT_RERANK_BATCH: usize = 10;
+/// Milliseconds an LLM rerank's calls may take together unless asked otherwise.
+pub const DEFAULT_RERANK_TIMEOUT_MS: u64 = 30_000;
+/// The longest an LLM rerank may be given (10 minutes, as an answer).
+pub const MAX_RERANK_TIMEOUT_MS: u64 = 600_000;
 /// Largest token budget for framed context.
 pub const MAX_TOKEN_BUDGET: usize = 100_000;
 /// The dense list's weight in a convex fusion unless asked otherwise: chosen by `sextant eval
@@ -123,6 +129,33 @@ pub enum VectorSearch {
 
 named_enum!(VectorSearch { Auto => "auto", Exact => "exact" });
 
+/// How a search's best results are reranked ([`SearchOptions::rerank`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RerankStrategy {
+    /// In the fused order.
+    None,
+    /// By the attached cross-encoder (an error without one).
+    CrossEncoder,
+    /// By the user's LLM, rating each result (`crate::search::llm_rerank`): the host that holds
+    /// the LLM runs it (the package, `sextant search`, the Worker); the core's own search refuses it.
+    Llm,
+}
+
+named_enum!(RerankStrategy { None => "none", CrossEncoder => "cross_encoder", Llm => "llm" });
+
+impl std::str::FromStr for RerankStrategy {
+    type Err = BadOption;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_name(s).ok_or_else(|| {
+            bad(
+                "rerank",
+                format!("{s:?} is not a strategy; use {}", Self::NAMES.join(", ")),
+            )
+        })
+    }
+}
+
 impl std::str::FromStr for VectorSearch {
     type Err = BadOption;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -183,11 +216,22 @@ pub struct SearchOptions {
     /// results are grouped by page with `fuse_documents`: `k` then counts chunks, so a page
     /// cannot fill the list alone). Default none: any number; `per_document` is 1.
     pub sub_results: Option<usize>,
-    /// With a cross-encoder loaded (`[rerank]` in `sextant.toml`, `loadReranker()`): how many of
-    /// the best results it reads again with the query and puts in its order, 0–
-    /// [`MAX_RERANK_DEPTH`] (0: none). Without one, nothing. Default
+    /// How the best results are reranked: `none`, `cross_encoder` (the one attached: `[rerank]` in
+    /// `sextant.toml`, `loadReranker()`) or `llm` (the user's LLM rates them; run by the host
+    /// that holds it, see [`RerankStrategy::Llm`]). Default none given: the cross-encoder when one
+    /// is attached, else none.
+    pub rerank: Option<RerankStrategy>,
+    /// How many of the best results are reranked, 0–[`MAX_RERANK_DEPTH`] (0: none): a
+    /// cross-encoder reads each again with the query, or the LLM rates each. Default
     /// [`DEFAULT_RERANK_DEPTH`] (20).
     pub rerank_depth: usize,
+    /// With `rerank: llm`: the results one LLM call rates (the calls run together), 1–
+    /// [`MAX_RERANK_DEPTH`]. Default [`DEFAULT_RERANK_BATCH`] (10).
+    pub rerank_batch: usize,
+    /// With `rerank: llm`: milliseconds the calls may take together, retries included, 1–
+    /// [`MAX_RERANK_TIMEOUT_MS`]; past it the fused order stands. Default
+    /// [`DEFAULT_RERANK_TIMEOUT_MS`] (30000).
+    pub rerank_timeout_ms: u64,
     /// Only pages whose filter values pass, by filter name: a value, a list (all of them), or
     /// `{any, all, none}` lists (`crate::filters::Filter`); applied before results are cut, in
     /// every mode. Default none.
@@ -226,7 +270,10 @@ impl Default for SearchOptions {
             page_score: PageScore::Max,
             document_bm25: true,
             sub_results: None,
+            rerank: None,
             rerank_depth: DEFAULT_RERANK_DEPTH,
+            rerank_batch: DEFAULT_RERANK_BATCH,
+            rerank_timeout_ms: DEFAULT_RERANK_TIMEOUT_MS,
             filters: BTreeMap::new(),
             sort: BTreeMap::new(),
             filter_counts: false,
@@ -289,6 +336,24 @@ impl SearchOptions {
                 format!(
                     "{} is out of range; use 0 (no reranking) to {MAX_RERANK_DEPTH}",
                     self.rerank_depth
+                ),
+            ));
+        }
+        if !(1..=MAX_RERANK_DEPTH).contains(&self.rerank_batch) {
+            return Err(bad(
+                "rerank_batch",
+                format!(
+                    "{} is out of range; use 1 to {MAX_RERANK_DEPTH} results a call",
+                    self.rerank_batch
+                ),
+            ));
+        }
+        if !(1..=MAX_RERANK_TIMEOUT_MS).contains(&self.rerank_timeout_ms) {
+            return Err(bad(
+                "rerank_timeout_ms",
+                format!(
+                    "{} is out of range; use 1 to {MAX_RERANK_TIMEOUT_MS} milliseconds",
+                    self.rerank_timeout_ms
                 ),
             ));
         }

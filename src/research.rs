@@ -26,9 +26,22 @@ pub struct ResearchOptions {
     pub min_search_budget: usize,
     /// Longest search query taken from the model, in characters. Default 300.
     pub max_query_chars: usize,
+    /// `llm`: the same LLM rates each search's results before the model reads them (`rerank:
+    /// llm`, `crate::search::llm_rerank`); `none` (the default): the search's order.
+    pub rerank: ResearchRerank,
     /// How the LLM is called.
     #[serde(flatten)]
     pub llm: LlmSettings,
+}
+
+/// How `research()` reranks each search's results ([`ResearchOptions::rerank`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResearchRerank {
+    /// The search's order.
+    None,
+    /// Rated by the research LLM.
+    Llm,
 }
 
 impl Default for ResearchOptions {
@@ -40,6 +53,7 @@ impl Default for ResearchOptions {
             token_budget: 2000,
             min_search_budget: 200,
             max_query_chars: 300,
+            rerank: ResearchRerank::None,
             llm: LlmSettings::default(),
         }
     }

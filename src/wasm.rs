@@ -166,6 +166,64 @@ pub fn fuse_bases(lists: JsValue, k: u32) -> Result<JsValue, JsValue> {
     to_js(&crate::search::bases::fuse_bases(&lists, k as usize))
 }
 
+/// `llmRerankCandidates(options, purpose)` → `{k, depth, rerank}`: what the search whose results
+/// an LLM rates changes in `options` (`crate::search::llm_rerank::candidate_options`).
+#[wasm_bindgen(js_name = llmRerankCandidates)]
+pub fn llm_rerank_candidates(options: JsValue, purpose: &str) -> Result<JsValue, JsValue> {
+    #[derive(Serialize)]
+    struct Changed {
+        k: usize,
+        depth: Option<usize>,
+        rerank: Option<crate::options::RerankStrategy>,
+    }
+    let o = crate::search::llm_rerank::candidate_options(&purpose_options(options, purpose)?.search);
+    to_js(&Changed {
+        k: o.k,
+        depth: o.depth,
+        rerank: o.rerank,
+    })
+}
+
+/// `llmRerankPlan(query, results, options, purpose)` → `{depth, batches: [{positions,
+/// messages}], settings}`: an LLM judge's calls for the candidates
+/// (`crate::search::llm_rerank::plan`).
+#[wasm_bindgen(js_name = llmRerankPlan)]
+pub fn llm_rerank_plan(query: &str, results: JsValue, options: JsValue, purpose: &str) -> Result<JsValue, JsValue> {
+    let options = purpose_options(options, purpose)?.search;
+    let results: Vec<crate::search::SearchResult> = serde_wasm_bindgen::from_value(results)
+        .map_err(|e| bad_argument(format!("results must be search results: {e}")))?;
+    to_js(&crate::search::llm_rerank::plan(query, &results, &options))
+}
+
+/// `llmRerankScores(reply, count)` → the ratings of a batch of `count` passages in a judge's
+/// reply, or an `LLM_BAD_RESPONSE` error saying what it lacks.
+#[wasm_bindgen(js_name = llmRerankScores)]
+pub fn llm_rerank_scores(reply: &str, count: u32) -> Result<Vec<f32>, JsValue> {
+    crate::search::llm_rerank::parse_scores(reply, count as usize).map_err(|e| js_error(ErrorCode::LlmBadResponse, e))
+}
+
+/// `llmRerankOrder(results, ratings | null, options, purpose)` → the positions of the results in
+/// the judge's order, cut to `k` (`crate::search::llm_rerank::order`); only each result's
+/// `doc_id` is read.
+#[wasm_bindgen(js_name = llmRerankOrder)]
+pub fn llm_rerank_order(
+    results: JsValue,
+    ratings: Option<Vec<f32>>,
+    options: JsValue,
+    purpose: &str,
+) -> Result<Vec<u32>, JsValue> {
+    #[derive(Deserialize)]
+    struct Doc {
+        doc_id: String,
+    }
+    let options = purpose_options(options, purpose)?.search;
+    let docs: Vec<Doc> = serde_wasm_bindgen::from_value(results)
+        .map_err(|e| bad_argument(format!("results must be search results: {e}")))?;
+    let ids: Vec<&str> = docs.iter().map(|d| d.doc_id.as_str()).collect();
+    let order = crate::search::llm_rerank::order(&ids, ratings.as_deref(), &options);
+    Ok(order.into_iter().map(|i| i as u32).collect())
+}
+
 /// A query's step as JS sees it: the answer, or `{need: [file names]}`.
 fn step_to_js<T: Serialize>(step: Step<T>) -> Result<JsValue, JsValue> {
     #[derive(Serialize)]

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use sextant::bm25::Bm25Override;
 use sextant::embed::Weights;
-use sextant::options::{Filter, Fusion, Mode, PageScore, SearchOptions, SortOrder, VectorSearch};
+use sextant::options::{Filter, Fusion, Mode, PageScore, RerankStrategy, SearchOptions, SortOrder, VectorSearch};
 
 /// `--mode`, parsed by the core's own names.
 pub fn mode_parser() -> impl TypedValueParser<Value = Mode> {
@@ -29,6 +29,10 @@ pub fn weights_parser() -> impl TypedValueParser<Value = Weights> {
 /// Parses `--page-score`.
 pub fn page_score_parser() -> impl TypedValueParser<Value = PageScore> {
     PossibleValuesParser::new(PageScore::NAMES).try_map(|s| s.parse::<PageScore>())
+}
+
+fn rerank_parser() -> impl TypedValueParser<Value = RerankStrategy> {
+    PossibleValuesParser::new(RerankStrategy::NAMES).try_map(|s| s.parse::<RerankStrategy>())
 }
 
 fn vector_search_parser() -> impl TypedValueParser<Value = VectorSearch> {
@@ -92,10 +96,20 @@ pub struct SearchFlags {
     /// At most this many chunks of each document (a page's sub-results; default any number).
     #[arg(long)]
     pub sub_results: Option<usize>,
-    /// With a cross-encoder in the --config's [rerank]: how many of the best results it reranks
-    /// (0: none).
+    /// How the best results are reranked: none, cross_encoder (the --config's [rerank]) or llm
+    /// (`search` only: your LLM rates them, see --llm-base-url). Default: the cross-encoder when
+    /// the --config has one, else none.
+    #[arg(long, value_parser = rerank_parser())]
+    pub rerank: Option<RerankStrategy>,
+    /// How many of the best results are reranked (0: none).
     #[arg(long, default_value_t = SearchOptions::default().rerank_depth)]
     pub rerank_depth: usize,
+    /// With --rerank llm: the results one LLM call rates (the calls run together).
+    #[arg(long, default_value_t = SearchOptions::default().rerank_batch)]
+    pub rerank_batch: usize,
+    /// With --rerank llm: milliseconds the calls may take together; then the fused order stands.
+    #[arg(long, default_value_t = SearchOptions::default().rerank_timeout_ms)]
+    pub rerank_timeout_ms: u64,
     /// How the dense retriever searches.
     #[arg(long, default_value_t = SearchOptions::default().vector_search, value_parser = vector_search_parser())]
     pub vector_search: VectorSearch,
@@ -190,7 +204,10 @@ impl SearchFlags {
             fuse_documents: self.fuse_documents,
             query_expansion: self.query_expansion,
             embed_corrections: self.embed_corrections,
+            rerank: self.rerank,
             rerank_depth: self.rerank_depth,
+            rerank_batch: self.rerank_batch,
+            rerank_timeout_ms: self.rerank_timeout_ms,
             page_score: self.page_score,
             document_bm25: self.document_bm25,
             sub_results: self.sub_results,

@@ -13,9 +13,11 @@ mod engine;
 mod flags;
 mod indexing;
 mod inputs;
+mod llm;
 mod model;
 mod otlp;
 mod owned;
+mod rerank;
 mod shard;
 
 use std::path::PathBuf;

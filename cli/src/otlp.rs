@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
-use sextant::options::{Mode, SearchOptions};
+use sextant::options::{Mode, RerankStrategy, SearchOptions};
 use sextant::search::SearchResponse;
 
 /// How long sending may take before the spans are given up.
@@ -176,7 +176,14 @@ impl Otlp {
                 "rag.rerank",
                 (t.rerank_ms > 0.0).then_some(t.rerank_ms),
                 vec![
-                    ("strategy", json!("cross_encoder")),
+                    (
+                        "strategy",
+                        json!(if options.rerank == Some(RerankStrategy::Llm) {
+                            "llm"
+                        } else {
+                            "cross_encoder"
+                        }),
+                    ),
                     ("input_count", json!(options.rerank_depth)),
                     ("top_k", top_k.clone()),
                 ],

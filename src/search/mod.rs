@@ -31,6 +31,7 @@
 pub mod bases;
 mod context;
 mod engine;
+pub mod llm_rerank;
 pub mod lookup;
 pub mod pipeline;
 pub mod plan;
@@ -38,7 +39,7 @@ pub mod query;
 
 mod types;
 
-use crate::options::{validate_query, Mode, SearchOptions};
+use crate::options::{validate_query, Mode, RerankStrategy, SearchOptions};
 pub use engine::Engine;
 use pipeline::stages::Stages;
 use plan::QueryPlan;
@@ -167,6 +168,26 @@ impl Engine {
         }
     }
 
+    /// The cross-encoder a search reranks with: the attached one unless `rerank` says none; an
+    /// error when `cross_encoder` is asked without one, or `llm` (its host runs it).
+    fn reranker_for(&self, rerank: Option<RerankStrategy>) -> Result<Option<&dyn crate::embed::Reranker>, SearchError> {
+        let bad = |reason: &str| SearchError::BadArgument {
+            name: "rerank",
+            reason: reason.into(),
+        };
+        match rerank {
+            Some(RerankStrategy::None) => Ok(None),
+            None => Ok(self.reranker.as_deref()),
+            Some(RerankStrategy::CrossEncoder) => match self.reranker.as_deref() {
+                Some(reranker) => Ok(Some(reranker)),
+                None => Err(bad("no cross-encoder is attached; give one ([rerank] in sextant.toml, loadReranker()), or use none or llm")),
+            },
+            Some(RerankStrategy::Llm) => Err(bad(
+                "llm is run by the host that holds your LLM (the package's search, context and ask with llm; sextant search --rerank llm; the Worker), not by this search",
+            )),
+        }
+    }
+
     /// The stages of [`pipeline::stages`] in order, timed, on a validated query. Files the
     /// binary stage's candidates need are asked for with the keyword stage's, so a split index
     /// fetches them in the same round.
@@ -179,6 +200,7 @@ impl Engine {
     ) -> Result<Step<SearchResponse>, SearchError> {
         let start = clock.now_ms();
         let vector = self.check_vector(options.mode, query_vector)?;
+        let reranker = self.reranker_for(options.rerank)?;
         self.store.begin_query();
         let stages = Stages {
             store: &self.store,
@@ -228,7 +250,7 @@ impl Engine {
         let t = clock.now_ms();
         let fused = stages.fuse(&dense, &keyword.hits);
         let r = clock.now_ms();
-        let reranked = done_or_return!(stages.rerank(self.reranker.as_deref(), fused)?);
+        let reranked = done_or_return!(stages.rerank(reranker, fused)?);
         if !reranked.scores.is_empty() {
             timings.rerank_ms = clock.now_ms() - r;
         }

@@ -165,7 +165,7 @@ const ops = {
   // `conversation` is the stored one ({rounds, summary, compressed}); its working context is
   // compressed first when it has grown past the threshold (a failure there loses nothing and
   // the question goes on with the uncompressed context).
-  async ask({ ask, question, llm, tools, timeout_ms, conversation }) {
+  async ask({ ask, question, llm, tools, rerank, timeout_ms, conversation }) {
     const controller = new AbortController();
     asking.set(ask, controller);
     const on_event = (entry) => postMessage({ event: 'trace', ask, entry });
@@ -176,6 +176,7 @@ const ops = {
         collection,
         llm,
         tools,
+        rerank,
         timeout_ms,
         history: memory.history(),
         signal: controller.signal,

@@ -461,13 +461,14 @@ function fillSettings() {
   form.model.value = s?.model ?? '';
   form.api_key.value = s?.api_key ?? '';
   form.tools.checked = s?.tools ?? true;
+  form.rerank.checked = s?.rerank ?? false;
   form.timeout.value = s?.timeout ?? 60;
   $('llm-settings').open = !s;
 }
 $('llm-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const f = e.target;
-  localStorage.setItem(LLM_KEY, JSON.stringify({ base_url: f.base_url.value.trim(), model: f.model.value.trim(), api_key: f.api_key.value, tools: f.tools.checked, timeout: Math.min(600, Math.max(1, Number(f.timeout.value) || 60)) }));
+  localStorage.setItem(LLM_KEY, JSON.stringify({ base_url: f.base_url.value.trim(), model: f.model.value.trim(), api_key: f.api_key.value, tools: f.tools.checked, rerank: f.rerank.checked, timeout: Math.min(600, Math.max(1, Number(f.timeout.value) || 60)) }));
   $('llm-settings').open = false;
   say('LLM settings saved.');
 });
@@ -547,10 +548,16 @@ async function showConversation() {
   $('conversation').replaceChildren(...rounds.map(roundNode));
 }
 
+/** What an LLM rerank of a search did: its calls and time, or why the search's order stood. */
+function rerankNote(r) {
+  if (r.fallback) return `LLM rerank failed (${r.fallback.code}): search order kept`;
+  return `${r.depth} reranked by the LLM in ${r.calls} calls, ${Math.round(r.ms)} ms`;
+}
+
 /** One trace entry as a line of the trace panel. */
 function traceItem(e) {
   const what = e.kind === 'model' ? `model · ${e.step}` : e.kind === 'tool' ? `tool · ${e.name}${e.args ? ` ${JSON.stringify(e.args)}` : ''}` : `path · ${e.path}: ${e.reason}`;
-  const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
+  const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.rerank ? rerankNote(e.rerank) : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
   return el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
 }
 
@@ -596,7 +603,7 @@ $('ask-form').addEventListener('submit', async (e) => {
   try {
     // The model's context keeps question and verified answer of each round (refusals: the question).
     const memory = { rounds: conversation.rounds.map((r) => ({ question: r.question, answer: r.result && !r.result.refused ? r.result.answer : null })), summary: conversation.summary, compressed: conversation.compressed };
-    const out = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, timeout_ms: 1000 * (llm.timeout || 60), conversation: memory });
+    const out = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, rerank: llm.rerank ? 'llm' : 'none', timeout_ms: 1000 * (llm.timeout || 60), conversation: memory });
     round.result = out.result;
     conversation.summary = out.summary;
     conversation.compressed = out.compressed;

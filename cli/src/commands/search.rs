@@ -6,10 +6,14 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use sextant::eval::parse_queries;
-use sextant::search::SearchResponse;
+use sextant::options::SearchOptions;
+use sextant::search::llm_rerank;
+use sextant::search::{Engine, SearchResponse};
 
 use crate::engine::{attach_reranker, open, InstantClock};
 use crate::flags::SearchFlags;
+use crate::llm::{Llm, LlmFlags};
+use crate::rerank::RerankReport;
 
 #[derive(clap::Args, Debug)]
 pub struct SearchArgs {
@@ -24,6 +28,8 @@ pub struct SearchArgs {
     queries: Option<PathBuf>,
     #[command(flatten)]
     flags: SearchFlags,
+    #[command(flatten)]
+    llm: LlmFlags,
     /// Send each query's OpenTelemetry spans (rag.search and its stages) as OTLP/JSON to this
     /// collector's traces endpoint (http://host:4318/v1/traces) once the results are printed.
     #[arg(long, value_name = "URL")]
@@ -33,8 +39,47 @@ pub struct SearchArgs {
     json: bool,
 }
 
+/// A search's response, and with `--rerank llm` what the LLM rerank did.
+#[derive(Serialize)]
+struct Found {
+    #[serde(flatten)]
+    response: SearchResponse,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rerank: Option<RerankReport>,
+}
+
+/// One query searched: with an LLM (`--rerank llm`), the candidates' search and the LLM's order
+/// (a failure of the LLM is a warning: the fused order stands).
+fn search_one(
+    engine: &Engine,
+    llm: Option<&Llm>,
+    query: &str,
+    options: &SearchOptions,
+    clock: &InstantClock,
+) -> Result<Found> {
+    let Some(llm) = llm else {
+        let response = engine.search(query, options, clock)?.done()?;
+        return Ok(Found { response, rerank: None });
+    };
+    let mut response = engine
+        .search(query, &llm_rerank::candidate_options(options), clock)?
+        .done()?;
+    let (results, report) = crate::rerank::rerank(llm, query, std::mem::take(&mut response.results), options);
+    if let Some(fallback) = &report.fallback {
+        eprintln!("warning: the LLM rerank failed: {fallback}");
+    }
+    response.results = results;
+    response.timings.rerank_ms = report.ms;
+    response.timings.total_ms += report.ms;
+    Ok(Found {
+        response,
+        rerank: Some(report),
+    })
+}
+
 /// Results as a reader wants them: rank, score, title › headings [chunk id], URL, snippet.
-fn print_results(response: &SearchResponse) -> Result<()> {
+fn print_results(found: &Found) -> Result<()> {
+    let response = &found.response;
     let mut out = std::io::stdout().lock();
     if response.results.is_empty() {
         writeln!(out, "no results")?;
@@ -71,6 +116,16 @@ fn print_results(response: &SearchResponse) -> Result<()> {
             writeln!(out, "filter {name}: {}", values.join(", "))?;
         }
     }
+    if let Some(r) = &found.rerank {
+        match &r.fallback {
+            None => writeln!(
+                out,
+                "(reranked by the LLM: {} results in {} calls, {:.0} ms)",
+                r.depth, r.calls, r.ms
+            )?,
+            Some(_) => writeln!(out, "(the LLM rerank failed: results in the fused order)")?,
+        }
+    }
     let t = response.timings;
     writeln!(
         out,
@@ -94,15 +149,18 @@ fn search(args: &SearchArgs, mut otlp: Option<&mut crate::otlp::Otlp>) -> Result
     let mut engine = open(&args.index, args.flags.model.as_deref(), weights)?;
     attach_reranker(&mut engine, args.flags.config.as_deref())?;
     let options = args.flags.options();
+    let llm = llm_rerank::wanted(&options)
+        .then(|| args.llm.client("--rerank llm"))
+        .transpose()?;
     let clock = InstantClock::start();
     if let Some(path) = &args.queries {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let queries = parse_queries(&text).with_context(|| format!("in {}", path.display()))?;
         for q in queries {
             let start = crate::otlp::wall_ms();
-            let response = engine.search(&q.text, &options, &clock)?.done()?;
+            let found = search_one(&engine, llm.as_ref(), &q.text, &options, &clock)?;
             if let Some(otlp) = otlp.as_deref_mut() {
-                otlp.search(start, &q.text, &options, &response);
+                otlp.search(start, &q.text, &options, &found.response);
             }
             if args.json {
                 #[derive(Serialize)]
@@ -111,35 +169,35 @@ fn search(args: &SearchArgs, mut otlp: Option<&mut crate::otlp::Otlp>) -> Result
                     query: &'a str,
                     mode: &'a str,
                     #[serde(flatten)]
-                    response: &'a SearchResponse,
+                    response: &'a Found,
                 }
                 let mut out = std::io::stdout().lock();
                 let line = Line {
                     query_id: &q.id,
                     query: &q.text,
                     mode: options.mode.name(),
-                    response: &response,
+                    response: &found,
                 };
                 serde_json::to_writer(&mut out, &line)?;
                 writeln!(out)?;
             } else {
                 println!("# {} {}", q.id, q.text);
-                print_results(&response)?;
+                print_results(&found)?;
             }
         }
         return Ok(());
     }
     let query = args.query.as_deref().unwrap_or_default();
     let start = crate::otlp::wall_ms();
-    let response = engine.search(query, &options, &clock)?.done()?;
+    let found = search_one(&engine, llm.as_ref(), query, &options, &clock)?;
     if let Some(otlp) = otlp {
-        otlp.search(start, query, &options, &response);
+        otlp.search(start, query, &options, &found.response);
     }
     if args.json {
         let mut out = std::io::stdout().lock();
-        serde_json::to_writer(&mut out, &response)?;
+        serde_json::to_writer(&mut out, &found)?;
         writeln!(out)?;
         return Ok(());
     }
-    print_results(&response)
+    print_results(&found)
 }

@@ -103,10 +103,11 @@ pub const MODEL_DIR: &str = "model";
 /// them by name).
 const UI_FILES: [&str; 2] = ["sextant-ui.js", "sextant-ui.css"];
 /// Package files copied into the hashed package folder.
-const PACKAGE_FILES: [&str; 13] = [
+const PACKAGE_FILES: [&str; 14] = [
     "errors.js",
     "fetching.js",
     "chat.js",
+    "rerank.js",
     "index-files.js",
     "otlp.js",
     "core.js",

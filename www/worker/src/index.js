@@ -444,9 +444,38 @@ function traced(trace, answer, chosen) {
   if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
 }
 
-async function search(url, env, trace) {
+/** This Worker's LLM (LLM_BASE_URL, LLM_MODEL, the secret LLM_API_KEY), or LLM_NOT_CONFIGURED. */
+function llmOf(env) {
+  if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError('LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
+  return { base_url: env.LLM_BASE_URL, model: env.LLM_MODEL, api_key: env.LLM_API_KEY };
+}
+
+/**
+ * `rerank=llm` on /search and /context: the operator's LLM rates the results, so the request is
+ * held to /ask's rules (SEXTANT_TOKEN, an origin CORS_ORIGINS names — "*" is not enough — and
+ * without a token at most the default rerank_depth). Other requests are left as they are.
+ */
+function withLlmRerank(request, env, route, options) {
+  if (options.rerank !== 'llm') return options;
+  const what = `rerank=llm on ${route}`;
+  checkToken(request, env, what);
+  if (!originAllowed(request, env, '/ask')) throw new HttpError('FORBIDDEN', `a page of ${request.headers.get('origin')} may not ask for ${what} (it spends this Worker's LLM key); name its origin in CORS_ORIGINS`);
+  anonymousRerankDepth(env, options);
+  return { ...options, llm: llmOf(env), signal: request.signal };
+}
+
+/** Without SEXTANT_TOKEN, an LLM rerank rates at most the default rerank_depth results. */
+function anonymousRerankDepth(env, options) {
+  const most = defaults().search.rerank_depth;
+  if (!env.SEXTANT_TOKEN && options.rerank === 'llm' && typeof options.rerank_depth === 'number' && options.rerank_depth > most) {
+    throw new HttpError('BAD_ARGUMENT', `rerank_depth may be at most ${most} with rerank=llm on this Worker without a token (SEXTANT_TOKEN)`);
+  }
+}
+
+async function search(url, env, trace, request) {
   const wasCold = engine === null;
-  const { bases, options } = requestOptions(url);
+  const { bases, options: asked } = requestOptions(url);
+  const options = withLlmRerank(request, env, '/search', asked);
   const chosen = chooseBases(await getEngine(env), bases);
   const answer = withMissing(await chosen.bases.search(url.searchParams.get('q') ?? '', { ...options, bases: chosen.live }), chosen.missing);
   traced(trace, answer, chosen);
@@ -476,8 +505,9 @@ async function embed(url, env, trace) {
   return json(body, 200, { 'cache-control': 'public, max-age=86400' });
 }
 
-async function context(url, env, trace) {
-  const { bases, options } = requestOptions(url);
+async function context(url, env, trace, request) {
+  const { bases, options: asked } = requestOptions(url);
+  const options = withLlmRerank(request, env, '/context', asked);
   const chosen = chooseBases(await getEngine(env), bases);
   const framed = withMissing(await chosen.bases.context(url.searchParams.get('q') ?? '', { ...options, bases: chosen.live }), chosen.missing);
   traced(trace, framed, chosen);
@@ -509,11 +539,12 @@ async function ask(request, env, ctx, trace, log) {
   const allowed = defaults().context;
   const unknown = Object.keys(options).find((key) => !Object.hasOwn(allowed, key));
   if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question, bases and ${Object.keys(allowed).join(', ')}`);
+  anonymousRerankDepth(env, options);
   for (const [key, most, knob] of caps) {
     const value = options[key] ?? defaults().ask[key];
     if (typeof value === 'number' && value > most) throw new HttpError('BAD_ARGUMENT', `${key} may be at most ${most} on this Worker without a token (its operator sets ${knob})`);
   }
-  if (!env.LLM_BASE_URL || !env.LLM_MODEL) throw new HttpError('LLM_NOT_CONFIGURED', 'set LLM_BASE_URL and LLM_MODEL (and the secret LLM_API_KEY) for this Worker');
+  const llm = llmOf(env);
   const timeout = llmTimeout(env);
   const chosen = chooseBases(await getEngine(env), requested);
   if (logQueries(env)) trace.query = question;
@@ -541,7 +572,7 @@ async function ask(request, env, ctx, trace, log) {
     ...options,
     bases: chosen.live,
     ...(timeout === undefined ? {} : { timeout_ms: timeout }),
-    llm: { base_url: env.LLM_BASE_URL, model: env.LLM_MODEL, api_key: env.LLM_API_KEY },
+    llm,
     signal: upstream.signal,
     on_context: () => framed(),
     on_token: (token) => send('token', { text: token }),
@@ -747,8 +778,8 @@ export default {
       if (request.method !== allowed && !(url.pathname === '/mcp' && request.method === 'GET')) {
         throw new HttpError('METHOD_NOT_ALLOWED', `${url.pathname} takes ${allowed}, not ${request.method}`, { allow: `${allowed}, OPTIONS` });
       }
-      if (url.pathname === '/search') response = await search(url, env, trace);
-      else if (url.pathname === '/context') response = await context(url, env, trace);
+      if (url.pathname === '/search') response = await search(url, env, trace, request);
+      else if (url.pathname === '/context') response = await context(url, env, trace, request);
       else if (url.pathname === '/embed') response = await embed(url, env, trace);
       else if (url.pathname === '/ask') {
         response = await ask(request, env, ctx, trace, () => log());
