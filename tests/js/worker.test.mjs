@@ -33,6 +33,12 @@ const cranfieldManifest = () =>
 before(async () => {
   assert.ok(parityDir, 'SEXTANT_PARITY_DIR is not set: run scripts/test-js.sh');
   llm = await startLlmServer((req) => {
+    // A judge's request (rerank=llm, not streamed): passage n of a call is rated n.
+    if (req.body?.stream === false) {
+      const count = (req.body.messages.at(-1).content.match(/<retrieved_context /g) ?? []).length;
+      const content = Array.from({ length: count }, (_, i) => `${i + 1}: ${i + 1}`).join('\n');
+      return { body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }) };
+    }
     const ids = chunkIdsIn(req.body);
     return { events: sseAnswer(`Heated models need similar thermal stresses [${ids[0]}].`), delayMs: 10 };
   });
@@ -158,6 +164,25 @@ test('/ask needs the bearer token when SEXTANT_TOKEN is set', async () => {
   const none = await expectError(await ask({}), 401, 'UNAUTHORIZED');
   assert.equal(none.headers.get('www-authenticate'), 'Bearer');
   await expectError(await ask({ authorization: 'Bearer wrong' }), 401, 'UNAUTHORIZED');
+});
+
+test('rerank=llm on /search and /context: the Worker\'s LLM rates the results, held to /ask\'s token and origins', async () => {
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  await expectError(await get('/search?q=shock+waves&rerank=llm'), 401, 'UNAUTHORIZED');
+  await expectError(await fetch(`${base}/search?q=shock+waves&rerank=llm`, { headers: { ...auth, origin: 'https://elsewhere.example' } }), 403, 'FORBIDDEN');
+  const plain = await (await get('/search?q=shock+waves&k=20')).json();
+  const response = await fetch(`${base}/search?q=shock+waves&rerank=llm`, { headers: auth });
+  assert.equal(response.status, 200);
+  const found = await response.json();
+  // Two calls of 10 rate passage n as n: each call's last first, ties in the fused order.
+  assert.equal(found.rerank.calls, 2);
+  assert.equal(found.rerank.fallback, null);
+  assert.deepEqual(found.results.map((r) => r.chunk_id).slice(0, 4), [9, 19, 8, 18].map((i) => plain.results[i].chunk_id));
+  assert.deepEqual(found.results.slice(0, 2).map((r) => r.rerank), [10, 10]);
+  assert.equal(found.results.length, 10);
+  const framed = await fetch(`${base}/context?q=shock+waves&rerank=llm&k=3&token_budget=2000`, { headers: auth });
+  assert.equal(framed.status, 200);
+  assert.equal(decodeURIComponent(framed.headers.get('x-sextant-chunks').split(' ')[0]), plain.results[9].chunk_id);
 });
 
 test('/ask streams the LLM answer as server-sent events with verified citations', async () => {
