@@ -711,6 +711,7 @@ fn fake_package() -> PathBuf {
         "errors.js",
         "fetching.js",
         "chat.js",
+        "rerank.js",
         "index-files.js",
         "otlp.js",
         "core.js",
