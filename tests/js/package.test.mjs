@@ -329,7 +329,7 @@ test('the README Node examples work as written', async () => {
 
 test('defaults() is the core vocabulary: one JSON shape, every default and limit', async () => {
   const d = api.defaults();
-  assert.deepEqual(Object.keys(d.search).sort(), ['bm25', 'dense_weight', 'depth', 'document_bm25', 'embed_corrections', 'filter_counts', 'filters', 'fuse_documents', 'fusion', 'k', 'min_similarity', 'mode', 'page_score', 'per_document', 'query_expansion', 'rerank_depth', 'score_threshold', 'sort', 'sub_results', 'vector_search']);
+  assert.deepEqual(Object.keys(d.search).sort(), ['bm25', 'dense_weight', 'depth', 'document_bm25', 'embed_corrections', 'filter_counts', 'filters', 'fuse_documents', 'fusion', 'k', 'min_similarity', 'mode', 'page_score', 'per_document', 'query_expansion', 'rerank', 'rerank_batch', 'rerank_depth', 'rerank_timeout_ms', 'score_threshold', 'sort', 'sub_results', 'vector_search']);
   assert.equal(d.search.k, 10);
   assert.equal(d.frame.token_budget, 1500);
   assert.deepEqual(Object.keys(d.context).sort(), [...Object.keys(d.search), 'token_budget'].sort());
@@ -379,7 +379,7 @@ test('a cross-encoder loaded with loadReranker reranks as the CLI with [rerank] 
 
 test('every error code the JS code can raise is in the core table', async () => {
   const table = new Set(api.defaults().error_codes.map((c) => c.code));
-  const sources = ['errors.js', 'fetching.js', 'chat.js', 'index-files.js', 'otlp.js', 'memory.js', 'core.js', 'collection.js', 'research.js', 'ui/search-worker.js', 'ui/sextant-ui.js'].map((f) => `pkg-template/${f}`).concat(['www/worker/src/index.js', 'www/worker/src/mcp.js', 'www/research/research.js', 'www/research/research-worker.js']);
+  const sources = ['errors.js', 'fetching.js', 'chat.js', 'rerank.js', 'index-files.js', 'otlp.js', 'memory.js', 'core.js', 'collection.js', 'research.js', 'ui/search-worker.js', 'ui/sextant-ui.js'].map((f) => `pkg-template/${f}`).concat(['www/worker/src/index.js', 'www/worker/src/mcp.js', 'www/research/research.js', 'www/research/research-worker.js']);
   let seen = 0;
   for (const file of sources) {
     const text = readFileSync(path.join(root, file), 'utf8');
