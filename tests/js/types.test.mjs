@@ -107,12 +107,14 @@ test('declared result fields are what the package returns', async () => {
   const llm = await startLlmServer();
   try {
     const keys = (o) => Object.keys(o).sort();
-    const response = await sextant.search('fog horn', { k: 2 });
+    // With an LLM rerank, so its report (declared optional) is there too.
+    const judge = { rerank: 'llm', llm: { base_url: llm.baseUrl, model: 'm' } };
+    const response = await sextant.search('fog horn', { k: 2, ...judge });
     assert.deepEqual(declared.fields('SearchResponse').sort(), keys(response));
     assert.deepEqual(declared.fields('SearchResult').sort(), keys(response.results[0]));
     assert.deepEqual(declared.fields('StageTimings').sort(), keys(response.timings));
     assert.deepEqual(declared.fields('Framed').sort(), keys(sextant.frame(response.results)));
-    assert.deepEqual(declared.fields('ContextResponse').sort(), keys(await sextant.context('fog horn')));
+    assert.deepEqual(declared.fields('ContextResponse').sort(), keys(await sextant.context('fog horn', judge)));
     const answer = await sextant.ask('what does the fog horn do', { llm: { base_url: llm.baseUrl, model: 'm' } });
     assert.deepEqual(declared.fields('Answer').sort(), keys(answer));
     assert.deepEqual(declared.fields('CitationReport').sort(), keys(api.verifyCitations('x [a#1]', ['a#1'])));
