@@ -128,7 +128,7 @@ export function collectionSpans(work: { name: string; start_ms: number; end_ms: 
 export interface Bm25Params {
   /** Term-frequency saturation, 0–10 (default 1.5). */
   k1: number;
-  /** Length normalisation, 0–1 (default 0.75). */
+  /** Length normalisation, 0–1 (default 0.6). */
   b: number;
 }
 

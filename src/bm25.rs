@@ -29,14 +29,14 @@ pub struct Bm25Params {
     /// (1.2–2.0 is typical).
     pub k1: f32,
     /// Length normalisation. `0` ignores chunk length; `1` fully normalises by length relative to
-    /// the average, so long chunks are not favoured just for being long. Default 0.75, range
-    /// 0.0–1.0.
+    /// the average, so long chunks are not favoured just for being long. Default 0.6 (chosen over
+    /// four collections, BENCHMARKS.md, issue 23), range 0.0–1.0.
     pub b: f32,
 }
 
 impl Default for Bm25Params {
     fn default() -> Self {
-        Self { k1: 1.5, b: 0.75 }
+        Self { k1: 1.5, b: 0.6 }
     }
 }
 
@@ -75,7 +75,7 @@ pub enum Bm25Error {
         k1: f32,
     },
     /// `b` outside 0–1.
-    #[error("bm25.b = {b} is out of range; use a value from 0.0 to 1.0 (default 0.75)")]
+    #[error("bm25.b = {b} is out of range; use a value from 0.0 to 1.0 (default 0.6)")]
     BOutOfRange {
         /// The value given.
         b: f32,
@@ -634,7 +634,7 @@ mod tests {
     fn scores_match_hand_computation() {
         // d0: "wing wing flow" (3 terms), d1: "flow" (1), d2: "shock wave flow drag" (4)
         let index = Built::build(&docs(&["wing wing flow", "flow", "shock wave flow drag"]));
-        let p = Bm25Params::default();
+        let p = Bm25Params { k1: 1.5, b: 0.75 };
         let hits = index.search(&q(&["wing"]), p, 10);
         // avgdl = 8/3; idf(wing) = ln((3-1+.5)/(1+.5)+1) = ln(2.6666667) = 0.98082925
         // tf = 2, dl = 3: norm = 1.5 * (0.25 + 0.75 * 3 / (8/3)) = 1.640625

@@ -14,7 +14,7 @@
 //!
 //! [bm25]       # see bm25::Bm25Params
 //! k1 = 1.5
-//! b = 0.75
+//! b = 0.6
 //!
 //! [fields]     # see index::Fields: how the title and headings count
 //! title_weight = 1        # BM25 reads the document's title this many times (0: not at all)
