@@ -60,6 +60,7 @@ pub mod fusion;
 #[cfg(not(target_arch = "wasm32"))]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod graph;
 pub mod index;
 #[cfg(feature = "collection")]
 pub mod indexer;

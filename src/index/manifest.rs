@@ -19,8 +19,11 @@ pub const INDEX_MAJOR: u16 = 2;
 /// The newest format minor written (minors only add files or manifest fields, or tighten what
 /// the writer guarantees: 2.2 counts only documents that have chunks; 2.3 records
 /// `model.weights`; 2.4 stores objects in packs and lists runs in pages, `super::directory`; 2.5
-/// adds the facets file, and is written only by an index that has one).
-pub const INDEX_MINOR: u16 = 5;
+/// adds the facets file, and is written only by an index that has one; 2.6 adds the knowledge
+/// graph, written only by `sextant graph build`).
+pub const INDEX_MINOR: u16 = 6;
+/// The minor that added the knowledge graph (`files.graph`).
+pub const GRAPH_MINOR: u16 = 6;
 /// The minor that added the facets file (`files.facets`). An index without one is written as
 /// 2.4, which readers of 2.4 still read.
 pub const FACETS_MINOR: u16 = 5;
@@ -431,6 +434,10 @@ pub struct IndexFiles {
     /// has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facets: Option<String>,
+    /// (2.6) The knowledge graph (`crate::graph`), `graph.<hash>.json`, fetched only by a search
+    /// that asks for it; absent until `sextant graph build` adds one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<String>,
     /// Keyword shards in term order, or (2.4) their pages, each with its first shard's term.
     pub keyword: Vec<ShardRef>,
     /// Text fragments.
@@ -537,6 +544,13 @@ impl IndexManifest {
             return Err(bad(format!(
                 "a count or a run of chunks is over {limit}, the most chunk numbers can name"
             )));
+        }
+        if let Some(graph) = f.graph.as_deref() {
+            if !graph.starts_with("graph.") || !graph.ends_with(".json") || !valid_file_name(graph) {
+                return Err(bad(format!(
+                    "it names the graph {graph:?}, which is not of the form graph.<16 hex digits>.json that sextant writes"
+                )));
+            }
         }
         let chunks = self.counts.chunks;
         f.fragments.check(chunks, per_page, "fragment")?;

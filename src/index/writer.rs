@@ -395,6 +395,7 @@ fn store_objects(
         keyword_shards: listed.keyword.len(),
         norms: encode(&listed.norms),
         facets: listed.facets.as_deref().map(encode),
+        graph: None,
         keyword: keyword_pages
             .iter()
             .map(|(first, page)| ShardRef {

@@ -1,11 +1,16 @@
 //! Framing: results as `<retrieved_context>` blocks within a token budget (the model's tokenizer
 //! counts), and the chat messages of a grounded question (`crate::prompt`).
 
+use std::collections::BTreeMap;
+
 use crate::frame::{frame, FrameChunk, Framed};
+use crate::graph::query::{GraphBlock, GraphOptions, Selection};
+use crate::graph::{self, Graph};
 use crate::options::{AskOptions, ContextOptions, FrameOptions};
 use crate::prompt::{chat_messages, REFUSAL, SYSTEM_PROMPT};
 
 use super::engine::Engine;
+use super::lookup::Found;
 use super::types::{Clock, ContextResponse, SearchError, SearchResult, StageTimings, Step};
 
 impl Engine {
@@ -70,6 +75,107 @@ impl Engine {
             budget: framed.budget,
             timings,
         })
+    }
+
+    /// [`Engine::context_of`] with a graph: the graph block first (its own budget,
+    /// `graph_options.token_budget`, taken out of the context's), then the chunks the graph's best
+    /// hits cite (`found`, from [`Engine::chunks_numbered`]), then the search's results. The graph
+    /// block cites only chunks framed here; the graph's chunks that were not among the results
+    /// are added to them (score 0, after the search's own).
+    #[allow(clippy::too_many_arguments)]
+    pub fn context_with_graph(
+        &self,
+        question: &str,
+        mut results: Vec<SearchResult>,
+        graph: &Graph,
+        selection: &Selection,
+        found: &[(u32, Found)],
+        options: &FrameOptions,
+        graph_options: &GraphOptions,
+        timings: StageTimings,
+    ) -> Result<(ContextResponse, GraphBlock), SearchError> {
+        options.validate()?;
+        graph_options
+            .validate()
+            .map_err(|reason| SearchError::BadArgument { name: "graph", reason })?;
+        let embedder = self.embedder_for("framing")?;
+        let count = |s: &str| embedder.count_tokens(s);
+        let reserve = graph_options.token_budget.min(options.token_budget / 2);
+        let mut chunks: Vec<FrameChunk> = found
+            .iter()
+            .map(|(_, f)| FrameChunk {
+                chunk_id: f.id.clone(),
+                source: f.url.clone(),
+                text: f.text.clone(),
+            })
+            .collect();
+        for r in &results {
+            if !chunks.iter().any(|c| c.chunk_id == r.chunk_id) {
+                chunks.push(FrameChunk {
+                    chunk_id: r.chunk_id.clone(),
+                    source: r.url.clone(),
+                    text: r.text.clone(),
+                });
+            }
+        }
+        let mut framed = frame(&chunks, options.token_budget - reserve, &count)?;
+        let included: BTreeMap<u32, String> = found
+            .iter()
+            .filter(|(_, f)| framed.included.contains(&f.id))
+            .map(|(n, f)| (*n, f.id.clone()))
+            .collect();
+        let count_err = std::cell::RefCell::new(None);
+        let block = graph::query::block(graph, selection, &included, graph_options, &|s: &str| {
+            count(s).unwrap_or_else(|e| {
+                *count_err.borrow_mut() = Some(e);
+                usize::MAX
+            })
+        });
+        if let Some(e) = count_err.into_inner() {
+            return Err(e.into());
+        }
+        if !block.text.is_empty() {
+            framed.context = format!("{}\n{}", block.text, framed.context);
+            framed.tokens += block.tokens;
+        }
+        framed.budget = options.token_budget;
+        let mut rank = results.len() as u32;
+        for (_, f) in found {
+            if !results.iter().any(|r| r.chunk_id == f.id) {
+                rank += 1;
+                results.push(SearchResult {
+                    rank,
+                    chunk_id: f.id.clone(),
+                    doc_id: f.doc_id.clone(),
+                    title: f.title.clone(),
+                    source: f.source.clone(),
+                    url: f.url.clone(),
+                    heading_path: f.heading_path.clone(),
+                    text: f.text.clone(),
+                    score: 0.0,
+                    dense: None,
+                    keyword: None,
+                    rerank: None,
+                    metadata: Default::default(),
+                });
+            }
+        }
+        Ok((
+            ContextResponse {
+                messages: chat_messages(question, &framed.context),
+                refused: framed.included.is_empty(),
+                refusal: REFUSAL.to_string(),
+                system_prompt: SYSTEM_PROMPT.to_string(),
+                results,
+                context: framed.context,
+                included: framed.included,
+                omitted: framed.omitted,
+                tokens: framed.tokens,
+                budget: framed.budget,
+                timings,
+            },
+            block,
+        ))
     }
 
     /// [`Engine::context`] with an answer's options (validated whole, LLM settings included).

@@ -127,6 +127,30 @@ impl Engine {
             .map_or(Step::Done(None), |found| Step::Done(Some(found)))
     }
 
+    /// The chunks numbered `numbers` (as a graph cites them), in that order; numbers the index
+    /// does not have are left out. Or the fragments that hold them.
+    pub fn chunks_numbered(&self, numbers: &[u32]) -> Step<Vec<(u32, Found)>> {
+        let store = &self.store;
+        store.begin_query();
+        let total = store.manifest().counts.chunks as u32;
+        let numbers: Vec<u32> = numbers.iter().copied().filter(|&n| n < total).collect();
+        let need = store.fragment_needs(numbers.iter().copied());
+        if !need.is_empty() {
+            return Step::Need(need);
+        }
+        Step::Done(
+            numbers
+                .into_iter()
+                .filter_map(|number| {
+                    let fragment = store.fragment(number)?;
+                    let chunk = fragment.chunk(number)?;
+                    let doc = fragment.document(chunk.doc)?;
+                    Some((number, Found::new(&chunk.id, FoundKind::Chunk, doc, chunk)))
+                })
+                .collect(),
+        )
+    }
+
     /// The document `id` from its chunks (`numbers`, in order, every fragment held).
     fn document_of(&self, id: &str, numbers: &[u32]) -> Option<Found> {
         let mut found: Option<Found> = None;
@@ -185,6 +209,32 @@ mod tests {
             }
         }
         panic!("lookup of {id} did not end");
+    }
+
+    #[test]
+    fn chunks_by_their_numbers() {
+        let built = tiny();
+        let store = crate::index::tests::paged_store(&built);
+        let mut engine = Engine::new(store);
+        let total = built.manifest.counts.chunks as u32;
+        let found = loop {
+            match engine.chunks_numbered(&[1, total + 5, 0]) {
+                Step::Done(found) => break found,
+                Step::Need(names) => {
+                    for name in names {
+                        let bytes = crate::index::tests::bytes_of(&built, &name).to_vec();
+                        engine.add_file(&name, &bytes).unwrap();
+                    }
+                }
+            }
+        };
+        let ids: Vec<(u32, &str)> = found.iter().map(|(n, f)| (*n, f.id.as_str())).collect();
+        assert_eq!(
+            ids,
+            vec![(1, "a#1"), (0, "a#0")],
+            "in the order asked, numbers out of range left out"
+        );
+        assert_eq!(found[0].1.text, "fog horn");
     }
 
     #[test]
