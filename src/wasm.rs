@@ -224,6 +224,117 @@ pub fn llm_rerank_order(
     Ok(order.into_iter().map(|i| i as u32).collect())
 }
 
+/// `graphQuestionMessages(question)` → the chat messages asking the LLM for a question's entity
+/// names and answer types (`crate::graph::query::question_messages`), and the largest reply read.
+#[wasm_bindgen(js_name = graphQuestionMessages)]
+pub fn graph_question_messages(question: &str) -> Result<JsValue, JsValue> {
+    #[derive(Serialize)]
+    struct Ask {
+        messages: Vec<crate::prompt::ChatMessage>,
+        max_reply_bytes: usize,
+    }
+    to_js(&Ask {
+        messages: crate::graph::query::question_messages(question),
+        max_reply_bytes: crate::graph::query::MAX_QUERY_REPLY_BYTES,
+    })
+}
+
+/// `graphQuestionTerms(reply)` → `{entities, types}` read from the LLM's reply, or an
+/// `LLM_BAD_RESPONSE` error saying what it lacks.
+#[wasm_bindgen(js_name = graphQuestionTerms)]
+pub fn graph_question_terms(reply: &str) -> Result<JsValue, JsValue> {
+    let terms = crate::graph::query::parse_question_reply(reply).map_err(|e| js_error(ErrorCode::LlmBadResponse, e))?;
+    to_js(&terms)
+}
+
+/// `graphExtractStart(chunkId, text, gleaning)` → one chunk's extraction state
+/// (`crate::graph::extract::ChunkExtraction`): `messages` to send next, `done`, `skipped`,
+/// `extraction`, `calls`, `errors`.
+#[wasm_bindgen(js_name = graphExtractStart)]
+pub fn graph_extract_start(chunk_id: &str, text: &str, gleaning: u32) -> Result<JsValue, JsValue> {
+    to_js(&crate::graph::extract::ChunkExtraction::new(chunk_id, text, gleaning))
+}
+
+fn extraction_state(state: JsValue) -> Result<crate::graph::extract::ChunkExtraction, JsValue> {
+    serde_wasm_bindgen::from_value(state).map_err(|e| bad_argument(format!("not an extraction state: {e}")))
+}
+
+/// `graphExtractReply(state, reply)` → the state after the LLM's reply to its messages.
+#[wasm_bindgen(js_name = graphExtractReply)]
+pub fn graph_extract_reply(state: JsValue, reply: &str) -> Result<JsValue, JsValue> {
+    let mut x = extraction_state(state)?;
+    x.reply(reply);
+    to_js(&x)
+}
+
+/// `graphExtractFailed(state, error)` → the state after a call that failed (`error`: what
+/// happened).
+#[wasm_bindgen(js_name = graphExtractFailed)]
+pub fn graph_extract_failed(state: JsValue, error: &str) -> Result<JsValue, JsValue> {
+    let mut x = extraction_state(state)?;
+    x.failed(error.to_string());
+    to_js(&x)
+}
+
+/// `graphDraft([{chunk, extraction}], skipped)` → `{draft, texts, entities, relations}`: the
+/// extractions merged (`crate::graph::build::merge`), and the texts to embed (each entity's, then
+/// each relation's), for `graphFinish`.
+#[wasm_bindgen(js_name = graphDraft)]
+pub fn graph_draft(extractions: JsValue, skipped: u32) -> Result<JsValue, JsValue> {
+    #[derive(Deserialize)]
+    struct Item {
+        chunk: u32,
+        extraction: crate::graph::extract::Extraction,
+    }
+    #[derive(Serialize)]
+    struct Out {
+        texts: Vec<String>,
+        entities: usize,
+        relations: usize,
+        draft: crate::graph::build::Draft,
+    }
+    let items: Vec<Item> = serde_wasm_bindgen::from_value(extractions)
+        .map_err(|e| bad_argument(format!("extractions must be [{{chunk, extraction}}]: {e}")))?;
+    let list: Vec<(u32, crate::graph::extract::Extraction)> =
+        items.into_iter().map(|i| (i.chunk, i.extraction)).collect();
+    let draft = crate::graph::build::merge(&list, skipped as usize);
+    let mut texts = draft.entity_texts();
+    texts.extend(draft.relation_texts());
+    to_js(&Out {
+        texts,
+        entities: draft.entities.len(),
+        relations: draft.relations.len(),
+        draft,
+    })
+}
+
+/// `graphFinish(draft, vectors, dims, model, chunks)` → the graph file's bytes: `vectors` holds
+/// the texts' vectors one after another (`graphDraft`'s order), `model` the index's model digest
+/// and `chunks` its chunk count.
+#[wasm_bindgen(js_name = graphFinish)]
+pub fn graph_finish(
+    draft: JsValue,
+    vectors: Vec<f32>,
+    dims: u32,
+    model: &str,
+    chunks: u32,
+) -> Result<Vec<u8>, JsValue> {
+    let draft: crate::graph::build::Draft =
+        serde_wasm_bindgen::from_value(draft).map_err(|e| bad_argument(format!("not a graph draft: {e}")))?;
+    let dims = dims as usize;
+    if dims == 0 || vectors.len() != (draft.entities.len() + draft.relations.len()) * dims {
+        return Err(bad_argument(
+            "vectors must hold one vector of dims numbers for each text of the draft",
+        ));
+    }
+    let all: Vec<Vec<f32>> = vectors.chunks(dims).map(<[f32]>::to_vec).collect();
+    let (entities, relations) = all.split_at(draft.entities.len());
+    let graph = draft
+        .finish(entities, relations, dims, model, chunks as usize)
+        .map_err(bad_argument)?;
+    Ok(graph.to_json())
+}
+
 /// A query's step as JS sees it: the answer, or `{need: [file names]}`.
 fn step_to_js<T: Serialize>(step: Step<T>) -> Result<JsValue, JsValue> {
     #[derive(Serialize)]
@@ -470,6 +581,66 @@ impl Engine {
             Some(options) => to_js(&PreparedAsk { context, options }),
             None => to_js(&context),
         }
+    }
+
+    /// `graphContext(question, options, purpose, terms | null, graphOptions)`: `context()` (or
+    /// for `ask`, `prepareAsk()`) with the knowledge graph's block first
+    /// (`crate::search::Engine::graph_context`), plus `graph: {lines, tokens}`; or `{need:
+    /// [files]}` (the graph file among them, the first time). An index without a graph is a
+    /// `BAD_ARGUMENT` naming `sextant graph build`.
+    #[wasm_bindgen(js_name = graphContext)]
+    pub fn graph_context(
+        &self,
+        question: &str,
+        context_options: JsValue,
+        purpose: &str,
+        terms: JsValue,
+        graph_options: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        #[derive(Serialize)]
+        struct WithGraph {
+            #[serde(flatten)]
+            context: ContextResponse,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            options: Option<AskOptions>,
+            graph: crate::graph::query::GraphBlock,
+        }
+        let PurposeOptions { search, frame, ask } = purpose_options(context_options, purpose)?;
+        let terms: Option<crate::graph::query::QuestionTerms> = if terms.is_null() || terms.is_undefined() {
+            None
+        } else {
+            Some(
+                serde_wasm_bindgen::from_value(terms)
+                    .map_err(|e| bad_argument(format!("terms must be {{entities, types}}: {e}")))?,
+            )
+        };
+        let graph_options: crate::graph::query::GraphOptions =
+            options(&Default::default(), graph_options, "graph options")?;
+        let step = self
+            .inner
+            .graph_context(
+                question,
+                &ContextOptions { search, frame },
+                terms.as_ref(),
+                &graph_options,
+                &JsClock::new(),
+            )
+            .map_err(|e| js_error(e.code(), e))?;
+        step_to_js(match step {
+            Step::Done((context, graph)) => Step::Done(WithGraph {
+                context,
+                options: ask,
+                graph,
+            }),
+            Step::Need(need) => Step::Need(need),
+        })
+    }
+
+    /// `attachGraph(bytes)`: a knowledge graph built for this index outside its manifest (a
+    /// collection's), checked against the index's model and chunks.
+    #[wasm_bindgen(js_name = attachGraph)]
+    pub fn attach_graph(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
+        self.inner.attach_graph(bytes).map_err(|e| js_error(e.code(), e))
     }
 
     /// `lookup(id)` → the chunk or whole document with this id (`null` when there is none), or

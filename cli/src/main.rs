@@ -52,6 +52,9 @@ enum Command {
     Unpack(commands::unpack::UnpackArgs),
     /// Convert a format-1 bundle into a format-2 index (no re-embedding).
     Upgrade(commands::upgrade::UpgradeArgs),
+    /// Knowledge graphs extracted by your LLM (`graph build`).
+    #[command(subcommand)]
+    Graph(commands::graph::GraphCommand),
     /// Show an index's manifest and files, verifying every digest.
     Inspect {
         /// The index: a packed `.sxt`, or the `manifest.*.json` of a split index (its files beside it).
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => commands::eval::run(args),
         Command::Upgrade(args) => commands::upgrade::run(args),
         Command::Unpack(args) => commands::unpack::run(args),
+        Command::Graph(command) => commands::graph::run(command),
         Command::Inspect { index, json } => commands::inspect::run(&index, json),
     };
     match result {

@@ -18,7 +18,7 @@ pub const DAMPING: f64 = 0.85;
 pub const PAGERANK_ITERATIONS: usize = 50;
 
 /// The graph before its vectors.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Draft {
     /// Entities, by name key.
     pub entities: Vec<GraphEntity>,

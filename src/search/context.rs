@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::frame::{frame, FrameChunk, Framed};
-use crate::graph::query::{GraphBlock, GraphOptions, Selection};
+use crate::graph::query::{GraphBlock, GraphOptions, GraphQuery, QuestionTerms, Selection};
 use crate::graph::{self, Graph};
-use crate::options::{AskOptions, ContextOptions, FrameOptions};
+use crate::options::{AskOptions, ContextOptions, FrameOptions, Mode};
 use crate::prompt::{chat_messages, REFUSAL, SYSTEM_PROMPT};
 
 use super::engine::Engine;
@@ -75,6 +75,69 @@ impl Engine {
             budget: framed.budget,
             timings,
         })
+    }
+
+    /// [`Engine::context`] with a graph (`graph: true`): the search, then the graph's search
+    /// for the question (`terms`: the entity names and answer types the LLM read in it, or
+    /// `None` to let the question's own vector stand for its names), the chunks its best hits
+    /// cite, and [`Engine::context_with_graph`]. Needs the model, and the graph file
+    /// (`files.graph`: asked for like any file); an index without one is a `BAD_ARGUMENT`.
+    pub fn graph_context(
+        &self,
+        question: &str,
+        options: &ContextOptions,
+        terms: Option<&QuestionTerms>,
+        graph_options: &GraphOptions,
+        clock: &dyn Clock,
+    ) -> Result<Step<(ContextResponse, GraphBlock)>, SearchError> {
+        options.frame.validate()?;
+        graph_options
+            .validate()
+            .map_err(|reason| SearchError::BadArgument { name: "graph", reason })?;
+        let Some(graph) = self.graph.clone() else {
+            return match self.store.manifest().files.graph.clone() {
+                Some(name) => Ok(Step::Need(vec![name])),
+                None => Err(SearchError::BadArgument {
+                    name: "graph",
+                    reason: "this index has no knowledge graph; build one with `sextant graph build MANIFEST --llm-base-url URL --llm-model NAME` and search the manifest it writes".into(),
+                }),
+            };
+        };
+        let graph = graph.as_ref();
+        let response = match self.search(question, &options.search, clock)? {
+            Step::Done(response) => response,
+            Step::Need(files) => return Ok(Step::Need(files)),
+        };
+        let mut vectors = Vec::new();
+        let names = terms.map_or(&[][..], |t| t.entities.as_slice());
+        for text in std::iter::once(question).chain(names.iter().map(String::as_str)) {
+            match self.embed_query(text, Mode::Dense)? {
+                Step::Done(v) => vectors.push(v),
+                Step::Need(files) => return Ok(Step::Need(files)),
+            }
+        }
+        let question_vector = vectors.remove(0);
+        let query = GraphQuery {
+            entities: vectors,
+            types: terms.map(|t| t.types.clone()).unwrap_or_default(),
+            question: question_vector,
+        };
+        let selection = graph::query::select(graph, &query, graph_options);
+        let found = match self.chunks_numbered(&selection.chunks) {
+            Step::Done(found) => found,
+            Step::Need(files) => return Ok(Step::Need(files)),
+        };
+        self.context_with_graph(
+            question,
+            response.results,
+            graph,
+            &selection,
+            &found,
+            &options.frame,
+            graph_options,
+            response.timings,
+        )
+        .map(Step::Done)
     }
 
     /// [`Engine::context_of`] with a graph: the graph block first (its own budget,

@@ -31,6 +31,8 @@ pub struct Engine {
     /// Shared with the engines of other knowledge bases that share this model
     /// ([`Engine::share_model`]): a query searched over several bases is embedded once.
     last_query: Arc<std::sync::Mutex<Option<LastQuery>>>,
+    /// The knowledge graph (`files.graph`), once added.
+    pub(crate) graph: Option<Arc<crate::graph::Graph>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -53,6 +55,7 @@ impl Engine {
             embedder: None,
             reranker: None,
             last_query: Arc::new(std::sync::Mutex::new(None)),
+            graph: None,
         }
     }
 
@@ -77,13 +80,53 @@ impl Engine {
 
     /// Adds a file of a split index (checked against its name's hash and the manifest), or a row
     /// file the model asked for (a model body's, `crate::embed::rows`, checked the same way).
+    /// The knowledge graph's file (`files.graph`) is read whole and checked against the index.
     pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), EngineError> {
+        let manifest = self.store.manifest();
+        if manifest.files.graph.as_deref() == Some(name) {
+            let bad = |reason: String| IndexError::BadFile {
+                file: name.to_string(),
+                reason,
+            };
+            if !crate::index::files::content_matches(name, bytes) {
+                return Err(
+                    bad("its bytes are not the ones its name promises; deploy the index folder again".into()).into(),
+                );
+            }
+            let graph = crate::graph::Graph::from_json(
+                bytes,
+                &manifest.model.sha256,
+                manifest.model.dims,
+                manifest.counts.chunks,
+            )
+            .map_err(|e| bad(e.to_string()))?;
+            self.graph = Some(Arc::new(graph));
+            return Ok(());
+        }
         if let Some(embedder) = &self.embedder {
             if embedder.add_file(name, bytes)? {
                 return Ok(());
             }
         }
         Ok(self.store.add(name, bytes)?)
+    }
+
+    /// Attaches a knowledge graph built for this index outside its manifest (a collection's,
+    /// which the research workspace keeps beside it), checked like a graph file.
+    pub fn attach_graph(&mut self, bytes: &[u8]) -> Result<(), IndexError> {
+        let manifest = self.store.manifest();
+        let graph = crate::graph::Graph::from_json(
+            bytes,
+            &manifest.model.sha256,
+            manifest.model.dims,
+            manifest.counts.chunks,
+        )
+        .map_err(|e| IndexError::BadFile {
+            file: "graph".into(),
+            reason: e.to_string(),
+        })?;
+        self.graph = Some(Arc::new(graph));
+        Ok(())
     }
 
     /// Every file the model may ask for (a model body's row files): what answering offline
