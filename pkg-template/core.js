@@ -6,8 +6,9 @@
 // names and ids are the core's (`defaults()`, `prepareAsk`, `verifyCitations`, `selectBases`,
 // …): this file restates none of them. What only JS can do sits in its own modules, imported one
 // way: errors.js (errors with codes), fetching.js (files with progress), index-files.js (a split
-// index's files, fetched as queries need them), chat.js (the LLM call) and rerank.js (an LLM
-// judge's reranking, `rerank: 'llm'`). Option and result names
+// index's files, fetched as queries need them), chat.js (the LLM call), rerank.js (an LLM
+// judge's reranking, `rerank: 'llm'`) and graph.js (graph retrieval, `graph: true`). Option and
+// result names
 // are the core's snake_case vocabulary.
 import { SextantError, call } from './errors.js';
 import { isUrlLike, toBytes } from './fetching.js';
@@ -15,6 +16,7 @@ import { IndexFiles, NO_FILES, WithModelFiles, untilDone } from './index-files.j
 import { OtlpExporter, querySpans } from './otlp.js';
 import { chatCompletion, chatUrl } from './chat.js';
 import { rerankWithLlm, splitLlmOptions, wantsLlmRerank } from './rerank.js';
+import { graphFramed, splitGraphOptions, wantsGraph } from './graph.js';
 
 /** The key of a Sextant's internals, for `Bases` (not part of the API). */
 const INTERNAL = Symbol('sextant.internal');
@@ -92,6 +94,9 @@ export function makeApi(wasm, initialise) {
         ...(ratings && i < ratings.length ? { rerank: ratings[i] } : {}),
       })),
   };
+  // The graph's rules (`sextant::graph`): the words that ask the LLM for a question's entities
+  // and how its reply is read.
+  const graphRules = { questionMessages: helper('graphQuestionMessages'), questionTerms: helper('graphQuestionTerms') };
   /** The options of the search whose results an LLM rates (`llm_rerank::candidate_options`). */
   const llmCandidates = (options, purpose) => ({ ...options, ...helper('llmRerankCandidates')(options, purpose) });
   /** `found` with its results reranked by the LLM: `rerank` (the report) and timings.rerank_ms. */
@@ -114,8 +119,13 @@ export function makeApi(wasm, initialise) {
     const prepared = await prepare(options, { llm, signal, fetchImpl, random });
     const timings = { ...prepared.timings, retrieve_ms: performance.now() - started, llm_first_token_ms: null, llm_ms: 0, total_ms: 0 };
     // An LLM rerank's calls (`rerank: 'llm'`) come first in the trace.
-    const trace = (prepared.rerank?.trace ?? []).map((entry) => ({ purpose: 'rerank', ...entry }));
+    // So do the graph's (`graph: true`: the call naming the question's entities).
+    const trace = [
+      ...(prepared.rerank?.trace ?? []).map((entry) => ({ purpose: 'rerank', ...entry })),
+      ...(prepared.graph?.trace ?? []).map((entry) => ({ purpose: 'graph', ...entry })),
+    ];
     const rerank = prepared.rerank ? { ...prepared.rerank, trace: undefined } : null;
+    const graph = prepared.graph ? { ...prepared.graph, trace: undefined } : null;
     const finish = () => {
       timings.total_ms = performance.now() - started;
       return { timings, trace };
@@ -123,7 +133,7 @@ export function makeApi(wasm, initialise) {
     on_context?.(prepared);
     const sent = prepared.results.filter((r) => prepared.included.includes(r.chunk_id));
     if (prepared.refused) {
-      return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [], rerank, ...finish() };
+      return { answer: prepared.refusal, citations: [], unknown_citations: [], grounded: false, refused: true, chunks: [], usage: null, malformed_events: 0, finish_reason: null, truncated: false, spans: [], rerank, graph, ...finish() };
     }
     const llmStarted = performance.now();
     let answer = '';
@@ -163,6 +173,7 @@ export function makeApi(wasm, initialise) {
       truncated: stream.finish_reason === 'length' || stream.finish_reason === 'content_filter',
       spans: report.spans,
       rerank,
+      graph,
       ...finish(),
     };
   }
@@ -224,6 +235,8 @@ export function makeApi(wasm, initialise) {
     #maxIndexBytes;
     /** A model body's row files (`{files, rows}`: fetched from beside it, by name), or null. */
     #modelFiles = null;
+    /** Whether a graph was attached with attachGraph(). */
+    #graphAttached = false;
     /** Where each query's spans go (`otlp`), or null. */
     #otlp = null;
 
@@ -323,10 +336,21 @@ export function makeApi(wasm, initialise) {
      * model, api_key?}; `signal`, `fetch` and `random` as in ask()), the LLM rates the best
      * `rerank_depth` results and they come back in its order, with `rerank` ({strategy, depth,
      * calls, ms, fallback, trace}): on any failure of the LLM the fused order stands and
-     * `fallback` says why.
+     * `fallback` says why. With `graph` (true, or {hops, entity_threshold, relation_threshold,
+     * top_entities, top_relations, max_chunks, token_budget}) the index's knowledge graph
+     * (`sextant graph build`) is searched too: the chunks its best entities and relations cite
+     * follow the results, and `graph` reports {used, terms, lines, tokens, calls, ms, fallback,
+     * terms_error, trace} (with `llm`, the LLM names the question's entities and answer types
+     * first; without a graph the results stand alone and `fallback` says why).
      */
     async search(query, options) {
       return traced(this.#otlp, 'search', query, options, async () => {
+        if (wantsGraph(options)) {
+          const found = await this.#find(query, splitGraphOptions(options).options, 'search');
+          const framed = await this.#graphed('search', query, options, () => found);
+          const extra = framed.results.filter((r) => !found.results.some((f) => f.chunk_id === r.chunk_id));
+          return { ...found, results: [...found.results, ...extra], graph: framed.graph };
+        }
         if (!wantsLlmRerank(options)) return this.#find(query, options, 'search');
         const { host, options: rest } = splitLlmOptions(options);
         return llmReranked(await this.#find(query, llmCandidates(rest, 'search'), 'search'), query, rest, 'search', host);
@@ -355,6 +379,33 @@ export function makeApi(wasm, initialise) {
     }
 
     /**
+     * `question` framed as `purpose` (search, context or ask) frames it, with the knowledge
+     * graph's block and the chunks it cites first (`graph: true`; see graph.js), and `graph`, the
+     * report. `plain` gives the framing without the graph, for the fallback.
+     */
+    async #graphed(purpose, question, options, plain) {
+      const { graphOptions, host, options: rest } = splitGraphOptions(options);
+      if (wantsLlmRerank(rest)) throw new SextantError('BAD_ARGUMENT', "graph and rerank: 'llm' cannot be asked for together; drop one of them");
+      const run = (step) => untilDone(this.#engine, this.#loop(), step, this.#maxIndexBytes);
+      const q = String(question);
+      return graphFramed({
+        ...graphRules,
+        hasGraph: () => Boolean(this.manifest().files.graph) || this.#graphAttached,
+        withGraph: (terms) => run(() => this.#engine.graphContext(q, rest, purpose, terms, graphOptions)),
+        plain: plain ?? (() => run(() => (purpose === 'ask' ? this.#engine.prepareAsk(q, rest) : this.#engine.context(q, rest)))),
+      }, q, host);
+    }
+
+    /**
+     * attachGraph(bytes): a knowledge graph built for this index outside its manifest (the
+     * research workspace's, for a collection), used by `graph: true`.
+     */
+    attachGraph(bytes) {
+      call(() => this.#engine.attachGraph(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)));
+      this.#graphAttached = true;
+    }
+
+    /**
      * queryVector(query, options) → Float32Array: the vector a hybrid (or dense) search of
      * `query` embeds, which `search(query, {query_vector})` of an engine without the model takes.
      * Needs the model (a model body fetches the rows of the query's tokens first).
@@ -370,10 +421,12 @@ export function makeApi(wasm, initialise) {
 
     /**
      * await context(question, options) → the results framed, with the chat messages to send
-     * (with `rerank: 'llm'` and `llm`, reranked first: see search()).
+     * (with `rerank: 'llm'` and `llm`, reranked first; with `graph`, the knowledge graph's block
+     * and the chunks it cites first: see search()).
      */
     async context(question, options) {
       return traced(this.#otlp, 'context', question, options, () => {
+        if (wantsGraph(options)) return this.#graphed('context', question, options);
         if (!wantsLlmRerank(options)) return untilDone(this.#engine, this.#loop(), () => this.#engine.context(String(question), options), this.#maxIndexBytes);
         const { host, options: rest } = splitLlmOptions(options);
         return this.#framedLlmReranked('context', question, rest, host);
@@ -434,7 +487,7 @@ export function makeApi(wasm, initialise) {
 
     /** What `Bases` runs on each base: the engine, its files and its memory bound. */
     [INTERNAL]() {
-      return { engine: this.#engine, files: this.#loop(), maxIndexBytes: this.#maxIndexBytes };
+      return { engine: this.#engine, files: this.#loop(), maxIndexBytes: this.#maxIndexBytes, graphed: (purpose, q, o) => this.#graphed(purpose, q, o) };
     }
 
     tokenIds(text) {
@@ -452,6 +505,7 @@ export function makeApi(wasm, initialise) {
      */
     async ask(question, options) {
       return traced(this.#otlp, 'ask', question, options, () => answer(question, options, (ask, host) => {
+        if (wantsGraph(ask)) return this.#graphed('ask', question, { ...ask, llm: host.llm, signal: host.signal, fetch: host.fetchImpl, random: host.random });
         if (wantsLlmRerank(ask)) return this.#framedLlmReranked('ask', question, ask, host);
         return untilDone(this.#engine, this.#loop(), () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes);
       }));
@@ -649,8 +703,27 @@ export function makeApi(wasm, initialise) {
       return llmReranked(await this.#searchAll(purpose, query, bases, llmCandidates(rest, purpose)), query, rest, purpose, host);
     }
 
+    /**
+     * `graph: true` over the bases: one base's graph, framed as that Sextant frames it (its
+     * results marked with the base). With several bases, graph retrieval is not offered yet.
+     */
+    async #graphFramed(purpose, question, bases, options) {
+      if (this.#names.length !== 1) {
+        throw new SextantError('BAD_ARGUMENT', `graph searches one knowledge base's graph; these are ${this.#names.length} bases: search one of them without Bases, or leave graph out`);
+      }
+      const [name] = this.#select(bases);
+      const sextant = this.#bases.get(name);
+      if (!sextant) {
+        const { code, message } = this.#failed.find((f) => f.base === name);
+        throw new SextantError(code, `base ${name} did not load: ${message}`);
+      }
+      const framed = await sextant[INTERNAL]().graphed(purpose, question, options);
+      return { ...framed, results: framed.results.map((r) => ({ ...r, base: name, base_rank: r.rank, base_score: r.score })), bases: [{ base: name, count: framed.results.length, timings: framed.timings }], partial: false, failed: [] };
+    }
+
     /** Searches, fuses and frames, as `context`/`prepareAsk` do for one index. */
     async #frame(purpose, question, bases, allOptions, host) {
+      if (wantsGraph(allOptions)) return this.#graphFramed(purpose, question, bases, host ? { ...allOptions, llm: host.llm, signal: host.signal, fetch: host.fetchImpl, random: host.random } : allOptions);
       let options = allOptions;
       if (wantsLlmRerank(options) && !host) ({ host, options } = splitLlmOptions(options));
       const found = await this.#searchReranked(purpose, question, bases, options, host);

@@ -212,6 +212,64 @@ export interface RerankReport {
   trace?: (LlmCall & { batch: number })[];
 }
 
+/** Graph retrieval's options (`graph: true` takes every default). */
+export interface GraphOptions {
+  /** Steps paths expand from the recalled entities, 0–3. Default 2. */
+  hops?: number;
+  /** Least similarity of an entity to a name of the question, 0–1. Default 0.5. */
+  entity_threshold?: number;
+  /** Least similarity of a relation to the question, 0–1. Default 0.3. */
+  relation_threshold?: number;
+  /** Entities each recall keeps, 1–100. Default 10. */
+  top_entities?: number;
+  /** Relations the relation recall keeps, 1–100. Default 10. */
+  top_relations?: number;
+  /** Chunks the graph adds (those its best lines cite), 0–20. Default 4. */
+  max_chunks?: number;
+  /** Model tokens the graph block may take, 50–4000, out of the context's budget. Default 400. */
+  token_budget?: number;
+}
+
+/** What `search`/`context`/`ask` take to search the knowledge graph too (`sextant graph build`). */
+export interface GraphSearchOptions {
+  /** true, or graph options. With `llm`, the LLM names the question's entities and answer types first. */
+  graph?: boolean | GraphOptions;
+}
+
+/** One entity or relation of the graph block. */
+export interface GraphLine {
+  kind: 'entity' | 'relation';
+  /** The entity's name, or the relation's two names joined by ' — '. */
+  name: string;
+  /** The entity's type ('' for a relation). */
+  type: string;
+  description: string;
+  /** The chunks it cites, each framed in the same context. */
+  chunk_ids: string[];
+  score: number;
+}
+
+/** What graph retrieval did (`graph`). */
+export interface GraphReport {
+  /** Whether the graph's block is in the context (false: see `fallback`). */
+  used: boolean;
+  /** The question's entity names and answer types as the LLM read them (null without an LLM, or when its call failed). */
+  terms: { entities: string[]; types: string[] } | null;
+  /** The block's entities and relations, best first. */
+  lines: GraphLine[];
+  /** Model tokens of the block. */
+  tokens: number;
+  /** LLM calls made (0 or 1). */
+  calls: number;
+  ms: number;
+  /** Why the search's results stand alone (the index has no graph: 'NOT_BUILT'; it could not be read), or null. */
+  fallback: { code: ErrorCode | string; message: string } | null;
+  /** Why the LLM did not name the question's entities (its vector stood for them), or null. */
+  terms_error: { code: ErrorCode | string; message: string } | null;
+  /** Each try of the call; in ask()'s own `trace` instead, with `purpose: 'graph'`. */
+  trace?: LlmCall[];
+}
+
 export interface RetrieverHit {
   rank: number;
   score: number;
@@ -265,6 +323,8 @@ export interface SearchResponse {
   filter_counts: Record<string, Record<string, number>> | null;
   /** With `rerank: 'llm'`: what the LLM rerank did. */
   rerank?: RerankReport;
+  /** With `graph`: what graph retrieval did (the chunks it cites follow the results). */
+  graph?: GraphReport;
 }
 
 export interface Framed {
@@ -293,6 +353,8 @@ export interface ContextResponse extends Framed {
   timings: StageTimings;
   /** With `rerank: 'llm'`: what the LLM rerank did. */
   rerank?: RerankReport;
+  /** With `graph`: what graph retrieval did (its block opens `context`; the chunks it cites are in `results`). */
+  graph?: GraphReport;
 }
 
 export interface Citation {
@@ -325,7 +387,7 @@ export interface LlmConfig {
   headers?: Record<string, string>;
 }
 
-export interface AskOptions extends ContextOptions {
+export interface AskOptions extends ContextOptions, GraphSearchOptions {
   llm: LlmConfig;
   signal?: AbortSignal;
   /** Called with the framed context once the options are validated, before the LLM call. */
@@ -364,10 +426,12 @@ export interface Answer {
   spans: CitationSpan[];
   /** The search's stages, then retrieval, first token, the LLM and the whole ask in ms. */
   timings: AnswerTimings;
-  /** Each LLM call, retries included (an LLM rerank's first, with `purpose: 'rerank'`). */
-  trace: (LlmCall & { purpose?: 'rerank'; batch?: number })[];
+  /** Each LLM call, retries included (an LLM rerank's and the graph's first, with `purpose: 'rerank'` or `'graph'`). */
+  trace: (LlmCall & { purpose?: 'rerank' | 'graph'; batch?: number })[];
   /** With `rerank: 'llm'`: what the LLM rerank did (its calls are in `trace`). */
   rerank: Omit<RerankReport, 'trace'> | null;
+  /** With `graph`: what graph retrieval did (its call is in `trace`). */
+  graph: Omit<GraphReport, 'trace'> | null;
 }
 
 /** One call to the LLM, in ask()'s trace. */
@@ -524,12 +588,14 @@ export class Sextant {
   /** Fetches every file of a split index not fetched yet (for offline use). */
   prefetch(): Promise<void>;
   /** With `query_vector` (from `queryVector` of an engine with the same model, e.g. a Worker's `/embed`), hybrid and dense search need no model here. */
-  search(query: string, options?: SearchOptions & LlmRerankOptions & { query_vector?: Float32Array | number[] }): Promise<SearchResponse>;
+  search(query: string, options?: SearchOptions & LlmRerankOptions & GraphSearchOptions & { query_vector?: Float32Array | number[] }): Promise<SearchResponse>;
   /** The vector a hybrid (or dense) search of `query` embeds; needs the model. */
   queryVector(query: string, options?: SearchOptions): Promise<Float32Array>;
   frame(results: Pick<SearchResult, 'chunk_id' | 'url' | 'text'>[], options?: FrameOptions): Framed;
-  context(question: string, options?: ContextOptions & LlmRerankOptions): Promise<ContextResponse>;
+  context(question: string, options?: ContextOptions & LlmRerankOptions & GraphSearchOptions): Promise<ContextResponse>;
   ask(question: string, options: AskOptions): Promise<Answer>;
+  /** A knowledge graph built for this index outside its manifest (the research workspace's, for a collection), for `graph`. */
+  attachGraph(bytes: Uint8Array | ArrayBuffer): void;
   manifest(): Record<string, unknown>;
   embed(text: string): Float32Array;
   tokenIds(text: string): Uint32Array;

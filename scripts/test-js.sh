@@ -16,4 +16,4 @@ export SEXTANT_PARITY_DIR
 scripts/site.sh >/dev/null
 scripts/worker-build.sh
 cd tests/js
-node --test --test-concurrency=1 static-server.test.mjs package.test.mjs collection.test.mjs research-agent.test.mjs memory.test.mjs otlp.test.mjs rerank.test.mjs research.test.mjs research-chat.test.mjs research-workspace.test.mjs archive.test.mjs docs-queries.test.mjs quality.test.mjs split.test.mjs types.test.mjs browser.test.mjs e2e.test.mjs service-worker.test.mjs worker.test.mjs embed.test.mjs multisite.test.mjs worker-r2.test.mjs worker-cold.test.mjs faults.test.mjs
+node --test --test-concurrency=1 static-server.test.mjs package.test.mjs collection.test.mjs research-agent.test.mjs memory.test.mjs otlp.test.mjs rerank.test.mjs graph.test.mjs research.test.mjs research-chat.test.mjs research-workspace.test.mjs archive.test.mjs docs-queries.test.mjs quality.test.mjs split.test.mjs types.test.mjs browser.test.mjs e2e.test.mjs service-worker.test.mjs worker.test.mjs embed.test.mjs multisite.test.mjs worker-r2.test.mjs worker-cold.test.mjs faults.test.mjs

@@ -103,7 +103,7 @@ await mkdir(path.join(research, 'pkg'), { recursive: true });
 await mkdir(path.join(research, 'vendor'), { recursive: true });
 for (const f of ['index.html', 'research.js', 'names.js', 'archive.js', 'research.css', 'research-worker.js']) await copyFile(path.join(here, 'research', f), path.join(research, f));
 const pkg = path.join(here, '../pkg');
-for (const f of ['errors.js', 'fetching.js', 'chat.js', 'rerank.js', 'index-files.js', 'otlp.js', 'core.js', 'collection.js', 'embed-worker.js', 'research.js', 'sextant_collection.js', 'sextant_collection_bg.wasm']) {
+for (const f of ['errors.js', 'fetching.js', 'chat.js', 'rerank.js', 'graph.js', 'index-files.js', 'otlp.js', 'core.js', 'collection.js', 'embed-worker.js', 'research.js', 'sextant_collection.js', 'sextant_collection_bg.wasm']) {
   await copyFile(path.join(pkg, f), path.join(research, 'pkg', f)).catch((e) => {
     throw new Error(`${path.join(pkg, f)} is missing (${e.code}); run \`make wasm\` first`);
   });

@@ -712,6 +712,7 @@ fn fake_package() -> PathBuf {
         "fetching.js",
         "chat.js",
         "rerank.js",
+        "graph.js",
         "index-files.js",
         "otlp.js",
         "core.js",

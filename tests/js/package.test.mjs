@@ -379,7 +379,7 @@ test('a cross-encoder loaded with loadReranker reranks as the CLI with [rerank] 
 
 test('every error code the JS code can raise is in the core table', async () => {
   const table = new Set(api.defaults().error_codes.map((c) => c.code));
-  const sources = ['errors.js', 'fetching.js', 'chat.js', 'rerank.js', 'index-files.js', 'otlp.js', 'memory.js', 'core.js', 'collection.js', 'research.js', 'ui/search-worker.js', 'ui/sextant-ui.js'].map((f) => `pkg-template/${f}`).concat(['www/worker/src/index.js', 'www/worker/src/mcp.js', 'www/research/research.js', 'www/research/research-worker.js']);
+  const sources = ['errors.js', 'fetching.js', 'chat.js', 'rerank.js', 'graph.js', 'index-files.js', 'otlp.js', 'memory.js', 'core.js', 'collection.js', 'research.js', 'ui/search-worker.js', 'ui/sextant-ui.js'].map((f) => `pkg-template/${f}`).concat(['www/worker/src/index.js', 'www/worker/src/mcp.js', 'www/research/research.js', 'www/research/research-worker.js']);
   let seen = 0;
   for (const file of sources) {
     const text = readFileSync(path.join(root, file), 'utf8');

@@ -103,11 +103,12 @@ pub const MODEL_DIR: &str = "model";
 /// them by name).
 const UI_FILES: [&str; 2] = ["sextant-ui.js", "sextant-ui.css"];
 /// Package files copied into the hashed package folder.
-const PACKAGE_FILES: [&str; 14] = [
+const PACKAGE_FILES: [&str; 15] = [
     "errors.js",
     "fetching.js",
     "chat.js",
     "rerank.js",
+    "graph.js",
     "index-files.js",
     "otlp.js",
     "core.js",
