@@ -90,7 +90,7 @@ test('declared option fields are the core\'s, and the error codes its table', ()
   assert.deepEqual(declared.fields('SearchOptions').sort(), keys(d.search));
   assert.deepEqual(declared.fields('FrameOptions').sort(), keys(d.frame));
   assert.deepEqual(declared.intersection('ContextOptions').sort(), keys(d.context));
-  const jsOnly = ['llm', 'signal', 'on_context', 'on_token', 'on_retry', 'fetch', 'random'];
+  const jsOnly = ['llm', 'signal', 'on_context', 'on_token', 'on_retry', 'fetch', 'random', 'graph'];
   assert.deepEqual(declared.fields('AskOptions').filter((f) => !jsOnly.includes(f)).sort(), keys(d.ask));
   assert.deepEqual(declared.fields('LoadOptions').filter((f) => !['index', 'model', 'tokenizer', 'on_progress', 'fetch', 'max_index_bytes', 'otlp'].includes(f)).sort(), keys(d.load));
   assert.deepEqual(declared.unionLiterals('ErrorCode').sort(), d.error_codes.map((c) => c.code).sort());
@@ -110,11 +110,17 @@ test('declared result fields are what the package returns', async () => {
     // With an LLM rerank, so its report (declared optional) is there too.
     const judge = { rerank: 'llm', llm: { base_url: llm.baseUrl, model: 'm' } };
     const response = await sextant.search('fog horn', { k: 2, ...judge });
-    assert.deepEqual(declared.fields('SearchResponse').sort(), keys(response));
+    // An LLM rerank and the graph are not asked for together: each response has one report.
+    const without = (name, field) => declared.fields(name).filter((f) => f !== field).sort();
+    assert.deepEqual(without('SearchResponse', 'graph'), keys(response));
+    const graphed = await sextant.search('fog horn', { k: 2, graph: true });
+    assert.deepEqual(without('SearchResponse', 'rerank'), keys(graphed));
+    assert.deepEqual(declared.fields('GraphReport').sort(), keys(graphed.graph));
+    assert.deepEqual(without('ContextResponse', 'rerank'), keys(await sextant.context('fog horn', { graph: true })));
     assert.deepEqual(declared.fields('SearchResult').sort(), keys(response.results[0]));
     assert.deepEqual(declared.fields('StageTimings').sort(), keys(response.timings));
     assert.deepEqual(declared.fields('Framed').sort(), keys(sextant.frame(response.results)));
-    assert.deepEqual(declared.fields('ContextResponse').sort(), keys(await sextant.context('fog horn', judge)));
+    assert.deepEqual(without('ContextResponse', 'graph'), keys(await sextant.context('fog horn', judge)));
     const answer = await sextant.ask('what does the fog horn do', { llm: { base_url: llm.baseUrl, model: 'm' } });
     assert.deepEqual(declared.fields('Answer').sort(), keys(answer));
     assert.deepEqual(declared.fields('CitationReport').sort(), keys(api.verifyCitations('x [a#1]', ['a#1'])));
