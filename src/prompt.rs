@@ -100,7 +100,7 @@ pub const GRAPH_GLEAN: &str = "Some entities or relations of the passage may hav
 pub const GRAPH_QUERY: &str = "You prepare a search of a knowledge graph for a question. Reply with one JSON object and nothing else: {\"entities\": [\"...\"], \"types\": [\"...\"]}: the names of the things the question mentions, and the types (one lower-case noun each: person, organisation, place, product, component, concept, event, date) of what its answer is.";
 
 /// The MCP server's instructions to an agent (`initialize`).
-pub const MCP_INSTRUCTIONS: &str = "Search the documentation with search, read a passage or a whole page with fetch, and list the knowledge bases with describe. Cite passages by their id.";
+pub const MCP_INSTRUCTIONS: &str = "Search the documentation with search, follow how the things it names connect with graph (for answers that span several pages), read a passage or a whole page with fetch, and list the knowledge bases with describe. Cite passages by their id.";
 
 /// Every text of this module that JS sends as it is (`defaults().prompts`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

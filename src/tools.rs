@@ -39,7 +39,7 @@ pub fn research_search_tool(options: &ResearchOptions) -> Value {
     })
 }
 
-/// The MCP server's tools (`tools/list`): `search`, `fetch`, `describe`, read-only.
+/// The MCP server's tools (`tools/list`): `search`, `graph`, `fetch`, `describe`, read-only.
 pub fn mcp_tools() -> Value {
     let annotations = json!({"readOnlyHint": true, "openWorldHint": false});
     let default_mode = Mode::default().name();
@@ -99,6 +99,25 @@ pub fn mcp_tools() -> Value {
                     },
                 },
                 "required": ["query"],
+                "additionalProperties": false,
+            },
+            "annotations": annotations,
+        },
+        {
+            "name": "graph",
+            "title": "Look up the knowledge graph",
+            "description": "The entities and relations of the knowledge graph (when the operator built one with `sextant graph build`) that a question leads to, through the names it mentions and up to two steps of relations: for questions whose answer spans several documents. Each line cites the passages it comes from, and those passages come back with their ids (for fetch). Says so when there is no graph.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string", "description": "The question, in words."},
+                    "bases": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "The knowledge base whose graph to read (describe lists them); needed when there are several.",
+                    },
+                },
+                "required": ["question"],
                 "additionalProperties": false,
             },
             "annotations": annotations,
@@ -183,7 +202,7 @@ mod tests {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["search", "fetch", "describe"]);
+        assert_eq!(names, ["search", "graph", "fetch", "describe"]);
         let search = &mcp[0]["inputSchema"]["properties"];
         assert_eq!(search["mode"]["enum"], json!(Mode::NAMES));
         assert_eq!(

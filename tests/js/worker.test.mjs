@@ -373,7 +373,7 @@ test('/mcp: the MCP SDK client lists and calls search, fetch and describe behind
   try {
     assert.equal(client.getServerVersion().name, 'sextant');
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['describe', 'fetch', 'search']);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['describe', 'fetch', 'graph', 'search']);
     assert.ok(tools.every((t) => t.annotations.readOnlyHint === true));
 
     // search gives the native CLI's results (one base: the base's own ids and scores).
