@@ -97,6 +97,12 @@ export function makeApi(wasm, initialise) {
   // The graph's rules (`sextant::graph`): the words that ask the LLM for a question's entities
   // and how its reply is read.
   const graphRules = { questionMessages: helper('graphQuestionMessages'), questionTerms: helper('graphQuestionTerms') };
+  /** `options` without a `graph` that asks for nothing (`graph: false`: the core has no such option). */
+  const withoutNoGraph = (options) => {
+    if (!options || !Object.hasOwn(options, 'graph') || options.graph) return options;
+    const { graph: _graph, ...rest } = options;
+    return rest;
+  };
   /** The options of the search whose results an LLM rates (`llm_rerank::candidate_options`). */
   const llmCandidates = (options, purpose) => ({ ...options, ...helper('llmRerankCandidates')(options, purpose) });
   /** `found` with its results reranked by the LLM: `rerank` (the report) and timings.rerank_ms. */
@@ -343,7 +349,8 @@ export function makeApi(wasm, initialise) {
      * terms_error, trace} (with `llm`, the LLM names the question's entities and answer types
      * first; without a graph the results stand alone and `fallback` says why).
      */
-    async search(query, options) {
+    async search(query, asked) {
+      const options = withoutNoGraph(asked);
       return traced(this.#otlp, 'search', query, options, async () => {
         if (wantsGraph(options)) {
           const found = await this.#find(query, splitGraphOptions(options).options, 'search');
@@ -424,7 +431,8 @@ export function makeApi(wasm, initialise) {
      * (with `rerank: 'llm'` and `llm`, reranked first; with `graph`, the knowledge graph's block
      * and the chunks it cites first: see search()).
      */
-    async context(question, options) {
+    async context(question, asked) {
+      const options = withoutNoGraph(asked);
       return traced(this.#otlp, 'context', question, options, () => {
         if (wantsGraph(options)) return this.#graphed('context', question, options);
         if (!wantsLlmRerank(options)) return untilDone(this.#engine, this.#loop(), () => this.#engine.context(String(question), options), this.#maxIndexBytes);
@@ -504,7 +512,7 @@ export function makeApi(wasm, initialise) {
      * `trace` one entry per LLM call (see `postWithRetries`). An error carries both too.
      */
     async ask(question, options) {
-      return traced(this.#otlp, 'ask', question, options, () => answer(question, options, (ask, host) => {
+      return traced(this.#otlp, 'ask', question, options, () => answer(question, withoutNoGraph(options), (ask, host) => {
         if (wantsGraph(ask)) return this.#graphed('ask', question, { ...ask, llm: host.llm, signal: host.signal, fetch: host.fetchImpl, random: host.random });
         if (wantsLlmRerank(ask)) return this.#framedLlmReranked('ask', question, ask, host);
         return untilDone(this.#engine, this.#loop(), () => this.#engine.prepareAsk(question, ask), this.#maxIndexBytes);
@@ -692,7 +700,8 @@ export function makeApi(wasm, initialise) {
      * LLM rates the fused results (`Sextant.search`).
      */
     async search(query, { bases, ...options } = {}) {
-      return this.#searchReranked('search', query, bases, options);
+      if (wantsGraph(options)) throw new SextantError('BAD_ARGUMENT', 'graph is an option of context() and ask() over bases (and of one Sextant\'s search())');
+      return this.#searchReranked('search', query, bases, withoutNoGraph(options));
     }
 
     /** `#searchAll`, and with `rerank: 'llm'` the fused results rated by the LLM. */
@@ -722,7 +731,8 @@ export function makeApi(wasm, initialise) {
     }
 
     /** Searches, fuses and frames, as `context`/`prepareAsk` do for one index. */
-    async #frame(purpose, question, bases, allOptions, host) {
+    async #frame(purpose, question, bases, asked, host) {
+      const allOptions = withoutNoGraph(asked);
       if (wantsGraph(allOptions)) return this.#graphFramed(purpose, question, bases, host ? { ...allOptions, llm: host.llm, signal: host.signal, fetch: host.fetchImpl, random: host.random } : allOptions);
       let options = allOptions;
       if (wantsLlmRerank(options) && !host) ({ host, options } = splitLlmOptions(options));

@@ -15,6 +15,8 @@ import { fixtures, modelDir, sextantBin, importPackage } from './harness.mjs';
 import { startLlmServer } from './llm-server.mjs';
 import { startStaticServer } from './static-server.mjs';
 import { completion, graphPlan } from './graph-llm.mjs';
+import { startWorkerd } from './workerd.mjs';
+import { addBase } from './assets.mjs';
 
 const corpus = path.join(fixtures, 'graph-corpus');
 const questions = readFileSync(path.join(corpus, 'questions.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -253,6 +255,56 @@ test("the package's graph: true over HTTP: the graph file fetched when asked for
     sextant.free();
   } finally {
     await site.close();
+    await server.close();
+  }
+});
+
+test("the Worker: /context?graph=true, /ask's \"graph\": true and the MCP graph tool read the site's graph", async () => {
+  const TOKEN = 'graph-test-token-of-some-length';
+  const server = await startLlmServer(graphPlan(prompts));
+  const assets = mkdtempSync(path.join(tmpdir(), 'sextant-graph-worker-'));
+  const base = addBase(assets, 'sextant', path.join(work, 'g.sxt'), 10);
+  const siteIndex = path.join(base, 'index', readdirSync(path.join(base, 'index')).find((f) => f.startsWith('manifest.')));
+  const built = await runJson(['graph', 'build', siteIndex, '--llm-base-url', server.baseUrl, '--llm-model', 'rules', '--cache-dir', path.join(work, 'cache-8'), '--json']);
+  // The site's entry manifest now names the manifest with the graph.
+  assert.equal(built.site, path.join(base, 'sextant.json'));
+  assert.equal(JSON.parse(readFileSync(built.site, 'utf8')).index, `index/${path.basename(built.manifest)}`);
+  const workerd = await startWorkerd({ assetsDir: assets, name: 'graph', env: { LLM_BASE_URL: server.baseUrl, LLM_MODEL: 'rules', SEXTANT_TOKEN: TOKEN } });
+  const q = questions[1];
+  try {
+    const plain = await fetch(`${workerd.base}/context?q=${encodeURIComponent(q.text)}&k=2`);
+    assert.equal(plain.headers.get('x-sextant-graph'), null);
+    const response = await fetch(`${workerd.base}/context?q=${encodeURIComponent(q.text)}&k=2&graph=true`);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('x-sextant-graph'), /^used; lines=\d+$/);
+    const chunks = response.headers.get('x-sextant-chunks').split(' ').map(decodeURIComponent);
+    assert.ok(docsOf(chunks).includes(q.gold[1]), chunks.join(' '));
+    assert.ok((await response.text()).startsWith('<retrieved_context source="knowledge graph"'));
+    const tuned = await fetch(`${workerd.base}/context?q=${encodeURIComponent(q.text)}&k=2&graph.hops=7`);
+    assert.equal(tuned.status, 400);
+    assert.match((await tuned.json()).error.message, /graph.hops/);
+
+    const asked = await fetch(`${workerd.base}/ask`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ question: q.text, k: 2, graph: true }) });
+    assert.equal(asked.status, 200);
+    const events = (await asked.text()).split('\n\n').filter((e) => e.startsWith('event: done'));
+    const done = JSON.parse(events[0].split('\ndata: ')[1]);
+    assert.equal(done.graph.used, true);
+    assert.ok(done.chunks.some((c) => c.chunk_id.startsWith(q.gold[1])));
+    assert.ok(server.requests.some((r) => r.body?.messages?.[0]?.content === prompts.graph_query), "the Worker's LLM named the question's entities");
+
+    const rpc = async (id, method, params) => {
+      const r = await fetch(`${workerd.base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }) });
+      return r.json();
+    };
+    await rpc(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'graph-test', version: '1' } });
+    const called = await rpc(2, 'tools/call', { name: 'graph', arguments: { question: q.text } });
+    const out = called.result.structuredContent;
+    assert.equal(out.used, true);
+    assert.ok(out.lines.some((l) => l.name.includes('Tomas Varga')), JSON.stringify(out.lines));
+    assert.ok(out.passages.some((p) => p.id.startsWith(q.gold[1]) && p.text.includes(q.answer)));
+    for (const l of out.lines) for (const id of l.ids) assert.ok(out.passages.some((p) => p.id === id), `${id} comes back as a passage`);
+  } finally {
+    workerd.stop();
     await server.close();
   }
 });

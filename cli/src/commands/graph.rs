@@ -101,6 +101,8 @@ struct Summary {
     calls: usize,
     tokens: usize,
     seconds: f64,
+    /// The site's entry manifest, when the index is a site's and it now points at the new one.
+    site: Option<String>,
 }
 
 fn cache_file(args: &BuildArgs) -> Option<PathBuf> {
@@ -326,6 +328,7 @@ fn build(args: &BuildArgs) -> Result<()> {
     let manifest_bytes = serde_json::to_vec(&new_manifest)?;
     let manifest_name = file_name("manifest", "json", &manifest_bytes);
     write_atomically(&dir.join(&manifest_name), &manifest_bytes)?;
+    let site_entry = point_site_at(dir, &args.index, &graph_name, &manifest_name)?;
     let summary = Summary {
         graph: dir.join(&graph_name).display().to_string(),
         manifest: dir.join(&manifest_name).display().to_string(),
@@ -337,12 +340,13 @@ fn build(args: &BuildArgs) -> Result<()> {
         calls: calls.load(Ordering::Relaxed),
         tokens: tokens.load(Ordering::Relaxed),
         seconds: started.elapsed().as_secs_f64(),
+        site: site_entry.as_ref().map(|p| p.display().to_string()),
     };
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         println!(
-            "wrote {} ({} entities, {} relations from {} chunks; {} from the cache, {} skipped; {} LLM calls, about {} tokens, {:.1} s) and {}: search it with this manifest (the old one is unchanged)",
+            "wrote {} ({} entities, {} relations from {} chunks; {} from the cache, {} skipped; {} LLM calls, about {} tokens, {:.1} s) and {}: {}",
             summary.graph,
             entities,
             relations,
@@ -352,10 +356,67 @@ fn build(args: &BuildArgs) -> Result<()> {
             summary.calls,
             summary.tokens,
             summary.seconds,
-            summary.manifest
+            summary.manifest,
+            match &summary.site {
+                Some(site) => format!("{site} now points at it (build --site again drops the graph: run graph build after it; unchanged chunks come from the cache)"),
+                None => "search it with this manifest (the old one is unchanged)".into(),
+            }
         );
     }
     Ok(())
+}
+
+/// When the index is a site's (`sextant build --site` wrote `sextant/index/manifest.*.json` and
+/// `sextant/sextant.json` names it), points the site's entry manifest at the new manifest and
+/// records the two new files as the build's, so the search box, the Worker and the next build
+/// know them. Returns the entry manifest's path, or `None` when the index is no site's.
+fn point_site_at(dir: &Path, index: &Path, graph_name: &str, manifest_name: &str) -> Result<Option<PathBuf>> {
+    let Some(site) = dir.parent() else {
+        return Ok(None);
+    };
+    let entry = site.join(crate::owned::ENTRY_MANIFEST);
+    let Ok(text) = std::fs::read_to_string(&entry) else {
+        return Ok(None);
+    };
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    let folder = dir
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let old = format!(
+        "{folder}/{}",
+        index.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+    );
+    let new = format!("{folder}/{manifest_name}");
+    let mut pointed = false;
+    if value.get("index").and_then(|v| v.as_str()) == Some(old.as_str()) {
+        value["index"] = new.clone().into();
+        pointed = true;
+    }
+    if let Some(languages) = value.get_mut("languages").and_then(|v| v.as_object_mut()) {
+        for v in languages.values_mut() {
+            if v.as_str() == Some(old.as_str()) {
+                *v = new.clone().into();
+                pointed = true;
+            }
+        }
+    }
+    if !pointed {
+        return Ok(None);
+    }
+    if let Some(files) = value.get_mut("files").and_then(|v| v.as_array_mut()) {
+        let mut names: Vec<String> = files.iter().filter_map(|f| f.as_str().map(String::from)).collect();
+        names.extend([format!("{folder}/{graph_name}"), new]);
+        names.sort();
+        names.dedup();
+        *files = names.into_iter().map(serde_json::Value::from).collect();
+    }
+    let mut bytes = serde_json::to_vec_pretty(&value)?;
+    bytes.push(b'\n');
+    write_atomically(&entry, &bytes)?;
+    Ok(Some(entry))
 }
 
 /// One chunk's extraction: `(skipped, extraction)`, or the error when every call failed without

@@ -517,6 +517,11 @@ async function context(url, env, trace, request) {
     'x-sextant-chunks': framed.included.map(encodeURIComponent).join(' '),
     'x-sextant-tokens': String(framed.tokens),
   };
+  // graph=true: whether the knowledge graph's block opens the context, or why not.
+  if (framed.graph) {
+    headers['x-sextant-graph'] = framed.graph.used ? `used; lines=${framed.graph.lines.length}` : `fallback; code=${framed.graph.fallback?.code ?? 'INTERNAL'}`;
+    trace.graph = framed.graph.used ? 'used' : framed.graph.fallback?.code;
+  }
   if (framed.partial) headers['x-sextant-partial'] = framed.failed.map((f) => f.base).join(' ');
   return new Response(framed.context, { headers });
 }
@@ -535,8 +540,9 @@ async function ask(request, env, ctx, trace, log) {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError('BAD_ARGUMENT', 'the body must be a JSON object like {"question": "…"}');
   const { question, bases: requested, ...options } = body;
   if (typeof question !== 'string') throw new HttpError('BAD_ARGUMENT', 'question must be a string');
-  // A client may set what the core's context() takes, not the LLM settings of this service.
-  const allowed = defaults().context;
+  // A client may set what the core's context() takes (and `graph`), not the LLM settings of this
+  // service.
+  const allowed = { ...defaults().context, graph: false };
   const unknown = Object.keys(options).find((key) => !Object.hasOwn(allowed, key));
   if (unknown !== undefined) throw new HttpError('BAD_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; /ask takes question, bases and ${Object.keys(allowed).join(', ')}`);
   anonymousRerankDepth(env, options);
@@ -606,6 +612,7 @@ async function ask(request, env, ctx, trace, log) {
         timings: answer.timings,
         partial: answer.partial,
         failed: answer.failed,
+        ...(answer.graph ? { graph: { used: answer.graph.used, lines: answer.graph.lines, fallback: answer.graph.fallback, terms_error: answer.graph.terms_error } } : {}),
       });
     } catch (e) {
       // Only the code and message: upstream details (hosts, provider text) stay in this Worker.

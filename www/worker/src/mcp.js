@@ -141,6 +141,22 @@ async function callTool(name, rawArgs, ctx, trace) {
         failed: answer.failed,
       });
     }
+    if (name === 'graph') {
+      const chosen = ctx.choose(loaded, args.bases);
+      if (ctx.logQueries) trace.query = args.question;
+      const framed = ctx.withMissing(await chosen.bases.context(args.question, { graph: true, k: defaults().tools.mcp_k, bases: chosen.live }), chosen.missing);
+      Object.assign(trace, { bases: chosen.live, stages: framed.timings, results: framed.included.length, graph: framed.graph.used ? 'used' : framed.graph.fallback?.code });
+      const base = chosen.live[0];
+      const cited = new Set(framed.graph.lines.flatMap((l) => l.chunk_ids));
+      return toolResult({
+        used: framed.graph.used,
+        ...(framed.graph.fallback ? { fallback: framed.graph.fallback.message } : {}),
+        lines: framed.graph.lines.map((l) => ({ kind: l.kind, name: l.name, type: l.type, description: l.description, ids: l.chunk_ids.map((id) => qualified(base, id)) })),
+        passages: framed.results
+          .filter((r) => cited.has(r.chunk_id))
+          .map((r) => ({ id: qualified(r.base ?? base, r.chunk_id), title: r.title, url: r.url, text: r.text })),
+      });
+    }
     // fetch
     const found = await loaded.bases.get(args.id, { base: args.base });
     trace.results = found ? 1 : 0;
