@@ -107,6 +107,7 @@ try {
       for (const q of questions) {
         const out = await run(['frame', built.manifest, q.text, '-k', String(k), ...(graph ? ['--graph', ...llm] : []), '--json']);
         if (out.context.includes(q.answer)) answered++;
+        else if (graph && process.argv.includes('--verbose')) console.log(`missed ${q.text} (${q.answer}): terms ${JSON.stringify(out.graph.terms)}; framed ${out.included.join(' ')}; lines ${out.graph.lines.map((l) => `${l.name} ${l.score.toFixed(2)}`).join(', ')}`);
         const d = docs(out.included);
         if (d.includes(q.gold[1])) second++;
         gold += d.filter((x) => q.gold.includes(x)).length;

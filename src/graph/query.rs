@@ -18,6 +18,9 @@ use crate::prompt::{ChatMessage, GRAPH_QUERY};
 pub const MAX_QUERY_REPLY_BYTES: usize = 8 * 1024;
 /// Names and types read from that reply, each.
 pub const MAX_QUERY_TERMS: usize = 8;
+/// Candidate chunks a selection names per chunk the graph may add (those the search found
+/// already are passed over).
+pub const CANDIDATES_PER_CHUNK: usize = 2;
 
 /// How the graph is searched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,7 +188,9 @@ pub enum HitKind {
 pub struct Selection {
     /// Entities and relations, best first.
     pub hits: Vec<Hit>,
-    /// The chunks (index numbers) the best hits cite, at most `max_chunks`, in order.
+    /// The chunks (index numbers) the hits cite, by their evidence (the scores of the hits each
+    /// states, summed), at most [`CANDIDATES_PER_CHUNK`] × `max_chunks`: the context takes the
+    /// first `max_chunks` of them that the search did not already find.
     pub chunks: Vec<u32>,
 }
 
@@ -296,20 +301,21 @@ pub fn select(graph: &Graph, query: &GraphQuery, options: &GraphOptions) -> Sele
             .then(x.index.cmp(&y.index))
     });
     hits.truncate(options.top_entities + options.top_relations);
-    let mut chunks: Vec<u32> = Vec::new();
-    'hits: for hit in &hits {
+    // A chunk's evidence: the scores of the hits it states, summed (the page that names the
+    // maker, its founder and their relation outranks one that only names the maker).
+    let mut evidence: BTreeMap<u32, f32> = BTreeMap::new();
+    for hit in &hits {
         for &c in cites(graph, hit) {
-            if chunks.len() >= options.max_chunks {
-                break 'hits;
-            }
-            if !chunks.contains(&c) {
-                chunks.push(c);
-                // The best chunk of each hit first, so the budget spreads over hits.
-                continue 'hits;
-            }
+            *evidence.entry(c).or_insert(0.0) += hit.score;
         }
     }
-    Selection { hits, chunks }
+    let mut chunks: Vec<(u32, f32)> = evidence.into_iter().collect();
+    chunks.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    chunks.truncate(options.max_chunks * CANDIDATES_PER_CHUNK);
+    Selection {
+        hits,
+        chunks: chunks.into_iter().map(|(c, _)| c).collect(),
+    }
 }
 
 fn cites<'a>(graph: &'a Graph, hit: &Hit) -> &'a [u32] {
@@ -506,7 +512,11 @@ mod tests {
         assert!(found.contains(&"Zephyr engine".to_string()), "{found:?}");
         assert!(found.contains(&"Mira Okafor".to_string()), "{found:?}");
         assert!(!found.contains(&"Tea".to_string()));
-        assert_eq!(s.chunks, vec![0, 1], "both documents' chunks");
+        assert_eq!(
+            s.chunks,
+            vec![0, 1],
+            "both documents' chunks, the one stating more first"
+        );
         let one_hop = select(
             &g,
             &q,

@@ -141,8 +141,9 @@ impl Engine {
     }
 
     /// [`Engine::context_of`] with a graph: the graph block first (its own budget,
-    /// `graph_options.token_budget`, taken out of the context's), then the chunks the graph's best
-    /// hits cite (`found`, from [`Engine::chunks_numbered`]), then the search's results. The graph
+    /// `graph_options.token_budget`, taken out of the context's), then the first `max_chunks` of
+    /// the chunks the graph's hits cite (`found`, from [`Engine::chunks_numbered`], best first)
+    /// that the search did not find, then the search's results. The graph
     /// block cites only chunks framed here; the graph's chunks that were not among the results
     /// are added to them (score 0, after the search's own).
     #[allow(clippy::too_many_arguments)]
@@ -164,7 +165,13 @@ impl Engine {
         let embedder = self.embedder_for("framing")?;
         let count = |s: &str| embedder.count_tokens(s);
         let reserve = graph_options.token_budget.min(options.token_budget / 2);
-        let mut chunks: Vec<FrameChunk> = found
+        // The graph's chunks the search did not find, the first `max_chunks` of them, go first.
+        let added: Vec<&(u32, Found)> = found
+            .iter()
+            .filter(|(_, f)| !results.iter().any(|r| r.chunk_id == f.id))
+            .take(graph_options.max_chunks)
+            .collect();
+        let mut chunks: Vec<FrameChunk> = added
             .iter()
             .map(|(_, f)| FrameChunk {
                 chunk_id: f.id.clone(),
@@ -203,7 +210,7 @@ impl Engine {
         }
         framed.budget = options.token_budget;
         let mut rank = results.len() as u32;
-        for (_, f) in found {
+        for (_, f) in added {
             if !results.iter().any(|r| r.chunk_id == f.id) {
                 rank += 1;
                 results.push(SearchResult {
