@@ -125,6 +125,12 @@ export class Collection {
   search(query: string, options?: SearchOptions): Promise<CollectionSearchResponse>;
   /** The model tokens of `text`, counted by the collection's tokenizer (as chunking and framing count). */
   countTokens(text: string): number;
+  /** The chunk or whole document with this id (as `Sextant.get`), or null. */
+  get(id: string): Promise<import('./index.js').Found | null>;
+  /** Whether a knowledge graph was built (buildGraph), and whether it is the collection's as it is now. */
+  graphState(): { built: boolean; current: boolean };
+  /** Builds the collection's knowledge graph with your LLM (every chunk embedded first); each chunk's extraction is kept, so a stopped build resumes and a grown collection asks only about new chunks. `search(q, {graph: true})` and `research(q, {graph: true})` then read it. */
+  buildGraph(options: { llm: { base_url: string; model: string; api_key?: string; headers?: Record<string, string> }; gleaning?: 0 | 1 | 2; concurrency?: number; signal?: AbortSignal; on_progress?: (p: { done: number; total: number; calls: number; tokens: number; seconds_left: number | null }) => void; fetch?: typeof fetch }): Promise<{ entities: number; relations: number; chunks: number; skipped: number; cached: number; calls: number; tokens: number; failed: number; last_error?: { code: string; message: string } }>;
   /** The results as injection-safe `<retrieved_context>` blocks, as `Sextant.frame` does. */
   frame(results: SearchResult[], options?: { token_budget?: number }): { context: string; included: string[]; omitted: string[]; tokens: number; budget: number; system_prompt: string };
   /** The packed index (.sxt) that `sextant search`, Node and the Worker load. */

@@ -11,6 +11,7 @@ import { OtlpExporter, collectionSpans } from './otlp.js';
 import { SextantError, call } from './errors.js';
 import { fetchBytes } from './fetching.js';
 import { makeApi } from './core.js';
+import { extractChunks, sha256Hex } from './graph.js';
 
 const isNode = typeof process !== 'undefined' && Boolean(process.versions?.node) && typeof window === 'undefined';
 const wasmUrl = new URL('./sextant_collection_bg.wasm', import.meta.url);
@@ -183,6 +184,9 @@ export function folderStorage(dir) {
 const COLLECTION_NAME = /^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,63}$/u;
 const META = 'collection.json';
 const VECTORS = 'vectors.bin';
+/** The knowledge graph (buildGraph), and each chunk's extraction by its digest (so a build resumes). */
+const GRAPH = 'graph.json';
+const GRAPH_EXTRACTIONS = 'graph-extractions.json';
 // A stored file's name: its path, escaped (no '/'), after a prefix saying how it was added.
 const fileEntry = (path) => `file.${encodeURIComponent(path)}`;
 const documentsEntry = (path) => `docs.${encodeURIComponent(path)}.json`;
@@ -233,6 +237,8 @@ export class Collection {
   #source = null; // {model, tokenizer, config}: what a pool worker loads
   #pool = null; // Promise of the embedding pool's workers, once started
   #otlp = null; // where `rag.ingest` and `rag.embed` spans go (`otlp`), or null
+  #graph = null; // the stored knowledge graph's bytes (buildGraph), attached to each searcher it fits
+  #graphFits = false; // whether the current searcher took it (a changed collection needs a new one)
 
   constructor(inner, storage = null) {
     this.#inner = inner;
@@ -274,6 +280,7 @@ export class Collection {
         collection.skipped.push({ entry, code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) });
       }
     }
+    collection.#graph = await store.read(GRAPH);
     const vectors = await store.read(VECTORS);
     if (vectors) {
       try {
@@ -524,6 +531,15 @@ export class Collection {
       this.#engine?.free();
       this.#engine = api.wrapEngine(call(() => this.#inner.engine(true)));
       this.#engineIsPartial = partial;
+      this.#graphFits = false;
+      if (this.#graph && !partial) {
+        try {
+          this.#engine.attachGraph(this.#graph);
+          this.#graphFits = true;
+        } catch {
+          // Built for the collection as it was: buildGraph() again asks only about new chunks.
+        }
+      }
     }
     return this.#engine;
   }
@@ -538,6 +554,70 @@ export class Collection {
     const mode = this.#engineIsPartial ? 'keyword' : (options.mode ?? defaults().search.mode);
     const response = await searcher.search(query, { ...options, mode });
     return { ...response, mode };
+  }
+
+  /**
+   * The knowledge graph: {built, current} — whether one was built, and whether it is the
+   * collection's as it is now (after adding or removing files, build it again: only new chunks
+   * are asked about).
+   */
+  graphState() {
+    if (this.pending === 0) this.#searcher();
+    return { built: this.#graph !== null, current: this.#graphFits };
+  }
+
+  /**
+   * Builds the collection's knowledge graph with the LLM (`llm`: {base_url, model, api_key?}):
+   * every chunk's entities and relations (`gleaning` rounds asking for what was missed, 0–2),
+   * `concurrency` calls at a time, then merged, embedded and kept beside the collection; `graph:
+   * true` in search() and research() then reads it. Each chunk's extraction is kept as soon as
+   * it is done (by its text's digest): a build stopped by `signal` or a reload resumes without
+   * asking again, and after adding a document only its chunks are asked about. `on_progress`
+   * gets {done, total, calls, tokens, seconds_left}. Needs every chunk embedded (NOT_READY).
+   * Returns {entities, relations, chunks, skipped, cached, calls, tokens, failed}.
+   */
+  async buildGraph({ llm, gleaning = 1, concurrency = 2, signal, on_progress, fetch: fetchImpl = globalThis.fetch } = {}) {
+    if (!llm?.base_url || !llm?.model) throw new SextantError('BAD_ARGUMENT', 'buildGraph() needs llm: { base_url, model, api_key? }');
+    if (!Number.isInteger(gleaning) || gleaning < 0 || gleaning > 2) throw new SextantError('BAD_ARGUMENT', 'gleaning must be 0, 1 or 2');
+    if (this.pending > 0) throw new SextantError('NOT_READY', `${this.pending} chunks are not embedded yet; a graph is built over the whole collection once embedding is done`);
+    const searcher = this.#searcher();
+    const manifest = searcher.manifest();
+    const total = manifest.counts.chunks;
+    const found = await searcher.chunksNumbered(Array.from({ length: total }, (_, i) => i));
+    const prompts = defaults().prompts;
+    const keyed = await Promise.all(found.map(async ({ number, found: f }) => ({ number, id: f.id, text: f.text, key: await sha256Hex(`${llm.model}\n${gleaning}\n${prompts.graph_extract}\n${prompts.graph_glean}\n${f.text}`) })));
+    const stored = await this.#storage?.read(GRAPH_EXTRACTIONS);
+    const cache = new Map(stored ? Object.entries(JSON.parse(new TextDecoder().decode(stored))) : []);
+    const cached = keyed.filter((c) => cache.has(c.key)).length;
+    const save = () => this.#save(() => this.#storage.write(GRAPH_EXTRACTIONS, new TextEncoder().encode(JSON.stringify(Object.fromEntries(cache)))));
+    const core = {
+      start: (id, text, rounds) => call(() => wasm.graphExtractStart(id, text, rounds)),
+      reply: (state, reply) => call(() => wasm.graphExtractReply(state, reply)),
+      failed: (state, error) => call(() => wasm.graphExtractFailed(state, error)),
+    };
+    const stats = await extractChunks({ core, llm, chunks: keyed, cache, gleaning, concurrency, signal, fetchImpl, on_progress, save: this.#storage ? save : async () => {} });
+    const extractions = [];
+    let skipped = 0;
+    for (const c of keyed) {
+      const hit = cache.get(c.key);
+      if (!hit || hit.skipped) skipped++;
+      else extractions.push({ chunk: c.number, extraction: hit.extraction });
+    }
+    const draft = call(() => wasm.graphDraft(extractions, skipped));
+    const dims = manifest.model.dims;
+    const vectors = new Float32Array(draft.texts.length * dims);
+    draft.texts.forEach((text, i) => vectors.set(searcher.embed(text), i * dims));
+    const bytes = call(() => wasm.graphFinish(draft.draft, vectors, dims, manifest.model.sha256, total));
+    searcher.attachGraph(bytes);
+    this.#graph = bytes;
+    this.#graphFits = true;
+    await this.#save(() => this.#storage.write(GRAPH, bytes));
+    return { entities: draft.entities, relations: draft.relations, chunks: total, skipped, cached, calls: stats.calls, tokens: stats.tokens, failed: stats.failed, ...(stats.last_error ? { last_error: stats.last_error } : {}) };
+  }
+
+  /** await get(id) → the chunk or whole document with this id (as `Sextant.get`), or null. */
+  async get(id) {
+    return this.#searcher().get(id);
   }
 
   /** The model tokens of `text`, counted by the collection's own tokenizer (what chunking and

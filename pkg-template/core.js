@@ -404,6 +404,15 @@ export function makeApi(wasm, initialise) {
     }
 
     /**
+     * await chunksNumbered(numbers) → [{number, found}] for each chunk number the index has (in
+     * order; `found` as get() gives a chunk): what a graph's extraction reads.
+     */
+    async chunksNumbered(numbers) {
+      const list = Uint32Array.from(numbers);
+      return untilDone(this.#engine, this.#loop(), () => this.#engine.chunksNumbered(list), this.#maxIndexBytes, Math.ceil(list.length / 8) + 4);
+    }
+
+    /**
      * attachGraph(bytes): a knowledge graph built for this index outside its manifest (the
      * research workspace's, for a collection), used by `graph: true`.
      */

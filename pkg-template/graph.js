@@ -73,3 +73,78 @@ export async function graphFramed(core, question, { llm, signal, fetchImpl, rand
     return finish(await core.plain());
   }
 }
+
+/** Milliseconds one extraction call may take, tries included. */
+const EXTRACT_TIMEOUT_MS = 120_000;
+
+/** The SHA-256 of `text`, hex (Web Crypto: browsers, Node, workerd). */
+export async function sha256Hex(text) {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * Extracts the chunks not in `cache` (key → {skipped, extraction}) with the LLM, `concurrency`
+ * at a time, each chunk's state advanced by the core (`core`: {start, reply, failed} over
+ * `graphExtractStart/Reply/Failed`). Each finished chunk goes into `cache` and `save()` is called
+ * at most every two seconds and at the end, so a reload resumes where it was; a chunk whose calls
+ * all failed (the LLM down) is left out of the cache, to be tried again. Stops on `signal`
+ * (pause) with what was done kept. `chunks`: [{id, text, key}]. Returns {calls, tokens, failed,
+ * last_error}.
+ */
+export async function extractChunks({ core, llm, chunks, cache, gleaning, concurrency = 2, signal, fetchImpl = globalThis.fetch, random = Math.random, on_progress, save }) {
+  const todo = chunks.filter((c) => !cache.has(c.key));
+  const stats = { calls: 0, tokens: 0, failed: 0, last_error: null, done: chunks.length - todo.length, total: chunks.length };
+  const started = performance.now();
+  let next = 0;
+  let lastSave = performance.now();
+  let saving = Promise.resolve();
+  const settings = { timeout_ms: EXTRACT_TIMEOUT_MS, max_tries: 3, temperature: 0, max_answer_bytes: 64 * 1024 + 1, max_sse_line_bytes: 1 << 20 };
+  const progress = () => {
+    const fresh = stats.done - (chunks.length - todo.length);
+    const seconds = (performance.now() - started) / 1000;
+    on_progress?.({ done: stats.done, total: stats.total, calls: stats.calls, tokens: stats.tokens, seconds_left: fresh > 0 ? ((stats.total - stats.done) * seconds) / fresh : null });
+  };
+  const one = async (chunk) => {
+    let state = core.start(chunk.id, chunk.text, gleaning);
+    let replies = 0;
+    let failures = 0;
+    while (!state.done) {
+      if (signal?.aborted) throw abortError(signal);
+      stats.calls++;
+      try {
+        const reply = await chatCompletion({ llm, request: { messages: state.messages }, settings, signal, fetch: fetchImpl, random });
+        replies++;
+        stats.tokens += reply.usage?.total_tokens ?? Math.ceil(JSON.stringify(state.messages).length / 4 + reply.text.length / 4);
+        state = core.reply(state, reply.text);
+      } catch (e) {
+        if (signal?.aborted) throw abortError(signal);
+        failures++;
+        stats.last_error = { code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) };
+        state = core.failed(state, `${stats.last_error.code}: ${stats.last_error.message}`);
+      }
+    }
+    if (state.skipped && failures > replies) {
+      stats.failed++;
+    } else {
+      cache.set(chunk.key, { skipped: state.skipped, extraction: state.extraction });
+    }
+    stats.done++;
+    progress();
+    if (performance.now() - lastSave > 2000) {
+      lastSave = performance.now();
+      saving = saving.then(save, save);
+    }
+  };
+  const worker = async () => {
+    while (next < todo.length) await one(todo[next++]);
+  };
+  progress();
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, todo.length)) }, worker));
+  } finally {
+    await saving;
+    await save();
+  }
+  return stats;
+}

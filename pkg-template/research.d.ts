@@ -1,6 +1,6 @@
 // Types of `sextant-search/research`: cited research answers over a collection (see research.js).
 import type { Collection, CollectionSearchResponse } from './collection.js';
-import type { CitationSpan, Defaults, ResearchDefaults, SearchResult } from './index.js';
+import type { CitationSpan, Defaults, GraphLine, ResearchDefaults, SearchResult } from './index.js';
 
 /** research()'s options: the core's research options (`defaults().research`), each optional, and the host's. */
 export interface ResearchOptions extends Partial<ResearchDefaults> {
@@ -10,6 +10,8 @@ export interface ResearchOptions extends Partial<ResearchDefaults> {
   history?: { role: 'user' | 'assistant' | 'system'; content: string }[];
   /** false: the fixed pipeline, for models without tool calling. */
   tools?: boolean;
+  /** true: each search reads the collection's knowledge graph too, once one is built and current (`collection.buildGraph`). */
+  graph?: boolean;
   signal?: AbortSignal;
   on_token?: (delta: string) => void;
   on_event?: (entry: TraceEntry) => void;
@@ -19,7 +21,7 @@ export interface ResearchOptions extends Partial<ResearchDefaults> {
 
 export type TraceEntry =
   | { kind: 'model'; step: string; ms: number; usage?: Record<string, number> | null; retries: { attempt: number; status: number; wait_ms: number }[]; error?: { code: string; message: string } }
-  | { kind: 'tool'; name: string | null; via?: 'tool' | 'pipeline'; args?: unknown; ms?: number; results?: number; mode?: CollectionSearchResponse['mode']; rerank?: { depth: number; calls: number; ms: number; fallback: { code: string; message: string } | null }; error?: { error_type: string; message: string; retryable: boolean } }
+  | { kind: 'tool'; name: string | null; via?: 'tool' | 'pipeline'; args?: unknown; ms?: number; results?: number; mode?: CollectionSearchResponse['mode']; rerank?: { depth: number; calls: number; ms: number; fallback: { code: string; message: string } | null }; graph?: { used: boolean; lines: GraphLine[]; calls: number; ms: number; fallback: { code: string; message: string } | null }; error?: { error_type: string; message: string; retryable: boolean } }
   | { kind: 'path'; path: 'tools' | 'pipeline'; reason: string };
 
 export interface ResearchAnswer {

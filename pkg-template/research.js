@@ -17,7 +17,7 @@ import { chatCompletion, chatUrl } from './chat.js';
 import { verifyCitations, defaults, ready, researchToolCall, researchQuery, researchJudged, researchRefusal } from './collection.js';
 
 /** What research() takes besides the core's research options (`defaults().research`). */
-const HOST_OPTIONS = new Set(['collection', 'llm', 'history', 'tools', 'signal', 'on_token', 'on_event', 'fetch', 'random']);
+const HOST_OPTIONS = new Set(['collection', 'llm', 'history', 'tools', 'signal', 'on_token', 'on_event', 'fetch', 'random', 'graph']);
 
 /**
  * The research options over the core's defaults, checked by the core (an unknown name or a bad
@@ -62,7 +62,7 @@ async function modelCall(step, request, { llm, settings, stream = false, signal,
  * the pipeline. on_event({kind, ...}) gets every trace entry as it happens.
  */
 export async function research(question, options = {}) {
-  const { collection, llm, history = [], tools = true, signal, on_token, on_event, fetch: fetchImpl = globalThis.fetch, random = Math.random } = options;
+  const { collection, llm, history = [], tools = true, graph = false, signal, on_token, on_event, fetch: fetchImpl = globalThis.fetch, random = Math.random } = options;
   if (typeof question !== 'string' || !question.trim()) throw new SextantError('BAD_ARGUMENT', 'the question must be a non-empty string');
   if (!collection?.search) throw new SextantError('BAD_ARGUMENT', 'research() needs a collection to search');
   if (!llm?.base_url || !llm?.model) throw new SextantError('BAD_ARGUMENT', 'research() needs llm: { base_url, model, api_key? }');
@@ -92,11 +92,16 @@ export async function research(question, options = {}) {
       // With `rerank: 'llm'`, the same LLM rates each search's passages (a failure keeps the
       // search's order: the entry's `rerank.fallback` says why).
       const reranking = o.rerank === 'llm' ? { rerank: 'llm', llm, signal, fetch: fetchImpl, random } : {};
-      const response = await collection.search(query, { k, ...reranking });
+      // With `graph: true` and a graph built (collection.buildGraph), each search reads it too:
+      // the chunks its entities and relations cite join the passages (the LLM names the query's
+      // entities), and the entry's `graph` holds its lines, each with the chunks it cites.
+      const graphing = graph && !reranking.rerank && collection.graphState?.().current ? { graph: true, llm, signal, fetch: fetchImpl, random } : {};
+      const response = await collection.search(query, { k, ...reranking, ...graphing });
       for (const r of response.results) evidence.set(r.chunk_id, r);
       const framed = collection.frame(response.results, { token_budget: searchBudget(o) });
       const rerank = response.rerank ? { depth: response.rerank.depth, calls: response.rerank.calls, ms: response.rerank.ms, fallback: response.rerank.fallback } : undefined;
-      record({ kind: 'tool', name: 'search', via, args: { query, k }, ms: performance.now() - started, results: response.results.length, mode: response.mode, ...(rerank ? { rerank } : {}) });
+      const graphed = response.graph ? { used: response.graph.used, lines: response.graph.lines, calls: response.graph.calls, ms: response.graph.ms, fallback: response.graph.fallback } : undefined;
+      record({ kind: 'tool', name: 'search', via, args: { query, k }, ms: performance.now() - started, results: response.results.length, mode: response.mode, ...(rerank ? { rerank } : {}), ...(graphed ? { graph: graphed } : {}) });
       return { results: response.results.length, passages: framed.context };
     } catch (e) {
       const error = { error_type: e?.code ?? 'search_failed', message: String(e?.message ?? e), retryable: false };

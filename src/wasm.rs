@@ -636,6 +636,26 @@ impl Engine {
         })
     }
 
+    /// `chunksNumbered(numbers)` → `[{number, found}]`: the chunks with these numbers (as a
+    /// graph cites them; `found` as `lookup` gives a chunk), or `{need: [files]}`.
+    #[wasm_bindgen(js_name = chunksNumbered)]
+    pub fn chunks_numbered(&self, numbers: Vec<u32>) -> Result<JsValue, JsValue> {
+        #[derive(Serialize)]
+        struct Numbered {
+            number: u32,
+            found: crate::search::lookup::Found,
+        }
+        step_to_js(match self.inner.chunks_numbered(&numbers) {
+            Step::Done(found) => Step::Done(
+                found
+                    .into_iter()
+                    .map(|(number, found)| Numbered { number, found })
+                    .collect::<Vec<_>>(),
+            ),
+            Step::Need(need) => Step::Need(need),
+        })
+    }
+
     /// `attachGraph(bytes)`: a knowledge graph built for this index outside its manifest (a
     /// collection's), checked against the index's model and chunks.
     #[wasm_bindgen(js_name = attachGraph)]

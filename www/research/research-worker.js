@@ -20,6 +20,8 @@ let embedding = null; // {controller, promise} while the embed loop runs
 let paused = false;
 let hidden = false; // the page is hidden and asked to pause embedding meanwhile
 const asking = new Map(); // ask id → AbortController
+let graphing = null; // {controller, promise} while a graph is being built
+let lastGraph = null; // what the last graph build of this session reported
 const CONVERSATION = 'conversation.json';
 let dead = null; // the trap that stopped the WebAssembly, once one has
 
@@ -83,6 +85,8 @@ async function stopEmbedding() {
 
 const ops = {
   async open({ name: wanted }) {
+    graphing?.controller.abort();
+    lastGraph = null;
     await stopEmbedding();
     collection?.free();
     collection = null;
@@ -153,6 +157,33 @@ const ops = {
     hidden = Boolean(now);
     return state();
   },
+  // The knowledge graph: built with the LLM once embedding is done, posting
+  // {event: 'graph', done, total, calls, tokens, seconds_left} as chunks are read; `graph_pause`
+  // stops it with every chunk read so far kept (building again goes on from there, after a
+  // reload too), and a grown collection asks only about its new chunks.
+  async graph_build({ llm, gleaning }) {
+    if (graphing) throw Object.assign(new Error('the graph is already being built'), { code: 'BAD_ARGUMENT' });
+    const controller = new AbortController();
+    const target = collection;
+    const promise = target.buildGraph({ llm, gleaning, signal: controller.signal, on_progress: (p) => postMessage({ event: 'graph', ...p }) });
+    graphing = { controller, promise };
+    try {
+      lastGraph = await promise;
+      return { ...lastGraph, ...target.graphState() };
+    } finally {
+      graphing = null;
+    }
+  },
+  async graph_pause() {
+    graphing?.controller.abort();
+    return true;
+  },
+  async graph_state() {
+    return { ...collection.graphState(), building: Boolean(graphing), last: lastGraph };
+  },
+  async chunk({ id }) {
+    return collection.get(id);
+  },
   async search({ query, k }) {
     const response = await collection.search(query, k === undefined ? {} : { k });
     return { ...response, pending: collection.pending };
@@ -165,7 +196,7 @@ const ops = {
   // `conversation` is the stored one ({rounds, summary, compressed}); its working context is
   // compressed first when it has grown past the threshold (a failure there loses nothing and
   // the question goes on with the uncompressed context).
-  async ask({ ask, question, llm, tools, rerank, timeout_ms, conversation }) {
+  async ask({ ask, question, llm, tools, rerank, graph, timeout_ms, conversation }) {
     const controller = new AbortController();
     asking.set(ask, controller);
     const on_event = (entry) => postMessage({ event: 'trace', ask, entry });
@@ -177,6 +208,7 @@ const ops = {
         llm,
         tools,
         rerank,
+        graph,
         timeout_ms,
         history: memory.history(),
         signal: controller.signal,

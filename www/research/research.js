@@ -100,6 +100,10 @@ function onWorkerMessage({ data }) {
     showFiles(data.files);
     return;
   }
+  if (data.event === 'graph') {
+    showGraphProgress(data);
+    return;
+  }
   if (data.event === 'token' || data.event === 'trace') {
     asks.get(data.ask)?.[data.event](data.delta ?? data.entry);
     return;
@@ -107,6 +111,7 @@ function onWorkerMessage({ data }) {
   if (data.event === 'idle') {
     current = data;
     showState();
+    showGraph();
     if (data.reason.startsWith('error')) say(`Embedding stopped: ${data.reason.slice(7)}`, true);
     return;
   }
@@ -214,6 +219,7 @@ async function open(name, { restarted = false } = {}) {
   if (!restarted) fileStatus.clear();
   current = await request('open', { name });
   showState();
+  await showGraph();
   await showConversation();
   say(current.skipped.length ? ['Opened ', nameNode(name), `; some stored entries no longer read: ${current.skipped.map((s) => s.entry).join(', ')}`] : ['Opened ', nameNode(name), '.'], current.skipped.length > 0);
   // Files chosen or dropped while it opened go in now.
@@ -462,13 +468,14 @@ function fillSettings() {
   form.api_key.value = s?.api_key ?? '';
   form.tools.checked = s?.tools ?? true;
   form.rerank.checked = s?.rerank ?? false;
+  form.graph.checked = s?.graph ?? false;
   form.timeout.value = s?.timeout ?? 60;
   $('llm-settings').open = !s;
 }
 $('llm-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const f = e.target;
-  localStorage.setItem(LLM_KEY, JSON.stringify({ base_url: f.base_url.value.trim(), model: f.model.value.trim(), api_key: f.api_key.value, tools: f.tools.checked, rerank: f.rerank.checked, timeout: Math.min(600, Math.max(1, Number(f.timeout.value) || 60)) }));
+  localStorage.setItem(LLM_KEY, JSON.stringify({ base_url: f.base_url.value.trim(), model: f.model.value.trim(), api_key: f.api_key.value, tools: f.tools.checked, rerank: f.rerank.checked, graph: f.graph.checked, timeout: Math.min(600, Math.max(1, Number(f.timeout.value) || 60)) }));
   $('llm-settings').open = false;
   say('LLM settings saved.');
 });
@@ -554,12 +561,79 @@ function rerankNote(r) {
   return `${r.depth} reranked by the LLM in ${r.calls} calls, ${Math.round(r.ms)} ms`;
 }
 
+/** The graph's part of a search: its entities and relations, each with links to the passages it
+ * cites (opened in the source panel), or why the search ran without it. */
+function graphNode(g) {
+  if (!g.used) return el('div', { className: 'muted', textContent: `graph not used (${g.fallback?.code ?? '?'}): ${g.fallback?.message ?? ''}` });
+  const lines = g.lines.map((l) =>
+    el(
+      'li',
+      {},
+      el('strong', {}, nameNode(l.name)),
+      l.type ? ` (${l.type})` : '',
+      l.description ? `: ${l.description} ` : ' ',
+      ...l.chunk_ids.map((id) => el('a', { href: '#', className: 'cite', textContent: `[${nameText(id)}]`, onclick: (e) => (e.preventDefault(), openChunk(id)) })),
+    ),
+  );
+  return el('details', { className: 'graph-lines' }, el('summary', { textContent: `graph: ${g.lines.length} entities and relations (${g.calls} call${g.calls === 1 ? '' : 's'}, ${Math.round(g.ms)} ms)` }), el('ul', {}, ...lines));
+}
+
+/** Opens a passage by its id in the source panel. */
+async function openChunk(id) {
+  const found = await request('chunk', { id }).catch((e) => (say(`Could not open ${id}: ${e.message}`, true), null));
+  if (found) showSource({ ...found, chunk_id: id });
+}
+
 /** One trace entry as a line of the trace panel. */
 function traceItem(e) {
   const what = e.kind === 'model' ? `model · ${e.step}` : e.kind === 'tool' ? `tool · ${e.name}${e.args ? ` ${JSON.stringify(e.args)}` : ''}` : `path · ${e.path}: ${e.reason}`;
   const detail = [e.ms != null ? `${Math.round(e.ms)} ms` : null, e.usage ? `${e.usage.total_tokens ?? '?'} tokens` : null, e.results != null ? `${e.results} results` : null, e.retries?.length ? `${e.retries.length} retries` : null, e.rerank ? rerankNote(e.rerank) : null, e.error ? `error ${e.error.code ?? e.error.error_type}: ${e.error.message}` : null].filter(Boolean).join(' · ');
-  return el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
+  const item = el('li', { textContent: `${what}${detail ? ` — ${detail}` : ''}` });
+  if (e.graph) item.append(graphNode(e.graph));
+  return item;
 }
+
+// The knowledge graph: "Build graph" has the LLM read every chunk (pause keeps what was read;
+// building again, after a reload too, goes on from there; a grown collection asks only about its
+// new chunks), and its state shows beside it.
+function showGraphProgress(p) {
+  $('graph-progress').hidden = false;
+  $('graph-progress').max = Math.max(1, p.total);
+  $('graph-progress').value = p.done;
+  const left = p.seconds_left != null ? `, about ${Math.ceil(p.seconds_left)} s left` : '';
+  $('graph-text').textContent = `Reading chunks for the graph: ${p.done} of ${p.total} · ${p.calls} LLM calls, ${p.tokens} tokens${left}`;
+}
+
+async function showGraph() {
+  const g = await request('graph_state').catch(() => null);
+  if (!g) return;
+  $('build-graph').hidden = g.building;
+  $('pause-graph').hidden = !g.building;
+  if (g.building) return;
+  $('graph-progress').hidden = true;
+  const last = g.last ? ` · ${g.last.entities} entities, ${g.last.relations} relations from ${g.last.chunks} chunks (${g.last.cached} already read, ${g.last.skipped} skipped; ${g.last.calls} LLM calls, ${g.last.tokens} tokens)` : '';
+  $('graph-text').textContent = !g.built ? 'No graph yet: build one to follow names across documents.' : g.current ? `Graph built${last}.` : 'The graph is out of date: build it again (only new chunks are read).';
+  $('build-graph').textContent = g.built && g.current ? 'Rebuild graph' : 'Build graph';
+}
+
+$('build-graph').addEventListener('click', async () => {
+  const llm = llmSettings();
+  if (!llm?.base_url || !llm?.model) {
+    $('llm-settings').open = true;
+    return say('Set the LLM endpoint first (base URL and model): it reads the chunks.', true);
+  }
+  if (current?.pending > 0) return say('Wait until every chunk is embedded, then build the graph.', true);
+  $('build-graph').hidden = true;
+  $('pause-graph').hidden = false;
+  try {
+    const out = await request('graph_build', { llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, gleaning: 1 });
+    say(`Graph built: ${out.entities} entities and ${out.relations} relations${out.failed ? `; ${out.failed} chunks could not be read (${out.last_error?.message ?? ''}): build again to retry them` : ''}.`, out.failed > 0);
+  } catch (e) {
+    say(e.code === 'ABORTED' ? 'Graph paused: what was read is kept; build again to go on.' : `The graph could not be built: ${e.code}: ${e.message}`, e.code !== 'ABORTED');
+  }
+  await showGraph();
+});
+$('pause-graph').addEventListener('click', () => request('graph_pause'));
 
 $('ask-form').addEventListener('submit', async (e) => {
   e.preventDefault();
@@ -603,7 +677,7 @@ $('ask-form').addEventListener('submit', async (e) => {
   try {
     // The model's context keeps question and verified answer of each round (refusals: the question).
     const memory = { rounds: conversation.rounds.map((r) => ({ question: r.question, answer: r.result && !r.result.refused ? r.result.answer : null })), summary: conversation.summary, compressed: conversation.compressed };
-    const out = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, rerank: llm.rerank ? 'llm' : 'none', timeout_ms: 1000 * (llm.timeout || 60), conversation: memory });
+    const out = await request('ask', { ask, question, llm: { base_url: llm.base_url, model: llm.model, api_key: llm.api_key || undefined }, tools: llm.tools, rerank: llm.rerank ? 'llm' : 'none', graph: Boolean(llm.graph), timeout_ms: 1000 * (llm.timeout || 60), conversation: memory });
     round.result = out.result;
     conversation.summary = out.summary;
     conversation.compressed = out.compressed;
