@@ -15,7 +15,8 @@
 // the question's two pages / framed chunks), and the graph block's lines.
 import { execFileSync, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtempSync, mkdirSync, writeFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { tmpdir, homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -93,7 +94,8 @@ const server = await startLlmServer(graphPlan(prompts));
 try {
   const llm = ['--llm-base-url', server.baseUrl, '--llm-model', 'rules'];
   const built = await run(['graph', 'build', manifest, ...llm, '--cache-dir', path.join(dir, 'cache'), '--json']);
-  console.log(`graph: ${built.entities} entities, ${built.relations} relations from ${built.chunks} chunks, ${built.calls} calls, ${built.seconds.toFixed(1)} s`);
+  const bytes = readFileSync(built.graph);
+  console.log(`graph: ${built.entities} entities, ${built.relations} relations from ${built.chunks} chunks, ${built.calls} calls, ${built.seconds.toFixed(1)} s; ${bytes.length} bytes (${gzipSync(bytes, { level: 6 }).length} gzip)`);
   const docs = (ids) => ids.map((id) => id.split('#')[0]);
   console.log('| k | context | answer recall | second page framed | context precision | framed chunks | graph lines |');
   console.log('|---|---|---|---|---|---|---|');

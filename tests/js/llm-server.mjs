@@ -24,7 +24,7 @@ export function chunkIdsIn(body) {
 
 /**
  * Starts the server. `plan(request, index)` returns
- * { status = 200, headers = {}, contentType, events: [sse lines], delayMs = 5, hang = false, body,
+ * { status = 200, headers = {}, contentType, events: [sse lines], delayMs = 5, bodyDelayMs = 0, hang = false, body,
  * disconnect = false, generate } (`body` answers at once with that text; `disconnect` drops the
  * connection after the events instead of ending the response; `generate`: {head, fill, bytes,
  * tail, contentType} answers with `head`, `bytes` bytes of `fill`, then `tail`, made as the
@@ -66,6 +66,8 @@ export async function startLlmServer(plan) {
       return;
     }
     const status = p.status ?? 200;
+    // `bodyDelayMs`: a whole answer that takes its time (a slow model).
+    if (p.bodyDelayMs) await new Promise((r) => setTimeout(r, p.bodyDelayMs));
     if (status !== 200 || p.body !== undefined) {
       res.writeHead(status, { 'content-type': p.contentType ?? 'application/json', ...(p.headers ?? {}) });
       request.finished = true;

@@ -20,7 +20,7 @@ async function waitState(page, fn, arg, options = { timeout: 120000 }) {
     return await page.waitForFunction(fn, arg, options);
   } catch (e) {
     const text = async (sel) => (await page.locator(sel).textContent().catch(() => '')).slice(0, 400);
-    throw new Error(`${e.message}\nstatus: ${await text('#status')}\nfiles: ${await text('#files')}\nresults: ${await text('#results')}\nconversation: ${await text('#conversation')}`);
+    throw new Error(`${e.message}\nstatus: ${await text('#status')}\nfiles: ${await text('#files')}\nresults: ${await text('#results')}\nconversation: ${await text('#conversation')}\ngraph: ${await text('#graph-text')}`);
   }
 }
 
@@ -202,5 +202,85 @@ test('when the collection\'s WebAssembly traps, the operation that met it fails 
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();
+  }
+});
+
+test('"Build graph": progress and cost, paused and resumed after a reload without reading a finished chunk again, kept, and a search that reads it shows its entities with links to their passages', async () => {
+  const { readFileSync, readdirSync } = await import('node:fs');
+  const path = await import('node:path');
+  const { fixtures, importPackage } = await import('./harness.mjs');
+  const { graphPlan, completion: graphCompletion } = await import('./graph-llm.mjs');
+  const api = await importPackage();
+  await api.ready();
+  const prompts = api.defaults().prompts;
+  const corpus = path.join(fixtures, 'graph-corpus');
+  // Extraction answers take 400 ms each, so a pause lands midway; the pipeline's other calls are
+  // scripted below, and the answer streams, citing the first passage it was shown.
+  const rules = graphPlan(prompts);
+  const server = await startLlmServer((request, i) => {
+    const planned = rules(request, i);
+    if (planned) return { ...planned, bodyDelayMs: request.body.messages[0].content === prompts.graph_extract ? 400 : 0 };
+    if (request.body?.stream) {
+      const first = /chunk_id="([^"]+)"/.exec(request.body.messages[0].content)?.[1];
+      return { events: sseAnswer(`Tomas Varga started it [${first}].`) };
+    }
+    // The pipeline's rewrite keeps the question; its judge has what it needs.
+    if (request.body.messages[0].content === prompts.research_rewrite) return graphCompletion(request.body.messages.at(-1).content);
+    return graphCompletion('YES');
+  });
+  const firstAsks = () => server.requests.filter((r) => r.body?.messages?.[0]?.content === prompts.graph_extract && r.body.messages.length === 2).map((r) => r.body.messages[1].content);
+  const page = await watchedPage(workspace.context);
+  try {
+    await openCollection(page, 'graph shelf');
+    const files = readdirSync(corpus).filter((f) => f.endsWith('.md')).map((name) => ({ name, mimeType: 'text/markdown', buffer: readFileSync(path.join(corpus, name)) }));
+    await page.locator('#pick').setInputFiles(files);
+    await waitState(page, (n) => document.querySelectorAll('#files li').length === n && document.querySelector('#progress-text').textContent === 'every chunk embedded', files.length);
+    await waitState(page, () => /No graph yet/.test(document.querySelector('#graph-text').textContent));
+    await page.locator('#llm-settings summary').click().catch(() => {});
+    await page.evaluate(() => (document.getElementById('llm-settings').open = true));
+    await page.locator('#llm-form [name=base_url]').fill(server.baseUrl);
+    await page.locator('#llm-form [name=model]').fill('rules');
+    await page.locator('#llm-form [name=tools]').uncheck();
+    await page.locator('#llm-form [name=graph]').check();
+    await page.locator('#llm-form button').click();
+
+    await page.locator('#build-graph').click();
+    await waitState(page, () => /Reading chunks for the graph: [3-9] of \d+ · \d+ LLM calls, \d+ tokens/.test(document.querySelector('#graph-text').textContent));
+    await page.locator('#pause-graph').click();
+    await waitState(page, () => /Graph paused/.test(document.querySelector('#status').textContent));
+    const before = firstAsks();
+    assert.ok(before.length >= 3 && before.length < 11, `paused midway: ${before.length} chunks read`);
+
+    // A reload: the chunks read are kept; building again reads only the others.
+    await page.reload();
+    await waitState(page, () => document.querySelector('#status').textContent.startsWith('Opened') && /No graph yet/.test(document.querySelector('#graph-text').textContent));
+    await page.locator('#build-graph').click();
+    await waitState(page, () => /^Graph built/.test(document.querySelector('#status').textContent));
+    const all = firstAsks();
+    // Only the chunks in flight when it paused (two calls at a time) are asked about again.
+    assert.equal(new Set(all).size, 11, 'every chunk read, over both builds');
+    assert.ok(all.length - 11 <= 2, `${all.length - 11} chunks read twice`);
+    assert.ok(all.length - before.length < 11 - before.length + 3, 'the second build read only what the first had not finished');
+    await waitState(page, () => /Graph built · \d+ entities, \d+ relations from 11 chunks \(\d+ already read/.test(document.querySelector('#graph-text').textContent));
+
+    // Kept: after another reload it is there, and current.
+    await page.reload();
+    await waitState(page, () => /^Graph built/.test(document.querySelector('#graph-text').textContent));
+
+    await page.locator('#question').fill('Who started the company that made the Harbor pump?');
+    await page.locator('#ask').click();
+    await waitState(page, () => document.querySelector('#conversation li:last-child .note')?.textContent.includes('cited passage'));
+    await page.evaluate(() => (document.getElementById('trace-panel').open = true));
+    const graphSummary = page.locator('#trace .graph-lines summary').first();
+    assert.match(await graphSummary.textContent(), /graph: \d+ entities and relations/);
+    await graphSummary.click();
+    const line = page.locator('#trace .graph-lines li', { hasText: 'Tomas Varga' }).first();
+    assert.ok(await line.count(), 'the founder is among the graph lines');
+    await line.locator('a.cite').first().click();
+    await waitState(page, () => !document.getElementById('source').hidden && /Tomas Varga/.test(document.getElementById('source-text').textContent));
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await server.close();
   }
 });
