@@ -341,7 +341,7 @@ export function makeApi(wasm, initialise) {
      * hybrid and dense search need no model here. With `rerank: 'llm'` and `llm` ({base_url,
      * model, api_key?}; `signal`, `fetch` and `random` as in ask()), the LLM rates the best
      * `rerank_depth` results and they come back in its order, with `rerank` ({strategy, depth,
-     * calls, ms, fallback, trace}): on any failure of the LLM the fused order stands and
+     * calls, ms, fallback, usage, trace}): on any failure of the LLM the fused order stands and
      * `fallback` says why. With `graph` (true, or {hops, entity_threshold, relation_threshold,
      * top_entities, top_relations, max_chunks, token_budget}) the index's knowledge graph
      * (`sextant graph build`) is searched too: the chunks its best entities and relations cite

@@ -208,6 +208,8 @@ export interface RerankReport {
   ms: number;
   /** Why the fused order stood (a timeout, an HTTP error, a reply that did not rate every passage), or null. */
   fallback: { code: ErrorCode | string; message: string } | null;
+  /** The tokens the judge's replies report, summed. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   /** Each try of each call (`batch`: which call); in ask()'s own `trace` instead, with `purpose: 'rerank'`. */
   trace?: (LlmCall & { batch: number })[];
 }
@@ -596,6 +598,8 @@ export class Sextant {
   ask(question: string, options: AskOptions): Promise<Answer>;
   /** A knowledge graph built for this index outside its manifest (the research workspace's, for a collection), for `graph`. */
   attachGraph(bytes: Uint8Array | ArrayBuffer): void;
+  /** The chunks with these numbers (as a graph cites them), each `{number, found}` with `found` as get() gives a chunk. */
+  chunksNumbered(numbers: number[]): Promise<{ number: number; found: Found }[]>;
   manifest(): Record<string, unknown>;
   embed(text: string): Float32Array;
   tokenIds(text: string): Uint32Array;

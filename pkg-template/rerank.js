@@ -24,13 +24,13 @@ export function splitLlmOptions({ llm, signal, fetch: fetchImpl = globalThis.fet
  * Rates `results` (the candidates, best first) with the LLM and returns {results, report}:
  * `results` in the judge's order cut to `k` (each rated one with its rating, 0–10, in `rerank`),
  * or in the fused order when the calls failed; `report` is {strategy: 'llm', depth, calls, ms,
- * fallback: null | {code, message}, trace} (`trace`: one entry per try of each call, with its
+ * fallback: null | {code, message}, usage (the tokens the replies report), trace} (`trace`: one entry per try of each call, with its
  * batch). `core` is the core's rules: {plan, scores, apply}.
  */
 export async function rerankWithLlm(core, query, results, options, purpose, { llm, signal, fetchImpl, random }) {
   const started = performance.now();
   const plan = core.plan(query, results, options, purpose);
-  const report = { strategy: 'llm', depth: plan.depth, calls: plan.batches.length, ms: 0, fallback: null, trace: [] };
+  const report = { strategy: 'llm', depth: plan.depth, calls: plan.batches.length, ms: 0, fallback: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, trace: [] };
   let ratings = null;
   if (plan.batches.length) {
     // One deadline for every call; the first failure stops the others.
@@ -44,6 +44,7 @@ export async function rerankWithLlm(core, query, results, options, purpose, { ll
         const trace = [];
         try {
           const reply = await chatCompletion({ llm, request: { messages: batch.messages }, settings, signal: combined, fetch: fetchImpl, random, trace });
+          for (const key of Object.keys(report.usage)) report.usage[key] += reply.usage?.[key] ?? 0;
           return core.scores(reply.text, batch.positions.length);
         } catch (e) {
           stop.abort();

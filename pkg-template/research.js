@@ -100,6 +100,8 @@ export async function research(question, options = {}) {
       for (const r of response.results) evidence.set(r.chunk_id, r);
       const framed = collection.frame(response.results, { token_budget: searchBudget(o) });
       const rerank = response.rerank ? { depth: response.rerank.depth, calls: response.rerank.calls, ms: response.rerank.ms, fallback: response.rerank.fallback } : undefined;
+      // The judge's tokens count in the question's usage too.
+      for (const key of Object.keys(usage)) usage[key] += response.rerank?.usage?.[key] ?? 0;
       const graphed = response.graph ? { used: response.graph.used, lines: response.graph.lines, calls: response.graph.calls, ms: response.graph.ms, fallback: response.graph.fallback } : undefined;
       record({ kind: 'tool', name: 'search', via, args: { query, k }, ms: performance.now() - started, results: response.results.length, mode: response.mode, ...(rerank ? { rerank } : {}), ...(graphed ? { graph: graphed } : {}) });
       return { results: response.results.length, passages: framed.context };

@@ -72,9 +72,15 @@ pub fn rerank(
                 }
             }
             Err(e) => {
+                // A timeout says which knob gives the judge more time.
+                let hint = if e.code == "LLM_TIMEOUT" {
+                    " (raise --rerank-timeout-ms to give the LLM longer)"
+                } else {
+                    ""
+                };
                 fallback.get_or_insert(LlmError {
                     code: e.code,
-                    message: format!("{}: the fused order stands", e.message),
+                    message: format!("{}{hint}: the fused order stands", e.message),
                 });
             }
         }
