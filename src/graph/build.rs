@@ -30,6 +30,9 @@ pub struct Draft {
     pub skipped: usize,
 }
 
+/// A relation's descriptions, chunks and count as chunks are merged.
+type PairAcc = (Vec<String>, Vec<u32>, u32);
+
 struct Acc {
     name: String,
     types: BTreeMap<String, (usize, usize)>,
@@ -83,7 +86,7 @@ pub fn merge(extractions: &[(u32, Extraction)], skipped: usize) -> Draft {
     }
     let names: Vec<String> = entities.keys().cloned().collect();
     let position = |name: &str| names.binary_search(&key(name)).ok();
-    let mut relations: BTreeMap<(u32, u32), (Vec<String>, Vec<u32>, u32)> = BTreeMap::new();
+    let mut relations: BTreeMap<(u32, u32), PairAcc> = BTreeMap::new();
     for (chunk, x) in extractions {
         for r in &x.relations {
             let (Some(a), Some(b)) = (position(&r.source), position(&r.target)) else {
