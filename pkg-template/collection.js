@@ -581,8 +581,7 @@ export class Collection {
     if (!Number.isInteger(gleaning) || gleaning < 0 || gleaning > 2) throw new SextantError('BAD_ARGUMENT', 'gleaning must be 0, 1 or 2');
     if (this.pending > 0) throw new SextantError('NOT_READY', `${this.pending} chunks are not embedded yet; a graph is built over the whole collection once embedding is done`);
     const searcher = this.#searcher();
-    const manifest = searcher.manifest();
-    const total = manifest.counts.chunks;
+    const total = searcher.manifest().counts.chunks;
     const found = await searcher.chunksNumbered(Array.from({ length: total }, (_, i) => i));
     const prompts = defaults().prompts;
     const keyed = await Promise.all(found.map(async ({ number, found: f }) => ({ number, id: f.id, text: f.text, key: await sha256Hex(`${llm.model}\n${gleaning}\n${prompts.graph_extract}\n${prompts.graph_glean}\n${f.text}`) })));
@@ -599,15 +598,12 @@ export class Collection {
     const extractions = [];
     let skipped = 0;
     for (const c of keyed) {
-      const hit = cache.get(c.key);
+      const hit = cache.get(c.key) ?? stats.unkept.get(c.key);
       if (!hit || hit.skipped) skipped++;
       else extractions.push({ chunk: c.number, extraction: hit.extraction });
     }
     const draft = call(() => wasm.graphDraft(extractions, skipped));
-    const dims = manifest.model.dims;
-    const vectors = new Float32Array(draft.texts.length * dims);
-    draft.texts.forEach((text, i) => vectors.set(searcher.embed(text), i * dims));
-    const bytes = call(() => wasm.graphFinish(draft.draft, vectors, dims, manifest.model.sha256, total));
+    const bytes = searcher.graphFile(draft.draft);
     searcher.attachGraph(bytes);
     this.#graph = bytes;
     this.#graphFits = true;

@@ -100,6 +100,9 @@ export function makeApi(wasm, initialise) {
   /** `options` without a `graph` that asks for nothing (`graph: false`: the core has no such option). */
   const withoutNoGraph = (options) => {
     if (!options || !Object.hasOwn(options, 'graph') || options.graph) return options;
+    if (options.graph !== false && options.graph !== undefined) {
+      throw new SextantError('BAD_ARGUMENT', `graph must be true, false or an object of graph options, not ${JSON.stringify(options.graph)}`);
+    }
     const { graph: _graph, ...rest } = options;
     return rest;
   };
@@ -401,6 +404,15 @@ export function makeApi(wasm, initialise) {
         withGraph: (terms) => run(() => this.#engine.graphContext(q, rest, purpose, terms, graphOptions)),
         plain: plain ?? (() => run(() => (purpose === 'ask' ? this.#engine.prepareAsk(q, rest) : this.#engine.context(q, rest)))),
       }, q, host);
+    }
+
+    /**
+     * graphFile(draft) → the bytes of this index's knowledge graph from a merged draft
+     * (`graphDraft`): its entities and relations embedded with this model, recorded against
+     * this index's chunks (every chunk held: a collection's index).
+     */
+    graphFile(draft) {
+      return call(() => this.#engine.graphOf(draft));
     }
 
     /**

@@ -90,7 +90,8 @@ export async function sha256Hex(text) {
  * at most every two seconds and at the end, so a reload resumes where it was; a chunk whose calls
  * all failed (the LLM down) is left out of the cache, to be tried again. Stops on `signal`
  * (pause) with what was done kept. `chunks`: [{id, text, key}]. Returns {calls, tokens, failed,
- * last_error}.
+ * last_error, unkept}: `unkept` (key → {skipped, extraction}) holds the chunks read this time but
+ * not kept, some call of theirs having failed in transport.
  */
 export async function extractChunks({ core, llm, chunks, cache, gleaning, concurrency = 2, signal, fetchImpl = globalThis.fetch, random = Math.random, on_progress, save }) {
   const todo = chunks.filter((c) => !cache.has(c.key));
@@ -99,6 +100,9 @@ export async function extractChunks({ core, llm, chunks, cache, gleaning, concur
   let next = 0;
   let lastSave = performance.now();
   let saving = Promise.resolve();
+  // The first error that is not the caller's pause stops the other workers too.
+  const stop = new AbortController();
+  const combined = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
   const settings = { timeout_ms: EXTRACT_TIMEOUT_MS, max_tries: 3, temperature: 0, max_answer_bytes: 64 * 1024 + 1, max_sse_line_bytes: 1 << 20 };
   const progress = () => {
     const fresh = stats.done - (chunks.length - todo.length);
@@ -108,27 +112,30 @@ export async function extractChunks({ core, llm, chunks, cache, gleaning, concur
   const one = async (chunk) => {
     let state = core.start(chunk.id, chunk.text, gleaning);
     let replies = 0;
-    let failures = 0;
+    let transport = 0;
     while (!state.done) {
-      if (signal?.aborted) throw abortError(signal);
+      if (combined.aborted) throw abortError(signal?.aborted ? signal : combined);
       stats.calls++;
       try {
-        const reply = await chatCompletion({ llm, request: { messages: state.messages }, settings, signal, fetch: fetchImpl, random });
+        const reply = await chatCompletion({ llm, request: { messages: state.messages }, settings, signal: combined, fetch: fetchImpl, random });
         replies++;
         stats.tokens += reply.usage?.total_tokens ?? Math.ceil(JSON.stringify(state.messages).length / 4 + reply.text.length / 4);
         state = core.reply(state, reply.text);
       } catch (e) {
-        if (signal?.aborted) throw abortError(signal);
-        failures++;
+        if (combined.aborted) throw abortError(signal?.aborted ? signal : combined);
+        // A reply too long or not a chat completion is a bad reply; anything else (a timeout,
+        // an HTTP error) is the LLM's trouble, not the chunk's.
+        if (e?.code === 'LLM_INCOMPLETE' || e?.code === 'LLM_BAD_RESPONSE') replies++;
+        else transport++;
         stats.last_error = { code: e?.code ?? 'INTERNAL', message: String(e?.message ?? e) };
         state = core.failed(state, `${stats.last_error.code}: ${stats.last_error.message}`);
       }
     }
-    if (state.skipped && failures > replies) {
-      stats.failed++;
-    } else {
-      cache.set(chunk.key, { skipped: state.skipped, extraction: state.extraction });
-    }
+    // Kept only when no call failed in transport (else the next build asks again); with no
+    // reply at all, not used either.
+    if (replies === 0) stats.failed++;
+    else if (transport === 0) cache.set(chunk.key, { skipped: state.skipped, extraction: state.extraction });
+    else stats.unkept.set(chunk.key, { skipped: state.skipped, extraction: state.extraction });
     stats.done++;
     progress();
     if (performance.now() - lastSave > 2000) {
@@ -136,15 +143,20 @@ export async function extractChunks({ core, llm, chunks, cache, gleaning, concur
       saving = saving.then(save, save);
     }
   };
+  stats.unkept = new Map();
   const worker = async () => {
-    while (next < todo.length) await one(todo[next++]);
+    try {
+      while (next < todo.length && !combined.aborted) await one(todo[next++]);
+    } catch (e) {
+      stop.abort();
+      throw e;
+    }
   };
   progress();
-  try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, todo.length)) }, worker));
-  } finally {
-    await saving;
-    await save();
-  }
+  const settled = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(concurrency, todo.length)) }, worker));
+  await saving;
+  await save();
+  const failure = settled.find((r) => r.status === 'rejected');
+  if (failure) throw signal?.aborted ? abortError(signal) : failure.reason;
   return stats;
 }

@@ -598,6 +598,8 @@ export class Sextant {
   ask(question: string, options: AskOptions): Promise<Answer>;
   /** A knowledge graph built for this index outside its manifest (the research workspace's, for a collection), for `graph`. */
   attachGraph(bytes: Uint8Array | ArrayBuffer): void;
+  /** The bytes of this index's knowledge graph from a merged draft (`graphDraft`), embedded with this model (every chunk held: a collection's index). */
+  graphFile(draft: unknown): Uint8Array;
   /** The chunks with these numbers (as a graph cites them), each `{number, found}` with `found` as get() gives a chunk. */
   chunksNumbered(numbers: number[]): Promise<{ number: number; found: Found }[]>;
   manifest(): Record<string, unknown>;

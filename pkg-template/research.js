@@ -69,6 +69,8 @@ export async function research(question, options = {}) {
   chatUrl(llm.base_url); // a bad base_url fails here, before any search
   await ready();
   const o = researchOptions(options);
+  if (graph && o.rerank === 'llm') throw new SextantError('BAD_ARGUMENT', "graph and rerank: 'llm' cannot be asked for together; drop one of them");
+  if (graph !== false && graph !== true) throw new SextantError('BAD_ARGUMENT', 'graph must be true or false');
   const { prompts, tools: toolSchemas } = defaults();
   const trace = [];
   const usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -95,14 +97,20 @@ export async function research(question, options = {}) {
       // With `graph: true` and a graph built (collection.buildGraph), each search reads it too:
       // the chunks its entities and relations cite join the passages (the LLM names the query's
       // entities), and the entry's `graph` holds its lines, each with the chunks it cites.
-      const graphing = graph && !reranking.rerank && collection.graphState?.().current ? { graph: true, llm, signal, fetch: fetchImpl, random } : {};
+      const current = graph ? collection.graphState?.().current : false;
+      const graphing = current ? { graph: true, llm, signal, fetch: fetchImpl, random } : {};
       const response = await collection.search(query, { k, ...reranking, ...graphing });
       for (const r of response.results) evidence.set(r.chunk_id, r);
       const framed = collection.frame(response.results, { token_budget: searchBudget(o) });
       const rerank = response.rerank ? { depth: response.rerank.depth, calls: response.rerank.calls, ms: response.rerank.ms, fallback: response.rerank.fallback } : undefined;
       // The judge's tokens count in the question's usage too.
       for (const key of Object.keys(usage)) usage[key] += response.rerank?.usage?.[key] ?? 0;
-      const graphed = response.graph ? { used: response.graph.used, lines: response.graph.lines, calls: response.graph.calls, ms: response.graph.ms, fallback: response.graph.fallback } : undefined;
+      // Asked for but not current (never built, or the collection changed since): said so.
+      const graphed = response.graph
+        ? { used: response.graph.used, lines: response.graph.lines, calls: response.graph.calls, ms: response.graph.ms, fallback: response.graph.fallback }
+        : graph
+          ? { used: false, lines: [], calls: 0, ms: 0, fallback: { code: 'NOT_BUILT', message: 'the collection has no current knowledge graph: build it (collection.buildGraph, "Build graph")' } }
+          : undefined;
       record({ kind: 'tool', name: 'search', via, args: { query, k }, ms: performance.now() - started, results: response.results.length, mode: response.mode, ...(rerank ? { rerank } : {}), ...(graphed ? { graph: graphed } : {}) });
       return { results: response.results.length, passages: framed.context };
     } catch (e) {

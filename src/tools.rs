@@ -106,16 +106,11 @@ pub fn mcp_tools() -> Value {
         {
             "name": "graph",
             "title": "Look up the knowledge graph",
-            "description": "The entities and relations of the knowledge graph (when the operator built one with `sextant graph build`) that a question leads to, through the names it mentions and up to two steps of relations: for questions whose answer spans several documents. Each line cites the passages it comes from, and those passages come back with their ids (for fetch). Says so when there is no graph.",
+            "description": "The entities and relations of the knowledge graph (when the operator built one with `sextant graph build`) that a question leads to, through the names it mentions and up to two steps of relations: for questions whose answer spans several documents. Each line cites the passages it comes from, and those passages come back with their ids (for fetch). Says so when there is no graph. Reads a server with one knowledge base.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "question": {"type": "string", "description": "The question, in words."},
-                    "bases": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "The knowledge base whose graph to read (describe lists them); needed when there are several.",
-                    },
                 },
                 "required": ["question"],
                 "additionalProperties": false,

@@ -276,9 +276,8 @@ pub fn graph_extract_failed(state: JsValue, error: &str) -> Result<JsValue, JsVa
     to_js(&x)
 }
 
-/// `graphDraft([{chunk, extraction}], skipped)` → `{draft, texts, entities, relations}`: the
-/// extractions merged (`crate::graph::build::merge`), and the texts to embed (each entity's, then
-/// each relation's), for `graphFinish`.
+/// `graphDraft([{chunk, extraction}], skipped)` → `{draft, entities, relations}`: the
+/// extractions merged (`crate::graph::build::merge`), for an engine's `graphOf`.
 #[wasm_bindgen(js_name = graphDraft)]
 pub fn graph_draft(extractions: JsValue, skipped: u32) -> Result<JsValue, JsValue> {
     #[derive(Deserialize)]
@@ -288,7 +287,6 @@ pub fn graph_draft(extractions: JsValue, skipped: u32) -> Result<JsValue, JsValu
     }
     #[derive(Serialize)]
     struct Out {
-        texts: Vec<String>,
         entities: usize,
         relations: usize,
         draft: crate::graph::build::Draft,
@@ -298,41 +296,11 @@ pub fn graph_draft(extractions: JsValue, skipped: u32) -> Result<JsValue, JsValu
     let list: Vec<(u32, crate::graph::extract::Extraction)> =
         items.into_iter().map(|i| (i.chunk, i.extraction)).collect();
     let draft = crate::graph::build::merge(&list, skipped as usize);
-    let mut texts = draft.entity_texts();
-    texts.extend(draft.relation_texts());
     to_js(&Out {
-        texts,
         entities: draft.entities.len(),
         relations: draft.relations.len(),
         draft,
     })
-}
-
-/// `graphFinish(draft, vectors, dims, model, chunks)` → the graph file's bytes: `vectors` holds
-/// the texts' vectors one after another (`graphDraft`'s order), `model` the index's model digest
-/// and `chunks` its chunk count.
-#[wasm_bindgen(js_name = graphFinish)]
-pub fn graph_finish(
-    draft: JsValue,
-    vectors: Vec<f32>,
-    dims: u32,
-    model: &str,
-    chunks: u32,
-) -> Result<Vec<u8>, JsValue> {
-    let draft: crate::graph::build::Draft =
-        serde_wasm_bindgen::from_value(draft).map_err(|e| bad_argument(format!("not a graph draft: {e}")))?;
-    let dims = dims as usize;
-    if dims == 0 || vectors.len() != (draft.entities.len() + draft.relations.len()) * dims {
-        return Err(bad_argument(
-            "vectors must hold one vector of dims numbers for each text of the draft",
-        ));
-    }
-    let all: Vec<Vec<f32>> = vectors.chunks(dims).map(<[f32]>::to_vec).collect();
-    let (entities, relations) = all.split_at(draft.entities.len());
-    let graph = draft
-        .finish(entities, relations, dims, model, chunks as usize)
-        .map_err(bad_argument)?;
-    Ok(graph.to_json())
 }
 
 /// A query's step as JS sees it: the answer, or `{need: [file names]}`.
@@ -634,6 +602,16 @@ impl Engine {
             }),
             Step::Need(need) => Step::Need(need),
         })
+    }
+
+    /// `graphOf(draft)` → the graph file's bytes for this index (a collection's: every chunk
+    /// held): `graphDraft`'s draft, its entities and relations embedded with this model.
+    #[wasm_bindgen(js_name = graphOf)]
+    pub fn graph_of(&self, draft: JsValue) -> Result<Vec<u8>, JsValue> {
+        let draft: crate::graph::build::Draft =
+            serde_wasm_bindgen::from_value(draft).map_err(|e| bad_argument(format!("not a graph draft: {e}")))?;
+        let graph = self.inner.graph_of(draft).map_err(|e| js_error(e.code(), e))?;
+        Ok(graph.to_json())
     }
 
     /// `chunksNumbered(numbers)` → `[{number, found}]`: the chunks with these numbers (as a

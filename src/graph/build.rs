@@ -191,8 +191,9 @@ impl Draft {
     }
 
     /// The graph, with each entity's and relation's vector (as many as there are of each, of
-    /// `dims` numbers) quantized to int8. `model` is the index's model digest, `chunks` its chunk
-    /// count (a graph is read only with the index it was built for).
+    /// `dims` numbers) quantized to int8. `model` is the index's model digest, `index_chunks` its
+    /// chunk count and `chunks_sha256` the digest of its chunks (a graph is read only with the
+    /// index it was built for).
     pub fn finish(
         self,
         entity_vectors: &[Vec<f32>],
@@ -200,6 +201,7 @@ impl Draft {
         dims: usize,
         model: &str,
         index_chunks: usize,
+        chunks_sha256: &str,
     ) -> Result<Graph, String> {
         if entity_vectors.len() != self.entities.len() || relation_vectors.len() != self.relations.len() {
             return Err(format!(
@@ -226,6 +228,7 @@ impl Draft {
             model: model.to_string(),
             dims,
             index_chunks,
+            chunks_sha256: chunks_sha256.to_string(),
             chunks: self.chunks,
             skipped: self.skipped,
             entities,
@@ -292,17 +295,17 @@ mod tests {
         let two = merge(&[(0, a.clone()), (1, a)], 0);
         assert_eq!(one, two);
         let vecs = |n: usize| (0..n).map(|i| vec![i as f32 + 0.5, -1.0]).collect::<Vec<_>>();
-        let g1 = one.finish(&vecs(2), &vecs(1), 2, "m", 2).unwrap().to_json();
-        let g2 = two.finish(&vecs(2), &vecs(1), 2, "m", 2).unwrap().to_json();
+        let g1 = one.finish(&vecs(2), &vecs(1), 2, "m", 2, "d").unwrap().to_json();
+        let g2 = two.finish(&vecs(2), &vecs(1), 2, "m", 2, "d").unwrap().to_json();
         assert_eq!(g1, g2);
     }
 
     #[test]
     fn vectors_must_match_what_they_are_for() {
         let d = merge(&[(0, x(r#"{"entities":["A"]}"#))], 0);
-        assert!(d.clone().finish(&[], &[], 2, "m", 1).is_err());
+        assert!(d.clone().finish(&[], &[], 2, "m", 1, "d").is_err());
         assert!(d
-            .finish(&[vec![1.0, 2.0, 3.0]], &[], 2, "m", 1)
+            .finish(&[vec![1.0, 2.0, 3.0]], &[], 2, "m", 1, "d")
             .unwrap_err()
             .contains("3 numbers"));
         let (q, s) = quantize(&[0.5, -0.25, 0.0]);

@@ -90,6 +90,9 @@ pub struct Graph {
     pub dims: usize,
     /// Chunks of the index it was built for.
     pub index_chunks: usize,
+    /// The SHA-256 of that index's chunk ids and texts in order (`Engine::chunks_digest`): a
+    /// graph attached outside a manifest (a collection's) must match it.
+    pub chunks_sha256: String,
     /// Chunks extracted (skipped ones included).
     pub chunks: usize,
     /// Chunks the LLM gave no graph for.
@@ -214,7 +217,7 @@ mod tests {
             0,
         );
         let g = d
-            .finish(&[vec![1.0, 0.0], vec![0.0, -1.0]], &[vec![0.6, 0.8]], 2, "m", 3)
+            .finish(&[vec![1.0, 0.0], vec![0.0, -1.0]], &[vec![0.6, 0.8]], 2, "m", 3, "d")
             .unwrap();
         let bytes = g.to_json();
         let back = Graph::from_json(&bytes, "m", 2, 3).unwrap();

@@ -189,13 +189,26 @@ impl Engine {
             }
         }
         let mut framed = frame(&chunks, options.token_budget - reserve, &count)?;
+        // Every framed chunk the hits cite whose number is known: the graph's, and the search's
+        // own whose fragments are held (the block may cite those too).
+        let cited: Vec<u32> = selection
+            .hits
+            .iter()
+            .flat_map(|h| graph::query::cites(graph, h).iter().copied())
+            .collect();
         let included: BTreeMap<u32, String> = found
             .iter()
-            .filter(|(_, f)| framed.included.contains(&f.id))
             .map(|(n, f)| (*n, f.id.clone()))
+            .chain(self.held_chunk_ids(&cited))
+            .filter(|(_, id)| framed.included.contains(id))
             .collect();
         let count_err = std::cell::RefCell::new(None);
-        let block = graph::query::block(graph, selection, &included, graph_options, &|s: &str| {
+        // The block keeps to the share of the budget kept for it.
+        let block_options = GraphOptions {
+            token_budget: reserve,
+            ..graph_options.clone()
+        };
+        let block = graph::query::block(graph, selection, &included, &block_options, &|s: &str| {
             count(s).unwrap_or_else(|e| {
                 *count_err.borrow_mut() = Some(e);
                 usize::MAX

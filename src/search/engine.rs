@@ -112,21 +112,59 @@ impl Engine {
     }
 
     /// Attaches a knowledge graph built for this index outside its manifest (a collection's,
-    /// which the research workspace keeps beside it), checked like a graph file.
+    /// which the research workspace keeps beside it), checked like a graph file and against the
+    /// index's chunks (a graph of the collection as it was before a change is refused).
     pub fn attach_graph(&mut self, bytes: &[u8]) -> Result<(), IndexError> {
         let manifest = self.store.manifest();
+        let bad = |reason: String| IndexError::BadFile {
+            file: "graph".into(),
+            reason,
+        };
         let graph = crate::graph::Graph::from_json(
             bytes,
             &manifest.model.sha256,
             manifest.model.dims,
             manifest.counts.chunks,
         )
-        .map_err(|e| IndexError::BadFile {
-            file: "graph".into(),
-            reason: e.to_string(),
-        })?;
+        .map_err(|e| bad(e.to_string()))?;
+        if self.chunks_digest().as_deref() != Some(graph.chunks_sha256.as_str()) {
+            return Err(bad(
+                "it was built for other chunks than this index's (the collection changed since): build the graph again"
+                    .into(),
+            ));
+        }
         self.graph = Some(Arc::new(graph));
         Ok(())
+    }
+
+    /// The graph of `draft` for this index: its entities and relations embedded with the
+    /// attached model (as passages), checked and recorded against the index's chunks (every
+    /// fragment must be held: a collection's index).
+    pub fn graph_of(&self, draft: crate::graph::build::Draft) -> Result<crate::graph::Graph, SearchError> {
+        let embedder = self.embedder_for("graph")?;
+        let digest = self.chunks_digest().ok_or_else(|| SearchError::BadArgument {
+            name: "graph",
+            reason: "a graph is built over an index whose every chunk is held (a collection's, or the CLI's `sextant graph build`)".into(),
+        })?;
+        let embed = |texts: Vec<String>| -> Result<Vec<Vec<f32>>, SearchError> {
+            texts
+                .iter()
+                .map(|t| embedder.embed(t, TextKind::Passage).map_err(SearchError::from))
+                .collect()
+        };
+        let entities = embed(draft.entity_texts())?;
+        let relations = embed(draft.relation_texts())?;
+        let manifest = self.store.manifest();
+        draft
+            .finish(
+                &entities,
+                &relations,
+                manifest.model.dims,
+                &manifest.model.sha256,
+                manifest.counts.chunks,
+                &digest,
+            )
+            .map_err(|reason| SearchError::BadArgument { name: "graph", reason })
     }
 
     /// Every file the model may ask for (a model body's row files): what answering offline

@@ -151,6 +151,33 @@ impl Engine {
         )
     }
 
+    /// The ids of the chunks numbered `numbers` whose fragments are held (nothing is fetched).
+    pub fn held_chunk_ids(&self, numbers: &[u32]) -> Vec<(u32, String)> {
+        numbers
+            .iter()
+            .filter_map(|&n| {
+                let chunk = self.store.peek_fragment(n)?.chunk(n)?;
+                Some((n, chunk.id.clone()))
+            })
+            .collect()
+    }
+
+    /// The SHA-256 of every chunk's id and text in index order (what a graph built for this
+    /// index records, so a graph of another index's chunks is refused), or `None` while some
+    /// fragment is not held.
+    pub fn chunks_digest(&self) -> Option<String> {
+        let total = self.store.manifest().counts.chunks as u32;
+        let mut bytes: Vec<u8> = Vec::new();
+        for n in 0..total {
+            let chunk = self.store.peek_fragment(n)?.chunk(n)?;
+            bytes.extend_from_slice(chunk.id.as_bytes());
+            bytes.push(0);
+            bytes.extend_from_slice(crate::digest::sha256_hex(chunk.text.as_bytes()).as_bytes());
+            bytes.push(0);
+        }
+        Some(crate::digest::sha256_hex(&bytes))
+    }
+
     /// The document `id` from its chunks (`numbers`, in order, every fragment held).
     fn document_of(&self, id: &str, numbers: &[u32]) -> Option<Found> {
         let mut found: Option<Found> = None;

@@ -196,11 +196,11 @@ fn build(args: &BuildArgs) -> Result<()> {
                         break;
                     };
                     let key = key_of(&found.text);
-                    let outcome = if let Some(hit) = cache.get(&key) {
+                    let (outcome, keep) = if let Some(hit) = cache.get(&key) {
                         from_cache.fetch_add(1, Ordering::Relaxed);
-                        Some(hit.clone())
+                        (Some(hit.clone()), false)
                     } else {
-                        extract_one(
+                        match extract_one(
                             &llm,
                             &found.id,
                             &found.text,
@@ -209,19 +209,25 @@ fn build(args: &BuildArgs) -> Result<()> {
                             &calls,
                             &tokens,
                             &count,
-                        )
-                        .map(|(skipped, extraction)| Cached {
-                            key,
-                            skipped,
-                            extraction,
-                        })
-                        .map_err(|e| *last_error.lock().unwrap() = Some(e))
-                        .ok()
+                        ) {
+                            Ok((skipped, extraction, cacheable)) => (
+                                Some(Cached {
+                                    key,
+                                    skipped,
+                                    extraction,
+                                }),
+                                cacheable,
+                            ),
+                            Err(e) => {
+                                *last_error.lock().unwrap() = Some(e);
+                                (None, false)
+                            }
+                        }
                     };
                     match &outcome {
                         Some(c) => {
                             failed_in_a_row.store(0, Ordering::Relaxed);
-                            if let Some(f) = &appender {
+                            if let Some(f) = appender.as_ref().filter(|_| keep) {
                                 let line = serde_json::to_string(c).expect("an extraction serialises");
                                 let _ = writeln!(f.lock().unwrap(), "{line}");
                             }
@@ -238,7 +244,7 @@ fn build(args: &BuildArgs) -> Result<()> {
                     if last.elapsed().as_secs_f64() >= 2.0 || n as u32 == total {
                         *last = Instant::now();
                         let secs = started.elapsed().as_secs_f64();
-                        let fresh = n - from_cache.load(Ordering::Relaxed);
+                        let fresh = n.saturating_sub(from_cache.load(Ordering::Relaxed));
                         let left = (total as usize - n) as f64 * secs / fresh.max(1) as f64;
                         eprintln!(
                             "graph: {n}/{total} chunks ({} from the cache), {} LLM calls, {} tokens, {secs:.0} s{}",
@@ -309,6 +315,9 @@ fn build(args: &BuildArgs) -> Result<()> {
     let entity_vectors = embed_all(draft.entity_texts())?;
     let relation_vectors = embed_all(draft.relation_texts())?;
     let (entities, relations) = (draft.entities.len(), draft.relations.len());
+    let digest = engine
+        .chunks_digest()
+        .context("the index's text fragments were not all read")?;
     let graph = draft
         .finish(
             &entity_vectors,
@@ -316,6 +325,7 @@ fn build(args: &BuildArgs) -> Result<()> {
             manifest.model.dims,
             &manifest.model.sha256,
             manifest.counts.chunks,
+            &digest,
         )
         .map_err(anyhow::Error::msg)?;
     let graph_bytes = graph.to_json();
@@ -419,8 +429,10 @@ fn point_site_at(dir: &Path, index: &Path, graph_name: &str, manifest_name: &str
     Ok(Some(entry))
 }
 
-/// One chunk's extraction: `(skipped, extraction)`, or the error when every call failed without
-/// a reply (the chunk is tried again next run).
+/// One chunk's extraction: `(skipped, extraction, cacheable)`, or the error when no call got a
+/// reply (the LLM down: the chunk is tried again next run). A reply that was too long or not a
+/// chat completion counts as a bad reply; a chunk any of whose calls failed in transport (a
+/// timeout, an HTTP error) is used but not kept, so the next run asks again.
 #[allow(clippy::too_many_arguments)]
 fn extract_one(
     llm: &Llm,
@@ -431,7 +443,7 @@ fn extract_one(
     calls: &AtomicUsize,
     tokens: &AtomicUsize,
     count: &dyn Fn(&str) -> usize,
-) -> Result<(bool, Extraction), String> {
+) -> Result<(bool, Extraction, bool), String> {
     let mut x = ChunkExtraction::new(id, text, gleaning);
     let mut transport_errors = 0;
     let mut replies = 0;
@@ -444,6 +456,11 @@ fn extract_one(
                 tokens.fetch_add(sent + count(&reply), Ordering::Relaxed);
                 x.reply(&reply);
             }
+            Err(e) if matches!(e.code, "LLM_INCOMPLETE" | "LLM_BAD_RESPONSE") => {
+                replies += 1;
+                tokens.fetch_add(sent, Ordering::Relaxed);
+                x.failed(e.to_string());
+            }
             Err(e) => {
                 transport_errors += 1;
                 tokens.fetch_add(sent, Ordering::Relaxed);
@@ -451,8 +468,8 @@ fn extract_one(
             }
         }
     }
-    if x.skipped && transport_errors > 0 && replies < transport_errors {
+    if replies == 0 {
         return Err(x.errors.last().cloned().unwrap_or_default());
     }
-    Ok((x.skipped, x.extraction))
+    Ok((x.skipped, x.extraction, transport_errors == 0))
 }

@@ -269,6 +269,8 @@ function optionsOf(url) {
       options[head] = typed(value);
       continue;
     }
+    // `graph=true&graph.hops=1`: a switch turned on and given options.
+    if (options[head] === true) options[head] = Object.create(null);
     options[head] ??= Object.create(null);
     if (typeof options[head] !== 'object') throw bad(key);
     const inner = options[head];

@@ -142,7 +142,7 @@ async function callTool(name, rawArgs, ctx, trace) {
       });
     }
     if (name === 'graph') {
-      const chosen = ctx.choose(loaded, args.bases);
+      const chosen = ctx.choose(loaded, undefined);
       if (ctx.logQueries) trace.query = args.question;
       const framed = ctx.withMissing(await chosen.bases.context(args.question, { graph: true, k: defaults().tools.mcp_k, bases: chosen.live }), chosen.missing);
       Object.assign(trace, { bases: chosen.live, stages: framed.timings, results: framed.included.length, graph: framed.graph.used ? 'used' : framed.graph.fallback?.code });
