@@ -244,7 +244,19 @@ test('"Build graph": progress and cost, paused and resumed after a reload withou
     await page.locator('#llm-form [name=graph]').check();
     await page.locator('#llm-form button').click();
 
-    await page.locator('#build-graph').click();
+    // The page may show every chunk embedded a moment before the worker's last file is (then
+    // the worker answers NOT_READY, as a reader would read it): ask again until it builds.
+    const build = async () => {
+      for (let attempt = 0; attempt < 30; attempt++) {
+        await page.locator('#build-graph').click();
+        const state = await waitState(page, () => (/NOT_READY/.test(document.querySelector('#status').textContent) ? 'wait' : /Reading chunks|^Graph built/.test(document.querySelector('#graph-text').textContent) || /^Graph built/.test(document.querySelector('#status').textContent) ? 'building' : null));
+        if ((await state.jsonValue()) === 'building') return;
+        await page.evaluate(() => (document.querySelector('#status').textContent = ''));
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      throw new Error('the graph never started');
+    };
+    await build();
     await waitState(page, () => /Reading chunks for the graph: [3-9] of \d+ · \d+ LLM calls, \d+ tokens/.test(document.querySelector('#graph-text').textContent));
     await page.locator('#pause-graph').click();
     await waitState(page, () => /Graph paused/.test(document.querySelector('#status').textContent));
@@ -258,7 +270,7 @@ test('"Build graph": progress and cost, paused and resumed after a reload withou
     await page.reload();
     // (Vectors are saved every few seconds: a reload soon after embedding may embed a few again.)
     await waitState(page, () => document.querySelector('#status').textContent.startsWith('Opened') && document.querySelector('#progress-text').textContent === 'every chunk embedded' && /No graph yet/.test(document.querySelector('#graph-text').textContent));
-    await page.locator('#build-graph').click();
+    await build();
     await waitState(page, () => /^Graph built/.test(document.querySelector('#status').textContent));
     const all = firstAsks();
     // Only the chunks in flight when it paused (two calls at a time) are asked about again.

@@ -63,7 +63,7 @@ test('POST /mcp first: the MCP SDK client initializes, lists and searches', () =
   try {
     assert.equal(client.getServerVersion().name, 'sextant');
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['describe', 'fetch', 'search']);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['describe', 'fetch', 'graph', 'search']);
     const found = await client.callTool({ name: 'search', arguments: { query: 'heat transfer', k: 2 } });
     assert.equal(found.isError, undefined, JSON.stringify(found));
     assert.equal(found.structuredContent.results.length, 2);

@@ -622,7 +622,7 @@ $('build-graph').addEventListener('click', async () => {
     $('llm-settings').open = true;
     return say('Set the LLM endpoint first (base URL and model): it reads the chunks.', true);
   }
-  if (current?.pending > 0) return say('Wait until every chunk is embedded, then build the graph.', true);
+  // The worker knows whether every chunk is embedded (NOT_READY says so otherwise).
   $('build-graph').hidden = true;
   $('pause-graph').hidden = false;
   try {
