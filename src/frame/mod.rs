@@ -74,6 +74,19 @@ pub struct Framed {
     pub budget: usize,
 }
 
+/// `text` cut to at most `max` bytes at a character boundary (what bounds a prompt built from
+/// text of unknown origin).
+pub fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 fn is_blocked_char(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || ('\u{202A}'..='\u{202E}').contains(&c)

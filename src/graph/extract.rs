@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::frame::cut;
 use crate::frame::{frame_block, strip_control, FrameChunk};
 use crate::prompt::{ChatMessage, GRAPH_EXTRACT, GRAPH_GLEAN};
 
@@ -110,18 +111,6 @@ pub enum ReplyError {
     /// No JSON object, even repaired.
     #[error("the LLM's reply is not a JSON object of entities and relations ({0})")]
     NotJson(String),
-}
-
-/// `text` cut to at most `max` bytes at a character boundary.
-pub(crate) fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// A name, type or description from a reply: control and invisible characters gone, whitespace

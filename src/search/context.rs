@@ -62,19 +62,7 @@ impl Engine {
         timings: StageTimings,
     ) -> Result<ContextResponse, SearchError> {
         let framed = self.frame(&results, options)?;
-        Ok(ContextResponse {
-            messages: chat_messages(question, &framed.context),
-            refused: framed.included.is_empty(),
-            refusal: REFUSAL.to_string(),
-            system_prompt: SYSTEM_PROMPT.to_string(),
-            results,
-            context: framed.context,
-            included: framed.included,
-            omitted: framed.omitted,
-            tokens: framed.tokens,
-            budget: framed.budget,
-            timings,
-        })
+        Ok(response(question, results, framed, timings))
     }
 
     /// [`Engine::context`] with a graph (`graph: true`): the search, then the graph's search
@@ -243,22 +231,7 @@ impl Engine {
                 });
             }
         }
-        Ok((
-            ContextResponse {
-                messages: chat_messages(question, &framed.context),
-                refused: framed.included.is_empty(),
-                refusal: REFUSAL.to_string(),
-                system_prompt: SYSTEM_PROMPT.to_string(),
-                results,
-                context: framed.context,
-                included: framed.included,
-                omitted: framed.omitted,
-                tokens: framed.tokens,
-                budget: framed.budget,
-                timings,
-            },
-            block,
-        ))
+        Ok((response(question, results, framed, timings), block))
     }
 
     /// [`Engine::context`] with an answer's options (validated whole, LLM settings included).
@@ -270,5 +243,23 @@ impl Engine {
     ) -> Result<Step<ContextResponse>, SearchError> {
         options.validate()?;
         self.context(question, &options.context, clock)
+    }
+}
+
+/// The response of a question's framed context: the chat messages to send, and whether there is
+/// any evidence to answer from.
+fn response(question: &str, results: Vec<SearchResult>, framed: Framed, timings: StageTimings) -> ContextResponse {
+    ContextResponse {
+        messages: chat_messages(question, &framed.context),
+        refused: framed.included.is_empty(),
+        refusal: REFUSAL.to_string(),
+        system_prompt: SYSTEM_PROMPT.to_string(),
+        results,
+        context: framed.context,
+        included: framed.included,
+        omitted: framed.omitted,
+        tokens: framed.tokens,
+        budget: framed.budget,
+        timings,
     }
 }

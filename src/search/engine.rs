@@ -93,13 +93,7 @@ impl Engine {
                     bad("its bytes are not the ones its name promises; deploy the index folder again".into()).into(),
                 );
             }
-            let graph = crate::graph::Graph::from_json(
-                bytes,
-                &manifest.model.sha256,
-                manifest.model.dims,
-                manifest.counts.chunks,
-            )
-            .map_err(|e| bad(e.to_string()))?;
+            let graph = self.read_graph(bytes).map_err(|e| bad(e.to_string()))?;
             self.graph = Some(Arc::new(graph));
             return Ok(());
         }
@@ -111,22 +105,26 @@ impl Engine {
         Ok(self.store.add(name, bytes)?)
     }
 
-    /// Attaches a knowledge graph built for this index outside its manifest (a collection's,
-    /// which the research workspace keeps beside it), checked like a graph file and against the
-    /// index's chunks (a graph of the collection as it was before a change is refused).
-    pub fn attach_graph(&mut self, bytes: &[u8]) -> Result<(), IndexError> {
+    /// A graph file read and checked against this index's model and chunk count.
+    fn read_graph(&self, bytes: &[u8]) -> Result<crate::graph::Graph, crate::graph::GraphError> {
         let manifest = self.store.manifest();
-        let bad = |reason: String| IndexError::BadFile {
-            file: "graph".into(),
-            reason,
-        };
-        let graph = crate::graph::Graph::from_json(
+        crate::graph::Graph::from_json(
             bytes,
             &manifest.model.sha256,
             manifest.model.dims,
             manifest.counts.chunks,
         )
-        .map_err(|e| bad(e.to_string()))?;
+    }
+
+    /// Attaches a knowledge graph built for this index outside its manifest (a collection's,
+    /// which the research workspace keeps beside it), checked like a graph file and against the
+    /// index's chunks (a graph of the collection as it was before a change is refused).
+    pub fn attach_graph(&mut self, bytes: &[u8]) -> Result<(), IndexError> {
+        let bad = |reason: String| IndexError::BadFile {
+            file: "graph".into(),
+            reason,
+        };
+        let graph = self.read_graph(bytes).map_err(|e| bad(e.to_string()))?;
         if self.chunks_digest().as_deref() != Some(graph.chunks_sha256.as_str()) {
             return Err(bad(
                 "it was built for other chunks than this index's (the collection changed since): build the graph again"

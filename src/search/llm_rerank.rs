@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use crate::frame::{frame_block, FrameChunk};
+use crate::frame::{cut, frame_block, FrameChunk};
 use crate::options::{LlmSettings, RerankStrategy, SearchOptions, MAX_K};
 use crate::prompt::{rerank_messages, ChatMessage};
 
@@ -136,18 +136,6 @@ fn passage(n: usize, result: &SearchResult) -> String {
         source: result.url.clone(),
         text,
     })
-}
-
-/// `text` cut to at most `max` bytes at a character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// The ratings of a batch of `count` passages in the judge's reply, in passage order. Lines read
