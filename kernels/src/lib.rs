@@ -9,8 +9,8 @@
 //! quantised on the fly to 16-bit integers with its own scale, so the product runs on the
 //! integer multiply-add of every SIMD set (`pmaddwd`, `vpdpwssd`, WebAssembly's
 //! `i32x4.dot_i16x8_s`): eight multiply-adds per instruction where f32 does four in two. The
-//! sums are exact integers, so every kernel (WebAssembly SIMD, AVX2, AVX-VNNI, plain Rust) gives
-//! the same bits.
+//! sums are exact integers, so every kernel (WebAssembly SIMD, AVX2, AVX-VNNI, AVX-512 VNNI, plain
+//! Rust) gives the same bits.
 //!
 //! Error: the only rounding is `x`'s, each row to levels of its own largest value: as many as
 //! keep every column's sum of products inside an `i32`, at most 32,767 (15 bits, as for all
@@ -28,6 +28,16 @@ pub const PANEL: usize = 8;
 /// Rows of `x` per kernel call: six on x86_64 (twelve accumulators of two panels in AVX2's
 /// sixteen registers), else four.
 const TILE: usize = if cfg!(target_arch = "x86_64") { 6 } else { 4 };
+
+/// Rows of `x` per call of the AVX-512 kernel: twelve accumulators in its 32 registers, so each
+/// load of weights serves twice the rows.
+const WIDE_TILE: usize = 12;
+
+/// Rows of `x` any kernel call may return.
+const MAX_TILE: usize = if cfg!(target_arch = "x86_64") { WIDE_TILE } else { TILE };
+
+/// A kernel call's integer sums: `[row][column]`, the first `tile` rows meaningful.
+type Sums = [[i32; BLOCK]; MAX_TILE];
 
 /// Panels per kernel call: two where a register holds a pair of them (AVX2), else one.
 const GROUP: usize = if cfg!(target_arch = "x86_64") { 2 } else { 1 };
@@ -167,6 +177,7 @@ impl PackedInt8 {
         }
         let mut y = vec![0f32; rows * self.n];
         let simd = Simd::detect();
+        let step = if simd.avx512 { WIDE_TILE } else { TILE };
         let block_len = self.pairs * PANEL * 2 * GROUP;
         for (block, weights) in self.data.chunks(block_len).enumerate() {
             let first = block * BLOCK;
@@ -181,7 +192,7 @@ impl PackedInt8 {
             let weights = Panels { narrow: weights };
             let mut row = 0;
             while row < rows {
-                let tile = TILE.min(rows - row);
+                let tile = step.min(rows - row);
                 let sums = kernel(&xq[row * width..(row + tile) * width], width, &weights, tile, simd);
                 for (r, sums) in sums.iter().take(tile).enumerate() {
                     let out = &mut y[(row + r) * self.n + first..][..columns];
@@ -263,34 +274,45 @@ struct Simd {
     avx2: bool,
     /// AVX-VNNI beside AVX2: its fused multiply-add of pairs.
     vnni: bool,
+    /// AVX-512 with VNNI beside AVX2: the same multiply-add of pairs on both panels at once.
+    avx512: bool,
 }
 
 impl Simd {
-    /// What this CPU has. The only constructor: the kernels trust what it says.
+    /// What this CPU has, less what `SEXTANT_SIMD` leaves out (`portable`, `avx2` or `avx-vnni`:
+    /// the best kernel to use, for side-by-side measurements; unset: the best there is). The only
+    /// constructor: the kernels trust what it says. Read once.
     fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
-            let avx2 = std::arch::is_x86_feature_detected!("avx2");
-            Self {
-                avx2,
-                vnni: avx2 && std::arch::is_x86_feature_detected!("avxvnni"),
-            }
+            static FOUND: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+            *FOUND.get_or_init(|| {
+                let limit = std::env::var("SEXTANT_SIMD").unwrap_or_default();
+                let avx2 = limit != "portable" && std::arch::is_x86_feature_detected!("avx2");
+                let vnni = avx2 && limit != "avx2" && std::arch::is_x86_feature_detected!("avxvnni");
+                let avx512 = avx2
+                    && !matches!(limit.as_str(), "avx2" | "avx-vnni")
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vnni");
+                Self { avx2, vnni, avx512 }
+            })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
             Self {
                 avx2: false,
                 vnni: false,
+                avx512: false,
             }
         }
     }
 }
 
-/// Integer sums for up to [`TILE`] rows of quantised `x` (`tile` rows of `width` values) against
+/// Integer sums for up to [`TILE`] rows ([`WIDE_TILE`] with AVX-512) of quantised `x` (`tile` rows of `width` values) against
 /// up to [`GROUP`] consecutive panels: `[row][column]`.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-fn kernel(xq: &[i16], width: usize, panels: &Panels<'_>, tile: usize, simd: Simd) -> [[i32; BLOCK]; TILE] {
-    debug_assert!(xq.len() == tile * width && tile <= TILE);
+fn kernel(xq: &[i16], width: usize, panels: &Panels<'_>, tile: usize, simd: Simd) -> Sums {
+    debug_assert!(xq.len() == tile * width && tile <= if simd.avx512 { WIDE_TILE } else { TILE });
     let narrow = panels.narrow;
     debug_assert!(narrow.len().is_multiple_of(width * PANEL) && narrow.len() <= width * BLOCK);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -305,9 +327,15 @@ fn kernel(xq: &[i16], width: usize, panels: &Panels<'_>, tile: usize, simd: Simd
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(wide) = panels.wide.filter(|w| w.len() == width * BLOCK && simd.avx2) {
-            // SAFETY: `simd` comes from `Simd::detect`, which found AVX2 (and AVX-VNNI if it says
-            // so) on this CPU.
-            return unsafe { avx2::kernel(xq, width, wide, tile, simd.vnni) };
+            // SAFETY: `simd` comes from `Simd::detect`, which found AVX2 (and AVX-VNNI or
+            // AVX-512 VNNI if it says so) on this CPU.
+            return unsafe {
+                if simd.avx512 {
+                    avx512::kernel(xq, width, wide, tile)
+                } else {
+                    avx2::kernel(xq, width, wide, tile, simd.vnni)
+                }
+            };
         }
         portable(xq, width, narrow, tile)
     }
@@ -319,8 +347,8 @@ fn kernel(xq: &[i16], width: usize, panels: &Panels<'_>, tile: usize, simd: Simd
 
 /// The kernel in plain Rust: the reference every SIMD kernel must equal.
 #[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
-fn portable(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOCK]; TILE] {
-    let mut sums = [[0i32; BLOCK]; TILE];
+fn portable(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> Sums {
+    let mut sums = [[0i32; BLOCK]; MAX_TILE];
     for (panel, weights) in panels.chunks_exact(width * PANEL).enumerate() {
         for (row, x) in xq.chunks_exact(width).take(tile).enumerate() {
             let sums = &mut sums[row][panel * PANEL..(panel + 1) * PANEL];
@@ -338,11 +366,11 @@ fn portable(xq: &[i16], width: usize, panels: &[i8], tile: usize) -> [[i32; BLOC
 mod simd128 {
     use core::arch::wasm32::*;
 
-    use super::{BLOCK, PANEL, TILE};
+    use super::{Sums, BLOCK, MAX_TILE, PANEL, TILE};
 
     /// `R` rows against one panel: per pair of `x` values, the panel's 16 weights widened to two
     /// `i16x8` (columns 0–3 and 4–7), each multiplied-and-added with the pair splatted.
-    pub(super) fn kernel<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> [[i32; BLOCK]; TILE] {
+    pub(super) fn kernel<const R: usize>(xq: &[i16], width: usize, panel: &[i8]) -> Sums {
         assert!(R <= TILE && xq.len() >= R * width && panel.len() >= width * PANEL && width.is_multiple_of(2));
         let mut low = [i32x4_splat(0); R];
         let mut high = [i32x4_splat(0); R];
@@ -357,7 +385,7 @@ mod simd128 {
                 high[r] = i32x4_add(high[r], i32x4_dot_i16x8(x, w_high));
             }
         }
-        let mut sums = [[0i32; BLOCK]; TILE];
+        let mut sums = [[0i32; BLOCK]; MAX_TILE];
         for r in 0..R {
             for lane in 0..4 {
                 sums[r][lane] = lane_of(low[r], lane);
@@ -381,7 +409,7 @@ mod simd128 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{BLOCK, PANEL, TILE};
+    use super::{Sums, BLOCK, MAX_TILE, PANEL, TILE};
 
     /// Up to [`TILE`] rows against two panels of widened weights: per pair of `x` values, each
     /// panel's 16 weights (one vector) multiplied-and-added with the pair broadcast (in one
@@ -390,13 +418,7 @@ mod avx2 {
     /// # Safety
     ///
     /// The CPU must have AVX2, and AVX-VNNI if `vnni`.
-    pub(super) unsafe fn kernel(
-        xq: &[i16],
-        width: usize,
-        panels: &[i16],
-        tile: usize,
-        vnni: bool,
-    ) -> [[i32; BLOCK]; TILE] {
+    pub(super) unsafe fn kernel(xq: &[i16], width: usize, panels: &[i16], tile: usize, vnni: bool) -> Sums {
         assert!(tile <= TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2));
         // SAFETY: the caller guarantees the features; the bounds are asserted above.
         unsafe {
@@ -418,7 +440,7 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn rows<const R: usize>(xq: &[i16], width: usize, panels: &[i16]) -> [[i32; BLOCK]; TILE] {
+    pub(super) unsafe fn rows<const R: usize>(xq: &[i16], width: usize, panels: &[i16]) -> Sums {
         // SAFETY: the same contract.
         unsafe {
             body::<R>(xq, width, panels, |acc, x, w| {
@@ -428,7 +450,7 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,avxvnni")]
-    pub(super) unsafe fn rows_vnni<const R: usize>(xq: &[i16], width: usize, panels: &[i16]) -> [[i32; BLOCK]; TILE] {
+    pub(super) unsafe fn rows_vnni<const R: usize>(xq: &[i16], width: usize, panels: &[i16]) -> Sums {
         // SAFETY: the same contract.
         unsafe { body::<R>(xq, width, panels, |acc, x, w| _mm256_dpwssd_avx_epi32(acc, x, w)) }
     }
@@ -440,7 +462,7 @@ mod avx2 {
         width: usize,
         panels: &[i16],
         madd: impl Fn(__m256i, __m256i, __m256i) -> __m256i,
-    ) -> [[i32; BLOCK]; TILE] {
+    ) -> Sums {
         let second = width * PANEL;
         let mut acc = [[_mm256_setzero_si256(); 2]; R];
         for pair in 0..width / 2 {
@@ -460,13 +482,78 @@ mod avx2 {
                 acc[1] = madd(acc[1], x, w1);
             }
         }
-        let mut sums = [[0i32; BLOCK]; TILE];
+        let mut sums = [[0i32; BLOCK]; MAX_TILE];
         for (sums, acc) in sums.iter_mut().zip(acc) {
             // SAFETY: 16 i32 lanes into 16 i32s.
             unsafe {
                 _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, acc[0]);
                 _mm256_storeu_si256(sums.as_mut_ptr().add(PANEL) as *mut __m256i, acc[1]);
             }
+        }
+        sums
+    }
+}
+
+/// The same product on AVX-512: one 512-bit multiply-add of pairs (`vpdpwssd`) covers both
+/// panels of a row, half the instructions of the AVX2 kernels for the same exact sums.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{Sums, BLOCK, MAX_TILE, PANEL, WIDE_TILE};
+
+    /// Up to [`WIDE_TILE`] rows against two panels of widened weights, as [`super::avx2::kernel`].
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX-512F and AVX-512 VNNI.
+    pub(super) unsafe fn kernel(xq: &[i16], width: usize, panels: &[i16], tile: usize) -> Sums {
+        assert!(
+            tile <= WIDE_TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2)
+        );
+        // SAFETY: the caller guarantees the features; the bounds are asserted above.
+        unsafe {
+            match tile {
+                12 => rows::<12>(xq, width, panels),
+                11 => rows::<11>(xq, width, panels),
+                10 => rows::<10>(xq, width, panels),
+                9 => rows::<9>(xq, width, panels),
+                8 => rows::<8>(xq, width, panels),
+                7 => rows::<7>(xq, width, panels),
+                6 => rows::<6>(xq, width, panels),
+                5 => rows::<5>(xq, width, panels),
+                4 => rows::<4>(xq, width, panels),
+                3 => rows::<3>(xq, width, panels),
+                2 => rows::<2>(xq, width, panels),
+                _ => rows::<1>(xq, width, panels),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn rows<const R: usize>(xq: &[i16], width: usize, panels: &[i16]) -> Sums {
+        let second = width * PANEL;
+        let mut acc = [_mm512_setzero_si512(); R];
+        for pair in 0..width / 2 {
+            // SAFETY (the caller's contract): `second + pair * 16 + 16 <= width * BLOCK` and
+            // `r * width + 2 * pair + 2 <= R * width`. Lanes 0–7: the first panel's columns,
+            // 8–15: the second's, the order of `sums` below.
+            let w = unsafe {
+                let first = _mm256_loadu_si256(panels.as_ptr().add(pair * 16) as *const __m256i);
+                let next = _mm256_loadu_si256(panels.as_ptr().add(second + pair * 16) as *const __m256i);
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(first), next)
+            };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm512_set1_epi32(unsafe {
+                    (xq.as_ptr().add(r * width + pair * 2) as *const i32).read_unaligned()
+                });
+                *acc = _mm512_dpwssd_epi32(*acc, x, w);
+            }
+        }
+        let mut sums = [[0i32; BLOCK]; MAX_TILE];
+        for (sums, acc) in sums.iter_mut().zip(acc) {
+            // SAFETY: 16 i32 lanes into 16 i32s.
+            unsafe { _mm512_storeu_si512(sums.as_mut_ptr() as *mut __m512i, acc) };
         }
         sums
     }
@@ -547,7 +634,9 @@ mod tests {
     fn operands(seed: u64, width: usize) -> (Vec<i16>, Vec<i8>) {
         println!("seed {seed:#x}");
         let mut rng = Rng(seed);
-        let xq = (0..TILE * width).map(|_| (rng.next() % 65_535) as i32 as i16).collect();
+        let xq = (0..MAX_TILE * width)
+            .map(|_| (rng.next() % 65_535) as i32 as i16)
+            .collect();
         let panels = (0..width * BLOCK).map(|_| rng.i8()).collect();
         (xq, panels)
     }
@@ -562,10 +651,11 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             wide: Some(&wide),
         };
-        for tile in 1..=TILE {
+        let simd = Simd::detect();
+        for tile in 1..=if simd.avx512 { WIDE_TILE } else { TILE } {
             let xq = &xq[..tile * width];
             assert_eq!(
-                kernel(xq, width, &panels, tile, Simd::detect()),
+                kernel(xq, width, &panels, tile, simd),
                 portable(xq, width, &panel, tile),
                 "tile {tile}"
             );
@@ -574,20 +664,32 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn both_avx2_kernels_equal_the_portable_one() {
+    fn every_x86_kernel_equals_the_portable_one() {
         let width = 24;
-        let (xq, narrow) = operands(0x0dd_ba11, width);
-        let want = portable(&xq, width, &narrow, TILE);
+        let (all, narrow) = operands(0x0dd_ba11, width);
+        let xq = &all[..TILE * width];
+        let want = portable(xq, width, &narrow, TILE);
         let panels: Vec<i16> = narrow.iter().map(|&v| i16::from(v)).collect();
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: AVX2 checked just above.
-            assert_eq!(unsafe { avx2::rows::<TILE>(&xq, width, &panels) }, want);
+            assert_eq!(unsafe { avx2::rows::<TILE>(xq, width, &panels) }, want);
             // SAFETY: the same.
-            assert_eq!(unsafe { avx2::kernel(&xq, width, &panels, TILE, false) }, want);
+            assert_eq!(unsafe { avx2::kernel(xq, width, &panels, TILE, false) }, want);
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("avxvnni") {
             // SAFETY: both checked just above.
-            assert_eq!(unsafe { avx2::rows_vnni::<TILE>(&xq, width, &panels) }, want);
+            assert_eq!(unsafe { avx2::rows_vnni::<TILE>(xq, width, &panels) }, want);
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vnni") {
+            let xq = &all[..WIDE_TILE * width];
+            let want = portable(xq, width, &narrow, WIDE_TILE);
+            for tile in 1..=WIDE_TILE {
+                // SAFETY: both checked just above.
+                let got = unsafe { avx512::kernel(&xq[..tile * width], width, &panels, tile) };
+                assert_eq!(got[..tile], want[..tile], "AVX-512, tile {tile}");
+            }
+        } else {
+            println!("no AVX-512 VNNI here: its kernel is not run");
         }
     }
 
