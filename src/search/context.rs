@@ -129,11 +129,12 @@ impl Engine {
     }
 
     /// [`Engine::context_of`] with a graph: the graph block first (its own budget,
-    /// `graph_options.token_budget`, taken out of the context's), then the first `max_chunks` of
-    /// the chunks the graph's hits cite (`found`, from [`Engine::chunks_numbered`], best first)
-    /// that the search did not find, then the search's results. The graph
-    /// block cites only chunks framed here; the graph's chunks that were not among the results
-    /// are added to them (score 0, after the search's own).
+    /// `graph_options.token_budget`, taken out of the context's), then the search's results, then
+    /// the first `max_chunks` of the chunks the graph's hits cite (`found`, from
+    /// [`Engine::chunks_numbered`], best first) that the search did not find, in what is left of
+    /// the budget: the graph adds evidence and never pushes out a result the search framed
+    /// within the same budget. The graph block cites only chunks framed here; the graph's chunks
+    /// that were not among the results are added to them (score 0, after the search's own).
     #[allow(clippy::too_many_arguments)]
     pub fn context_with_graph(
         &self,
@@ -153,26 +154,21 @@ impl Engine {
         let embedder = self.embedder_for("framing")?;
         let count = |s: &str| embedder.count_tokens(s);
         let reserve = graph_options.token_budget.min(options.token_budget / 2);
-        // The graph's chunks the search did not find, the first `max_chunks` of them, go first.
+        // The search's results first, then the graph's chunks the search did not find, the
+        // first `max_chunks` of them, in what the results leave of the budget.
         let added: Vec<&(u32, Found)> = found
             .iter()
             .filter(|(_, f)| !results.iter().any(|r| r.chunk_id == f.id))
             .take(graph_options.max_chunks)
             .collect();
-        let mut chunks: Vec<FrameChunk> = added
-            .iter()
-            .map(|(_, f)| FrameChunk {
-                chunk_id: f.id.clone(),
-                source: f.url.clone(),
-                text: f.text.clone(),
-            })
-            .collect();
-        for r in &results {
-            if !chunks.iter().any(|c| c.chunk_id == r.chunk_id) {
+        let mut chunks: Vec<FrameChunk> = Vec::new();
+        let searched = results.iter().map(|r| (&r.chunk_id, &r.url, &r.text));
+        for (chunk_id, source, text) in searched.chain(added.iter().map(|(_, f)| (&f.id, &f.url, &f.text))) {
+            if !chunks.iter().any(|c| &c.chunk_id == chunk_id) {
                 chunks.push(FrameChunk {
-                    chunk_id: r.chunk_id.clone(),
-                    source: r.url.clone(),
-                    text: r.text.clone(),
+                    chunk_id: chunk_id.clone(),
+                    source: source.clone(),
+                    text: text.clone(),
                 });
             }
         }

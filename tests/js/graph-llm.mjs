@@ -2,10 +2,11 @@
 // the core's graph prompts (sextant's defaults().prompts.graph_extract / graph_glean /
 // graph_query) by rules, not by a model, so what the graph must find is known:
 //
-// - extraction: each sentence's runs of capitalised words are entities (a sentence's first word
-//   only with the word after it, so "The" and "It" are not), typed by a small rule (…Labs,
-//   Works, Foundry: organisation; "by X Y" or a two-word name: person; "in X": place; else
-//   product), and every two entities of a sentence are related by the sentence;
+// - extraction: each sentence's runs of capitalised words are entities (leading function words
+//   such as "The", "In" or "He" left out), typed by a small rule (…Labs, Works, Foundry:
+//   organisation; "by X Y", or a name followed by "(born" or its years: person; "in X": place;
+//   else product; month and day names are not entities), and every two entities of a sentence
+//   are related by the sentence;
 // - gleaning: nothing more;
 // - a question: its capitalised runs are its entities; who → person, where → place.
 //
@@ -19,8 +20,12 @@ export const completion = (content) => ({
 });
 
 const ORGANISATION = /\b(Labs|Works|Foundry|Company|Institute|University)$/;
-const CAPITALISED = /\b[A-Z][A-Za-z0-9-]*(?:\s+[A-Z][A-Za-z0-9-]*)*/g;
-const STARTERS = new Set(['The', 'A', 'An', 'It', 'Its', 'Who', 'Where', 'When', 'What', 'Which', 'Most', 'Many', 'Lamp', 'Pump', 'Founders', 'Companies']);
+// Capitalised words, joined by spaces or by "of" and "the" within a name (University of Kansas).
+const CAPITALISED = /(?<![\p{L}\p{N}])\p{Lu}[\p{L}\p{N}-]*(?:\s+(?:(?:of|the)\s+)*\p{Lu}[\p{L}\p{N}-]*)*/gu;
+// Dates are what things have, not things.
+const DATES = new Set('January February March April May June July August September October November December Monday Tuesday Wednesday Thursday Friday Saturday Sunday'.split(' '));
+const FUNCTION_WORDS = 'a an the it its he she his her they their them this that these those there in on at by for from with of to as after before during while although despite since until when where who what which how why most many some each every both all any no yes if but and or so then also here'.split(' ');
+const STARTERS = new Set([...FUNCTION_WORDS.map((w) => w[0].toUpperCase() + w.slice(1)), 'Lamp', 'Pump', 'Founders', 'Companies']);
 
 /** The entities of a sentence: [{name, type}]. */
 export function entitiesOf(sentence) {
@@ -28,14 +33,15 @@ export function entitiesOf(sentence) {
   for (const m of sentence.matchAll(CAPITALISED)) {
     let name = m[0];
     const words = name.split(/\s+/);
-    if (STARTERS.has(words[0])) words.shift();
+    while (words.length && STARTERS.has(words[0])) words.shift();
     name = words.join(' ');
-    if (!name || STARTERS.has(name)) continue;
+    if (!name || STARTERS.has(name) || DATES.has(name)) continue;
     const before = sentence.slice(0, m.index).trimEnd();
     let type = 'product';
     if (ORGANISATION.test(name)) type = 'organisation';
     else if (/\bin$/.test(before)) type = 'place';
     else if (/\bby$/.test(before) && words.length === 2) type = 'person';
+    else if (/^\s*\((born\b|\d{3,4}\b)/.test(sentence.slice(m.index + m[0].length))) type = 'person';
     out.push({ name, type, description: sentence.trim() });
   }
   return out;

@@ -178,6 +178,12 @@ test('frame --graph answers two-hop questions hybrid search alone misses, and de
       assert.ok(graphed.context.startsWith('<retrieved_context source="knowledge graph" chunk_id="graph">'));
       for (const line of graphed.graph.lines) for (const id of line.chunk_ids) assert.ok(graphed.included.includes(id), `${id} cited by the graph is framed`);
       assert.deepEqual(graphed.graph.terms.types, [q.text.startsWith('Who') ? 'person' : 'place']);
+      // The graph adds evidence after the results: what the search frames in the budget the
+      // graph's block leaves (800 - 400 tokens) is framed first, as without the graph.
+      const tight = await runJson(['frame', built.manifest, q.text, '-k', '2', '--token-budget', '400', '--json']);
+      const both = await runJson(['frame', built.manifest, q.text, '-k', '2', '--token-budget', '800', '--graph', ...llm, '--json']);
+      assert.deepEqual(both.included.slice(0, tight.included.length), tight.included, `${q._id}: the results keep their places`);
+      assert.ok(docsOf(both.included.slice(tight.included.length)).includes(hop2), `${q._id}: and the graph's chunks follow: ${both.included}`);
     }
     // No graph: the results alone, and the warning says why.
     const none = await run(['frame', manifest, questions[0].text, '-k', '2', '--graph', '--json']);
