@@ -147,6 +147,36 @@ impl PackedInt8 {
         );
         assert!(epilogue.scale.len() == self.n && epilogue.bias.is_none_or(|b| b.len() == self.n));
         assert!(residual.is_none_or(|r| r.len() == rows * self.n));
+        #[cfg(target_arch = "x86_64")]
+        if Simd::detect().avx2 {
+            // SAFETY: `Simd::detect` found AVX2 on this CPU.
+            return unsafe { self.product_avx2(x, rows, epilogue, residual) };
+        }
+        self.product_in(x, rows, epilogue, residual)
+    }
+
+    /// [`PackedInt8::product`] compiled for AVX2, so the rows' rounding, the epilogue and GELU
+    /// run eight lanes at a time: the same operations in the same order (Rust fuses no
+    /// multiply-add by itself), so the same bits.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn product_avx2(
+        &self,
+        x: &[f32],
+        rows: usize,
+        epilogue: &Epilogue<'_>,
+        residual: Option<&[f32]>,
+    ) -> Vec<f32> {
+        self.product_in(x, rows, epilogue, residual)
+    }
+
+    /// The body of [`PackedInt8::product`], its arguments checked.
+    #[inline(always)]
+    fn product_in(&self, x: &[f32], rows: usize, epilogue: &Epilogue<'_>, residual: Option<&[f32]>) -> Vec<f32> {
         let width = self.pairs * 2;
         // Each row quantised with its own scale: x ≈ xq · row_scale.
         let mut xq = vec![0i16; rows * width];
@@ -156,15 +186,7 @@ impl PackedInt8 {
             .zip(xq.chunks_exact_mut(width))
             .zip(&mut row_scale)
         {
-            // A NaN anywhere makes the row's largest value NaN, so the row comes out NaN, as the
-            // f32 product would.
-            let largest = values.iter().fold(0f32, |m, v| {
-                if m.is_nan() || v.is_nan() {
-                    f32::NAN
-                } else {
-                    m.max(v.abs())
-                }
-            });
+            let largest = largest_magnitude(values);
             if largest > 0.0 && largest.is_finite() {
                 *scale = largest / self.levels;
                 let inverse = self.levels / largest;
@@ -218,6 +240,32 @@ impl PackedInt8 {
         }
         y
     }
+}
+
+/// The largest `|v|` of `values`, or NaN if any is NaN (so a row with a NaN comes out NaN, as
+/// the f32 product would). Eight running maxima, independent so they vectorise: the largest of
+/// a set is the same value in any order, so this is the bits of a plain fold.
+#[inline(always)]
+fn largest_magnitude(values: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let mut nan = false;
+    let mut rest = values.chunks_exact(8);
+    for chunk in &mut rest {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            let a = v.abs();
+            nan |= a.is_nan();
+            *lane = if a > *lane { a } else { *lane };
+        }
+    }
+    for (lane, v) in lanes.iter_mut().zip(rest.remainder()) {
+        let a = v.abs();
+        nan |= a.is_nan();
+        *lane = if a > *lane { a } else { *lane };
+    }
+    if nan {
+        return f32::NAN;
+    }
+    lanes.into_iter().fold(0f32, |m, l| if l > m { l } else { m })
 }
 
 /// `x` rounded to the nearest integer, halves away from zero, then clamped to `±levels`, as an
@@ -699,6 +747,39 @@ mod tests {
             bias,
             gelu: false,
         }
+    }
+
+    #[test]
+    fn the_largest_magnitude_is_the_plain_folds() {
+        let seed = 0x1a59_e570_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        let plain = |values: &[f32]| {
+            values.iter().fold(0f32, |m, v| {
+                if m.is_nan() || v.is_nan() {
+                    f32::NAN
+                } else {
+                    m.max(v.abs())
+                }
+            })
+        };
+        for len in [0, 1, 7, 8, 9, 17, 384, 1536, 1537] {
+            let mut values: Vec<f32> = (0..len).map(|_| rng.f32() * 100.0).collect();
+            assert_eq!(
+                largest_magnitude(&values).to_bits(),
+                plain(&values).to_bits(),
+                "{len} values"
+            );
+            if len > 0 {
+                let at = (rng.next() as usize) % len;
+                values[at] = f32::NEG_INFINITY;
+                assert_eq!(largest_magnitude(&values), f32::INFINITY);
+                values[(rng.next() as usize) % len] = -0.0;
+                values[at] = f32::NAN;
+                assert!(largest_magnitude(&values).is_nan(), "a NaN at {at} of {len}");
+            }
+        }
+        assert_eq!(largest_magnitude(&[-0.0, 0.0]).to_bits(), 0f32.to_bits());
     }
 
     #[test]
