@@ -328,7 +328,8 @@ struct Simd {
 
 impl Simd {
     /// What this CPU has, less what `SEXTANT_SIMD` leaves out (`portable`, `avx2` or `avx-vnni`:
-    /// the best kernel to use, for side-by-side measurements; unset: the best there is). The only
+    /// the best kernel to use, for side-by-side measurements; unset: the best there is; anything
+    /// else: the best there is, said once on stderr). The only
     /// constructor: the kernels trust what it says. Read once.
     fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
@@ -336,6 +337,12 @@ impl Simd {
             static FOUND: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
             *FOUND.get_or_init(|| {
                 let limit = std::env::var("SEXTANT_SIMD").unwrap_or_default();
+                if !matches!(limit.as_str(), "" | "portable" | "avx2" | "avx-vnni") {
+                    // It exists for side-by-side measurements: a misspelt cap must not pass for one.
+                    eprintln!(
+                        "sextant: SEXTANT_SIMD={limit:?} is not one of portable, avx2, avx-vnni; using the best kernel this CPU has"
+                    );
+                }
                 let avx2 = limit != "portable" && std::arch::is_x86_feature_detected!("avx2");
                 let vnni = avx2 && limit != "avx2" && std::arch::is_x86_feature_detected!("avxvnni");
                 let avx512 = avx2
