@@ -3,7 +3,8 @@
 // (`sextant build --site`'s `model_body`, without its word table); then, with the body, the row
 // files each query's tokens are in (each file fetched once a session). The rows a query needs
 // depend only on its words, so any site built with the model measures them; each query set runs
-// as one session, in its order. The body's vectors are checked against the whole model's.
+// as one session, in its order. The body's vectors are checked against the whole model's (with
+// the body's weights: int5 when packed).
 // node bench/model-bytes.mjs <built site dir> <queries.jsonl>...   → one JSON line
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -29,7 +30,8 @@ const once = {
 };
 const index = pathToFileURL(path.join(dir, entry.index)).href;
 const plainDisk = async (url) => new Response(readFileSync(fileURLToPath(url)));
-const whole = await Sextant.load({ index, model: readFileSync(path.join(dir, entry.model)), tokenizer: readFileSync(path.join(dir, entry.tokenizer)), fetch: plainDisk });
+// The whole model with the body's weights (five bits when `build --site` packed it): the same bits.
+const whole = await Sextant.load({ index, model: readFileSync(path.join(dir, entry.model)), tokenizer: readFileSync(path.join(dir, entry.tokenizer)), fetch: plainDisk, weights: entry.model_body_weights });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sets = [];
 for (const file of querySets) {
@@ -68,4 +70,4 @@ for (const file of querySets) {
   });
 }
 whole.free();
-console.log(JSON.stringify({ once, sets }));
+console.log(JSON.stringify({ model_body_weights: entry.model_body_weights ?? "int8", once, sets }));

@@ -260,8 +260,9 @@ export function makeApi(wasm, initialise) {
      * index's manifest (`sextant build --site` writes `sextant/index/manifest.*.json`; its files
      * are fetched from beside it as queries need them) or a packed index (`.sxt`, URL or bytes).
      * model and tokenizer are URLs or bytes. on_progress({file, loaded, total}) reports downloads.
-     * weights: 'int8' (default: fastest, least memory) or 'f32' (the CLI's f32 products: about
-     * 31 MB more memory, twice the query time). fetch: the fetch
+     * weights: 'int8' (default: fastest, least memory), 'int5' (int8 rounded to five bits in
+     * groups, as a site's packed model body computes: the search box's own vectors) or 'f32' (the
+     * CLI's f32 products: about 31 MB more memory, twice the query time). fetch: the fetch
      * used for every URL (a Worker passes its ASSETS binding's). max_index_bytes: over a split
      * index, the most bytes of keyword shards, fragments and vector blocks kept between queries
      * (the least recently used go first, fetched again if needed; default: no limit).
@@ -318,7 +319,9 @@ export function makeApi(wasm, initialise) {
         throw new SextantError('BAD_ARGUMENT', 'this model is a body without its word table: pass its URL (its row files are fetched from beside it), or the whole model.onnx');
       }
       if (method === 'loadModel' && isUrlLike(model)) await checkBodyName(model, modelBytes);
-      call(() => this.#engine[method](modelBytes, tokenizerBytes, rest));
+      // An option given as undefined is an option not given (its default).
+      const given = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+      call(() => this.#engine[method](modelBytes, tokenizerBytes, given));
       // A model body (sextant build --site's `model_body`) fetches its word table's rows from
       // beside it as queries need them.
       if (method === 'loadModel' && call(() => this.#engine.modelFileNames()).length) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Cranfield bundle built by the native CLI and the CLI's own results for the first 25
-# queries in every mode (`sextant search --json`), with int8 weights (the default: expected.jsonl)
-# and f32 weights (expected-f32.jsonl), and by page (expected-pages.jsonl): what the wasm and
-# Worker parity tests compare against.
+# queries in every mode (`sextant search --json`), with int8 weights (the default: expected.jsonl),
+# f32 weights (expected-f32.jsonl) and five-bit layers (expected-int5.jsonl), and by page
+# (expected-pages.jsonl): what the wasm and Worker parity tests compare against.
 # Rebuilt only when the CLI, this script or the corpus changes. Prints the folder.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -15,7 +15,7 @@ if [ "$(cat "$dir/key" 2>/dev/null)" != "$key" ]; then
   echo "parity: building the Cranfield bundle with the native CLI" >&2
   "$SEXTANT_BIN" build tests/fixtures/cranfield/corpus.jsonl -o "$dir/cranfield.sxt" >&2
   head -n 25 tests/fixtures/cranfield/queries.jsonl > "$dir/queries.jsonl"
-  for weights in int8 f32; do
+  for weights in int8 f32 int5; do
     out="$dir/expected.jsonl"
     [ "$weights" = int8 ] || out="$dir/expected-$weights.jsonl"
     : > "$out.tmp"

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::chunk::{collect_chunks, ChunkedCorpus, Document, Section};
 use crate::codec::ByteReader;
 use crate::config::BuildConfig;
-use crate::embed::{Embedder, ModelSpec, ModelTokenizer, TextKind};
+use crate::embed::{Embedder, ModelSpec, ModelTokenizer, TextKind, Weights};
 use crate::error_code::ErrorCode;
 use crate::index::writer::BuiltIndex;
 use crate::index::IndexStore;
@@ -26,6 +26,8 @@ use crate::loader::{load_file, LoadError};
 const VECTORS_MAGIC_F32: &[u8; 8] = b"SXTVECS\x01";
 /// The first bytes of saved vectors computed with int8 weights.
 const VECTORS_MAGIC_INT8: &[u8; 8] = b"SXTVECS\x02";
+/// The first bytes of saved vectors computed with five-bit layer weights (`embed::int5`).
+const VECTORS_MAGIC_INT5: &[u8; 8] = b"SXTVECS\x03";
 
 /// Why a collection refused a change.
 #[derive(Debug, thiserror::Error)]
@@ -492,10 +494,10 @@ impl Collection {
 
     /// The magic of saved vectors made with this collection's weights.
     fn vectors_magic(&self) -> &'static [u8; 8] {
-        if self.spec.weights.is_f32() {
-            VECTORS_MAGIC_F32
-        } else {
-            VECTORS_MAGIC_INT8
+        match self.spec.weights {
+            Weights::F32 => VECTORS_MAGIC_F32,
+            Weights::Int8 => VECTORS_MAGIC_INT8,
+            Weights::Int5 => VECTORS_MAGIC_INT5,
         }
     }
 
@@ -522,11 +524,17 @@ impl Collection {
         let mut r = ByteReader::new(bytes);
         let magic = r.take(8).map_err(|e| bad(e.to_string()))?;
         if magic != self.vectors_magic() {
-            return Err(bad(if magic == VECTORS_MAGIC_F32 || magic == VECTORS_MAGIC_INT8 {
-                "vectors saved with the other weights (f32 and int8 passages differ in their last bits); they are embedded again".into()
-            } else {
-                "not a sextant vectors file".into()
-            }));
+            return Err(bad(
+                if [VECTORS_MAGIC_F32, VECTORS_MAGIC_INT8, VECTORS_MAGIC_INT5]
+                    .iter()
+                    .any(|m| magic == *m)
+                {
+                    "vectors saved with other weights (f32, int8 and int5 passages differ); they are embedded again"
+                        .into()
+                } else {
+                    "not a sextant vectors file".into()
+                },
+            ));
         }
         let dims = r.u32().map_err(|e| bad(e.to_string()))? as usize;
         if dims != self.dims {

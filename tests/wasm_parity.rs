@@ -19,6 +19,7 @@ static GOLDEN: &str = include_str!("fixtures/golden/minilm-int8-embeddings.jsonl
 static BUNDLE: &[u8] = include_bytes!(concat!(env!("SEXTANT_PARITY_DIR"), "/cranfield.sxt"));
 static EXPECTED: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected.jsonl"));
 static EXPECTED_F32: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected-f32.jsonl"));
+static EXPECTED_INT5: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected-int5.jsonl"));
 static EXPECTED_PAGES: &str = include_str!(concat!(env!("SEXTANT_PARITY_DIR"), "/expected-pages.jsonl"));
 
 fn embedder() -> TractEmbedder {
@@ -146,9 +147,13 @@ fn assert_same_ranking(got: &[(&str, f32)], want: &[(&str, f32)], context: &str)
 
 #[wasm_bindgen_test]
 fn cranfield_results_match_the_native_cli() {
-    // int8 weights (integer products, the default) and f32 weights, each against the CLI's
-    // results with the same weights.
-    for (weights, expected) in [(Weights::Int8, EXPECTED), (Weights::F32, EXPECTED_F32)] {
+    // int8 weights (integer products, the default), f32 weights and five-bit layers (what a
+    // site's packed model body computes), each against the CLI's results with the same weights.
+    for (weights, expected) in [
+        (Weights::Int8, EXPECTED),
+        (Weights::F32, EXPECTED_F32),
+        (Weights::Int5, EXPECTED_INT5),
+    ] {
         let embedder =
             TractEmbedder::from_vec_with(MODEL.to_vec(), TOKENIZER, &ModelOptions::default(), weights).unwrap();
         results_match(Arc::new(embedder), expected, weights);

@@ -23,7 +23,12 @@ pub fn fusion_parser() -> impl TypedValueParser<Value = Fusion> {
 
 /// Parses `--weights`.
 pub fn weights_parser() -> impl TypedValueParser<Value = Weights> {
-    PossibleValuesParser::new(["int8", "f32"]).try_map(|s| s.parse::<Weights>())
+    PossibleValuesParser::new(Weights::NAMES).try_map(|s| s.parse::<Weights>())
+}
+
+/// Parses `--body-weights`: the weights a model body can be packed with.
+pub fn body_weights_parser() -> impl TypedValueParser<Value = Weights> {
+    PossibleValuesParser::new(["int5", "int8"]).try_map(|s| s.parse::<Weights>())
 }
 
 /// Parses `--page-score`.

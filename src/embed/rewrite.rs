@@ -65,7 +65,8 @@ pub(super) fn prepare_graph(
     };
     match weights {
         Weights::F32 => prepared.folded = extract_folded_weights(graph)?,
-        Weights::Int8 => {
+        // `Weights::Int5` is `Weights::Int8` once its weights are rounded (`int5`).
+        Weights::Int8 | Weights::Int5 => {
             int8_matmuls(graph)?;
             exact_ops(graph);
             scale_after_matmul(graph);
@@ -649,6 +650,22 @@ fn float_tensor(name: &str, dims: &[i64], values: &[f32]) -> pb::TensorProto {
         raw_data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
         ..Default::default()
     }
+}
+
+/// The int8 weights of products with one scale per column (`MatMul(x, Mul(Cast(q), s))`, what
+/// [`int8_matmuls`] takes): the weights `int5` rounds and packs.
+pub(super) fn product_weights(graph: &pb::GraphProto) -> Vec<String> {
+    let int8: HashSet<&str> = graph
+        .initializer
+        .iter()
+        .filter(|t| t.data_type == pb::tensor_proto::DataType::Int8 as i32 && t.dims.len() == 2)
+        .map(|t| t.name.as_str())
+        .collect();
+    dequant_pairs(graph)
+        .into_iter()
+        .filter(|d| int8.contains(d.q.as_str()) && scaled_product(graph, d).is_some())
+        .map(|d| d.q)
+        .collect()
 }
 
 /// The `MatMul(x, w)` that is the only reader of the dequantised weight `w = Mul(Cast(q), s)`,

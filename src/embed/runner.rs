@@ -75,6 +75,12 @@ impl TractEmbedder {
         options: &ModelOptions,
         weights: Weights,
     ) -> Result<Self, EmbedError> {
+        // A body packed at five bits computes what `Weights::Int5` does with integer products.
+        let weights = if weights == Weights::Int8 && super::int5::is_packed(&proto) {
+            Weights::Int5
+        } else {
+            weights
+        };
         let loaded = load_plan(proto, weights)?;
         // After the protobuf is freed, so the tokenizer reuses that memory.
         let tokenizer_impl = ModelTokenizer::from_bytes(tokenizer, options.max_tokens)?;
@@ -408,6 +414,17 @@ pub(super) fn load_plan(mut proto: pb::ModelProto, weights: Weights) -> Result<L
         .with_ignore_value_info(true)
         .with_ignore_output_shapes(true);
     let body = body_info(&proto)?;
+    // A body packed at five bits holds the values `Weights::Int5` rounds a whole model to.
+    super::int5::unpack_graph(&mut proto)?;
+    let weights = match weights {
+        Weights::Int5 => {
+            if let Some(graph) = proto.graph.as_mut() {
+                super::int5::round_products(graph);
+            }
+            Weights::Int8
+        }
+        other => other,
+    };
     let mut prepared = match proto.graph.as_mut() {
         Some(graph) => prepare_graph(graph, weights, body.as_ref()).map_err(bad)?,
         None => Default::default(),

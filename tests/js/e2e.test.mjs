@@ -221,7 +221,9 @@ test('the modal with the keyboard only: Ctrl+K and "/" open it, results are anno
   assert.equal(last.query, query);
   assert.equal(last.pages, pages);
   assert.ok(last.results >= pages && last.ms >= 0 && ['keyword', 'hybrid'].includes(last.mode), JSON.stringify(last));
-  // "/" opens it again with the query kept; Enter opens the chosen result.
+  // "/" opens it again with the query kept (once focus has left the closed dialog: "/" typed
+  // into a field is a slash); Enter opens the chosen result.
+  await page.waitForFunction(() => !document.querySelector('dialog.sextant-modal').contains(document.activeElement));
   await page.keyboard.press('/');
   await page.waitForFunction(() => document.querySelector('dialog.sextant-modal').open && document.activeElement?.classList.contains('sextant-input'));
   assert.equal(await input.inputValue(), query);

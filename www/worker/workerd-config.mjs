@@ -12,7 +12,7 @@ export const distDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '
  * its default in wrangler.toml [vars] and www/content/workers.md; empty means the default):
  * LLM_BASE_URL, LLM_MODEL, LLM_API_KEY (none: /ask answers LLM_NOT_CONFIGURED), LLM_TIMEOUT_MS
  * (60000), SEXTANT_TOKEN (none), CORS_ORIGINS (none: "*" opens the read-only routes only),
- * SEXTANT_HOSTS (none: loopback names and *.workers.dev), SEXTANT_WEIGHTS (int8), SEXTANT_MAX_REQUEST_BYTES (65536), SEXTANT_MAX_INDEX_BYTES
+ * SEXTANT_HOSTS (none: loopback names and *.workers.dev), SEXTANT_WEIGHTS (the site's model_body_weights, else int8), SEXTANT_MAX_REQUEST_BYTES (65536), SEXTANT_MAX_INDEX_BYTES
  * (24000000), SEXTANT_BASES (docs=sextant), SEXTANT_LOG_QUERIES (off), SEXTANT_ASK_MAX_K (6) and
  * SEXTANT_ASK_MAX_TOKEN_BUDGET (1500) without a token; OTEL_EXPORTER_OTLP_ENDPOINT,
  * OTEL_EXPORTER_OTLP_HEADERS and OTEL_SERVICE_NAME (no traces without an endpoint).

@@ -61,6 +61,11 @@ pub struct BuildArgs {
     /// https://blog.example.com/sextant/,0.5. Its host must allow this site's origin (CORS).
     #[arg(long = "merge-index", value_name = "URL[,WEIGHT]", requires = "site", value_parser = super::site::parse_merged_site)]
     merge_index: Vec<super::site::MergedSite>,
+    /// With --site: how the search box's model body holds its layer weights: int5 (five bits in
+    /// groups, 64% of int8's bytes, hybrid nDCG@10 within 0.005 of int8's: BENCHMARKS.md) or
+    /// int8 (the whole model's). Queries in the Worker of the site use the same (`/embed`).
+    #[arg(long, value_name = "WEIGHTS", default_value = "int5", requires = "site", value_parser = crate::flags::body_weights_parser())]
+    body_weights: sextant::embed::Weights,
     /// Send the build's OpenTelemetry spans (rag.ingest, rag.embed) as OTLP/JSON to this
     /// collector's traces endpoint (http://host:4318/v1/traces) once it is done.
     #[arg(long, value_name = "URL", conflicts_with = "site")]
@@ -97,6 +102,9 @@ pub struct MergeArgs {
     /// Other sites' search merged into the box, as with --site.
     #[arg(long = "merge-index", value_name = "URL[,WEIGHT]", value_parser = super::site::parse_merged_site)]
     merge_index: Vec<super::site::MergedSite>,
+    /// How the search box's model body holds its layer weights, as with --site.
+    #[arg(long, value_name = "WEIGHTS", default_value = "int5", value_parser = crate::flags::body_weights_parser())]
+    body_weights: sextant::embed::Weights,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -116,6 +124,7 @@ pub fn merge(args: MergeArgs) -> Result<()> {
         json: args.json,
         plan: super::site::SitePlan::Merge(args.partials),
         merge: args.merge_index,
+        body_weights: args.body_weights,
     })
 }
 
@@ -208,6 +217,7 @@ fn build(args: BuildArgs) -> Result<()> {
                 _ => super::site::SitePlan::Whole,
             },
             merge: args.merge_index,
+            body_weights: args.body_weights,
         });
     }
     let otlp = args.otlp.as_deref().map(crate::otlp::Otlp::new).transpose()?;

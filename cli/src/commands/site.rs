@@ -17,6 +17,7 @@ use serde::Serialize;
 use sextant::chunk::Document;
 use sextant::config::{BuildConfig, InputConfig};
 use sextant::digest::sha256_hex;
+use sextant::embed::Weights;
 use sextant::loader::load_site_page;
 
 use crate::indexing::{build_index, oversized, write_atomically, BuildStats};
@@ -42,6 +43,8 @@ pub struct SiteBuild {
     pub plan: SitePlan,
     /// `--merge-index`: other sites the search box searches too.
     pub merge: Vec<MergedSite>,
+    /// `--body-weights`: the model body's layer weights (`Weights::Int5` packs them).
+    pub body_weights: sextant::embed::Weights,
 }
 
 /// Another site whose search the box merges (`--merge-index URL[,WEIGHT]`): written into
@@ -166,6 +169,11 @@ struct EntryManifest {
     /// (`sextant::embed::rows`): what the drop-in UI loads (absent when the model cannot be cut).
     #[serde(skip_serializing_if = "Option::is_none")]
     model_body: Option<String>,
+    /// How the body holds its layer weights ("int5": packed at five bits, `sextant::embed::int5`;
+    /// absent: int8, the whole model's): the weights a Worker serving this site embeds queries
+    /// with, so `/embed` gives the search box's own vectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_body_weights: Option<sextant::embed::Weights>,
     tokenizer: String,
     package: String,
     worker: String,
@@ -394,6 +402,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         json,
         plan,
         merge,
+        body_weights,
     } = build;
     let site = site.as_path();
     if !site.is_dir() {
@@ -498,7 +507,12 @@ pub fn run(build: SiteBuild) -> Result<()> {
     // rows in small files, fetched as queries need them (`sextant::embed::rows`); the whole model
     // stays for what reads every row (collections, the Worker).
     let (model_body, body_len) = match sextant::embed::rows::split_model(&model) {
-        Ok(parts) => {
+        Ok(mut parts) => {
+            if body_weights == Weights::Int5 {
+                (parts.body, _) = sextant::embed::int5::pack_body(&parts.body).context(
+                    "packing the model body's layer weights at five bits (--body-weights int8 keeps them whole)",
+                )?;
+            }
             let len = parts.body.len() as u64;
             for (name, bytes) in parts.row_files {
                 add(format!("{MODEL_DIR}/{name}"), bytes, true);
@@ -547,6 +561,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         generator: manifest.generator.clone(),
         index: index_name,
         model: model_name,
+        model_body_weights: (model_body.is_some() && body_weights == Weights::Int5).then_some(Weights::Int5),
         model_body,
         tokenizer: tokenizer_name,
         worker: format!("{package_name}ui/search-worker.js"),

@@ -155,10 +155,16 @@ async function asset(env, name) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-/** How the model's weights are held: SEXTANT_WEIGHTS, int8 by default (a 128 MB isolate). */
-function weightsOf(env) {
-  return env.SEXTANT_WEIGHTS || 'int8';
+/**
+ * How the model's weights are held: SEXTANT_WEIGHTS, else as the first base's search box holds
+ * them (its sextant.json's `model_body_weights`, "int5" when `build --site` packed the body), so
+ * /embed gives the page's own vectors; else int8. All integer products (a 128 MB isolate).
+ */
+function weightsOf(env, manifest) {
+  return env.SEXTANT_WEIGHTS || manifest?.model_body_weights || 'int8';
 }
+
+let loadedWeights = null; // what the loaded engine uses
 
 /**
  * Loads the bases once; concurrent first requests share the same load. A base whose assets are
@@ -183,6 +189,7 @@ function getEngine(env) {
     if (found.length === 0) throw new HttpError(unavailable[0].code, unavailable.map((u) => `${u.base}: ${u.message}`).join('; '));
     // The model and tokenizer of the first base: every base must be built with the same one.
     const first = found[0];
+    const weights = weightsOf(env, first.manifest);
     const [model, tokenizer] = await Promise.all([asset(env, `${first.folder}/${first.manifest.model}`), asset(env, `${first.folder}/${first.manifest.tokenizer}`)]);
     let bases;
     try {
@@ -194,7 +201,7 @@ function getEngine(env) {
         bases: found.map(({ name, folder, manifest }) => ({ name, index: `http://assets/${folder}/${manifest.index}` })),
         model,
         tokenizer,
-        weights: weightsOf(env),
+        weights,
         // One budget for all the bases' index files.
         max_index_bytes: Math.floor(maxIndexBytes(env) / found.length),
         // Objects in packs are read with Range requests, which the ASSETS binding and R2 answer
@@ -210,11 +217,14 @@ function getEngine(env) {
       });
     } catch (e) {
       // A bad value here is the Worker's configuration, not the request: say what to set.
-      if (e.code === 'BAD_ARGUMENT' && /weights/.test(e.message)) throw new HttpError('BAD_CONFIG', `SEXTANT_WEIGHTS is ${JSON.stringify(weightsOf(env))}: ${e.message}; fix it in wrangler.toml [vars]`);
+      if (e.code === 'BAD_ARGUMENT' && /weights/.test(e.message)) throw new HttpError('BAD_CONFIG', env.SEXTANT_WEIGHTS
+        ? `SEXTANT_WEIGHTS is ${JSON.stringify(weights)}: ${e.message}; fix it in wrangler.toml [vars]`
+        : `${first.name}'s sextant.json holds its model body's weights as ${JSON.stringify(weights)}: ${e.message}; build the site again with this version, or set SEXTANT_WEIGHTS in wrangler.toml [vars]`);
       if (e.failed) e.failed = [...unavailable, ...e.failed];
       throw e;
     }
     loadMs = Date.now() - started;
+    loadedWeights = weights;
     loadedAt = new Date().toISOString();
     // Bases not loaded are reported in the order SEXTANT_BASES lists them.
     const names = configured.map((c) => c.name);
@@ -503,7 +513,7 @@ async function embed(url, env, trace) {
   for (const b of bytes) binary += String.fromCharCode(b);
   const model = sextant.manifest().model;
   trace.bases = [name];
-  const body = { model: { sha256: model.sha256, tokenizer_sha256: model.tokenizer_sha256, dims: model.dims }, weights: weightsOf(env), vector: btoa(binary) };
+  const body = { model: { sha256: model.sha256, tokenizer_sha256: model.tokenizer_sha256, dims: model.dims }, weights: loadedWeights, vector: btoa(binary) };
   return json(body, 200, { 'cache-control': 'public, max-age=86400' });
 }
 
@@ -642,7 +652,7 @@ async function healthz(env) {
     engine: loaded ? 'loaded' : 'not loaded',
     loaded_at: loadedAt,
     load_ms: loadMs,
-    weights: weightsOf(env),
+    weights: loaded ? loadedWeights : weightsOf(env),
     files: env.SEXTANT_R2 ? 'r2' : 'assets',
     bases: configured.map(({ name, folder }) => {
       const missing = loaded?.unavailable.find((u) => u.base === name);
