@@ -2,7 +2,7 @@
 //! of the exact int8 top 10 (every chunk's int8 vector scored, `vector_search: exact`) in the
 //! dense top 10 the partitioned index returns, and the share of the binary codes read.
 //!
-//! `cargo run --release --example probe_recall -- <index.sxt> <queries.jsonl> <model dir>`
+//! `cargo run --release --example probe_recall -- <index.sxt | split index manifest.json> <queries.jsonl> <model dir>`
 //! (scripts/bench-probe.sh runs it). Prints one JSON line per probe count.
 
 use std::sync::Arc;
@@ -27,13 +27,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("usage: probe_recall <index.sxt> <queries.jsonl> <model dir>");
         std::process::exit(2);
     }
-    let bytes = std::fs::read(&args[1])?;
     let queries = parse_queries(&std::fs::read_to_string(&args[2])?)?;
     let model = std::fs::read(format!("{}/model.onnx", args[3]))?;
     let tokenizer = std::fs::read(format!("{}/tokenizer.json", args[3]))?;
-    let packed = Packed::parse(&bytes)?;
-    let files: Vec<(String, Vec<u8>)> = packed.files.iter().map(|(n, b)| (n.to_string(), b.to_vec())).collect();
-    let manifest = IndexManifest::from_json(packed.manifest)?;
+    let (manifest, files) = if args[1].ends_with(".json") {
+        // A split index (`build --site`'s sextant/index/manifest.*.json): its files beside it.
+        let path = std::path::Path::new(&args[1]);
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(path.parent().ok_or("the manifest has no folder")?)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type()?.is_file() && !name.starts_with("manifest.") {
+                files.push((name, std::fs::read(entry.path())?));
+            }
+        }
+        (IndexManifest::from_json(&std::fs::read(path)?)?, files)
+    } else {
+        let bytes = std::fs::read(&args[1])?;
+        let packed = Packed::parse(&bytes)?;
+        let files: Vec<(String, Vec<u8>)> = packed.files.iter().map(|(n, b)| (n.to_string(), b.to_vec())).collect();
+        (IndexManifest::from_json(packed.manifest)?, files)
+    };
     let partitions = manifest.files.vectors.codes.objects(manifest.counts.chunks);
     let embedder = Arc::new(TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default())?);
     let vectors: Vec<Vec<f32>> = queries

@@ -567,6 +567,101 @@ impl BlockFile {
     }
 }
 
+/// Rounds of balanced k-means in [`partition_order`] at most (it stops when no chunk moves).
+const PARTITION_ROUNDS: usize = 8;
+/// The nearest partitions each chunk asks for in a round of [`partition_order`], best first; a
+/// chunk all of whose are full goes to the nearest with room.
+const PARTITION_CHOICES: usize = 4;
+
+/// Chunks in partition order: the code files (`code_file_chunks` each, the last the rest) as
+/// clusters of their own, so that the partitions a query's nearest centroids name hold more of
+/// its nearest chunks. Starting from [`cluster_order`] cut into runs of `part`, each round of a
+/// balanced k-means gives every partition its members' mean direction, and then chunks in order of
+/// how near they are to a centroid (best pairs first) go to the nearest partitions with room, each
+/// partition keeping its size; at most [`PARTITION_ROUNDS`] rounds. Within a partition chunks keep
+/// their cluster order, so a vector block (a multiple of which a partition is) still holds similar
+/// vectors. Deterministic: sums in one order, ties broken by partition and chunk number. With one
+/// partition, the cluster order itself.
+pub fn partition_order(vectors: &[Vec<f32>], dims: usize, part: usize, leaf: usize) -> Vec<u32> {
+    let order = cluster_order(vectors, dims, leaf);
+    let n = order.len();
+    let part = part.max(1);
+    let count = n.div_ceil(part);
+    if count <= 1 {
+        return order;
+    }
+    let capacity: Vec<usize> = (0..count).map(|p| part.min(n - p * part)).collect();
+    let mut assigned = vec![0usize; n];
+    for (i, &c) in order.iter().enumerate() {
+        assigned[c as usize] = i / part;
+    }
+    let dot = |a: &[f32], b: &[f32]| -> f32 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
+    for _ in 0..PARTITION_ROUNDS {
+        let mut sums = vec![vec![0f64; dims]; count];
+        for (c, &p) in assigned.iter().enumerate() {
+            for (s, x) in sums[p].iter_mut().zip(&vectors[c]) {
+                *s += f64::from(*x);
+            }
+        }
+        let centroids: Vec<Vec<f32>> = sums
+            .iter()
+            .map(|s| {
+                let norm = s.iter().map(|x| x * x).sum::<f64>().sqrt();
+                s.iter()
+                    .map(|x| if norm > 0.0 { (x / norm) as f32 } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let choices = PARTITION_CHOICES.min(count);
+        // (score, chunk, partition): each chunk's nearest partitions.
+        let mut pairs: Vec<(f32, u32, u32)> = Vec::with_capacity(n * choices);
+        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(count);
+        for (c, v) in vectors.iter().enumerate() {
+            scored.clear();
+            scored.extend(centroids.iter().enumerate().map(|(p, m)| (dot(v, m), p as u32)));
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            pairs.extend(scored.iter().take(choices).map(|&(score, p)| (score, c as u32, p)));
+        }
+        pairs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut next = vec![usize::MAX; n];
+        let mut room = capacity.clone();
+        for (_, c, p) in pairs {
+            let (c, p) = (c as usize, p as usize);
+            if next[c] == usize::MAX && room[p] > 0 {
+                next[c] = p;
+                room[p] -= 1;
+            }
+        }
+        for (c, v) in vectors.iter().enumerate() {
+            if next[c] != usize::MAX {
+                continue;
+            }
+            // Some partition has room: the capacities add up to the chunks.
+            let p = (0..count)
+                .filter(|&p| room[p] > 0)
+                .fold(None, |best: Option<(usize, f32)>, p| {
+                    let score = dot(v, &centroids[p]);
+                    match best {
+                        Some((_, b)) if b >= score => best,
+                        _ => Some((p, score)),
+                    }
+                })
+                .map_or(0, |(p, _)| p);
+            next[c] = p;
+            room[p] -= 1;
+        }
+        if next == assigned {
+            break;
+        }
+        assigned = next;
+    }
+    let mut members: Vec<Vec<u32>> = capacity.iter().map(|&c| Vec::with_capacity(c)).collect();
+    for &c in &order {
+        members[assigned[c as usize]].push(c);
+    }
+    members.concat()
+}
+
 /// Chunks in cluster order: a balanced binary tree cut along each node's principal direction,
 /// down to leaves of at most `leaf` chunks aligned on multiples of `leaf`, so that a vector block
 /// holds similar vectors and a query's candidates fall in few blocks. Deterministic (fixed

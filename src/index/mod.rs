@@ -12,8 +12,10 @@
 //! - vectors: a calibration (`meta`), binary codes of every chunk (one bit a dimension: the
 //!   candidate stage, `layout.code_file_chunks` chunks a file) and int8 vectors in blocks of
 //!   `layout.block_chunks` chunks for rescoring the best `layout.rescore` candidates with the float
-//!   query. Codes and blocks list chunks in cluster order (`files::cluster_order`): a block holds
-//!   similar vectors, so a query's best candidates share few blocks.
+//!   query. Codes and blocks list chunks in partition order (`files::partition_order`: each code
+//!   file a cluster of balanced k-means, in cluster order within, `files::cluster_order`): a
+//!   query's best candidates fall in the few partitions its nearest centroids name, and share few
+//!   blocks.
 //!
 //! [`IndexStore`] holds the manifest and whichever files have been added, each checked against
 //! its name's hash and the manifest before it is used; the query pipeline asks it which files a

@@ -650,6 +650,38 @@ fn cluster_order_is_a_deterministic_permutation_that_fills_blocks_by_cluster() {
 }
 
 #[test]
+fn partitions_are_clusters_of_their_own_each_keeping_its_size() {
+    let seed = 13;
+    println!("seed {seed}");
+    // Six clusters of 16 in partitions of 16: the bisection cuts at 48, 24 and 12, so runs of 16
+    // of the cluster order straddle clusters; balanced k-means makes each partition one cluster.
+    let (_, vectors, cluster) = clustered(seed, 96, 6);
+    let pure = |order: &[u32]| {
+        order
+            .chunks(16)
+            .filter(|run| run.iter().all(|&c| cluster[c as usize] == cluster[run[0] as usize]))
+            .count()
+    };
+    let before = cluster_order(&vectors, 32, 4);
+    let order = partition_order(&vectors, 32, 16, 4);
+    assert!(pure(&before) < 6, "the runs of the cluster order already were clusters");
+    assert_eq!(pure(&order), 6, "every partition holds one cluster");
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..96).collect::<Vec<u32>>());
+    assert_eq!(partition_order(&vectors, 32, 16, 4), order, "deterministic");
+    // Sizes are kept (the last partition the rest), and one partition is the cluster order.
+    let order = partition_order(&vectors[..90], 32, 16, 4);
+    assert_eq!(order.len(), 90);
+    assert_eq!(partition_order(&vectors, 32, 96, 4), before);
+    assert!(partition_order(&[], 32, 16, 4).is_empty());
+    let same = vec![vec![0.5f32; 4]; 40];
+    let mut same_order = partition_order(&same, 4, 16, 4);
+    same_order.sort_unstable();
+    assert_eq!(same_order, (0..40).collect::<Vec<u32>>());
+}
+
+#[test]
 fn a_query_near_one_cluster_needs_few_blocks() {
     let seed = 5;
     println!("seed {seed}");

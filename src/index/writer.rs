@@ -13,7 +13,7 @@ use super::directory::{page_to_bytes, Location, ObjectRef, PackWriter, PageEntry
 use super::error::IndexError;
 use super::facets::Facets;
 use super::files::DocumentInfo;
-use super::files::{cluster_order, file_name, keyword_to_bytes, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
+use super::files::{file_name, keyword_to_bytes, partition_order, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::manifest::{
     crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
     FACETS_MINOR, INDEX_MAJOR,
@@ -206,8 +206,14 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     // Vectors: calibration, binary codes, int8 blocks.
     let meta = VectorMeta::calibrate(input.vectors, dims);
     let meta_name = add("vmeta", "bin", meta.to_bytes());
-    // Both in cluster order, so a query's best candidates share few blocks.
-    let order = cluster_order(input.vectors, dims, input.layout.block_chunks);
+    // Both in partition order (partitions clustered by k-means, each in cluster order), so a
+    // query's best candidates fall in few partitions and share few blocks.
+    let order = partition_order(
+        input.vectors,
+        dims,
+        input.layout.code_file_chunks,
+        input.layout.block_chunks,
+    );
     let code_len = dims.div_ceil(8);
     let mut codes = Vec::new();
     // Each code file is a partition: its centroid (the mean of its vectors) ranks it for a query.
