@@ -69,8 +69,8 @@ const RUN_ENGINES = (process.env.SESSION_ENGINES ?? 'sextant pagefind').split(/[
 const CATEGORIES = ['index', 'wasm', 'model', 'code', 'embed', 'other'];
 
 /**
- * A stand-in for the Worker's GET /embed (the same package, wasm and int8 weights, so the same
- * vector bits; tests/js/embed.test.mjs checks the Worker's against the package's): the site's
+ * A stand-in for the Worker's GET /embed (the same package, wasm and weights as the site's body, so
+ * the same vector bits; tests/js/embed.test.mjs checks the Worker's against the package's): the site's
  * index loaded with the model in Node from a static server of its own, answering with CORS.
  * Each answer is logged as the static server logs files, gzip-sized as a host would send it.
  */
@@ -82,16 +82,18 @@ async function startEmbedServer(site) {
     index: `${files.url}/sextant/${entry.index}`,
     model: await readFile(path.join(modelDir, 'model.onnx')),
     tokenizer: await readFile(path.join(modelDir, 'tokenizer.json')),
+    // As the Worker does: the weights the site's search box holds its body with (int5 packed).
+    weights: entry.model_body_weights,
   });
   const manifest = sextant.manifest();
   const log = [];
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     try {
-      const vector = sextant.queryVector(url.searchParams.get('q') ?? '');
+      const vector = await sextant.queryVector(url.searchParams.get('q') ?? '');
       const body = JSON.stringify({
         model: { sha256: manifest.model.sha256, tokenizer_sha256: manifest.model.tokenizer_sha256, dims: manifest.model.dims },
-        weights: 'int8',
+        weights: entry.model_body_weights ?? 'int8',
         vector: Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64'),
       });
       log.push({ path: '/embed', bytes: gzipSync(body).length });
@@ -118,7 +120,8 @@ function category(engine, urlPath) {
   if (/\.wasm$/i.test(file)) return 'wasm';
   // Pagefind ships its WebAssembly pre-compressed as wasm.<language>.pagefind.
   if (engine === 'pagefind' && /^wasm\.[^/]*\.pagefind$/.test(file)) return 'wasm';
-  if (/^model[^/]*\.onnx/i.test(file) || /^tokenizer[^/]*\.json/i.test(file)) return 'model';
+  // The model: whole, or the search box's body and the rows of its word table a query needs.
+  if (/^(model|body)[^/]*\.onnx/i.test(file) || /^rows\.[0-9a-f]+\.bin$/.test(file) || /^tokenizer[^/]*\.json/i.test(file)) return 'model';
   if (/\.(m?js|css|html?)$/i.test(file) || urlPath.endsWith('/')) return 'code';
   if (urlPath.startsWith(`/${ENGINES[engine].folder}/`)) return 'index';
   if (urlPath.startsWith('/embed')) return 'embed';
