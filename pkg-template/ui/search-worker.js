@@ -36,6 +36,12 @@ const FULL_ENGINE_IDLE_MS = 1500;
 // How long a query's vector may take to come from the embed URL before keyword results are shown.
 const EMBED_TIMEOUT_MS = 5000;
 let embedUrl = null; // the embed endpoint, while it works
+// How long a meaning search may take (fetching a model body's rows for new words, vector blocks)
+// before keyword results are shown first, and the page told to search again when it is done.
+const KEYWORD_FIRST_MS = 120;
+// Queries whose meaning search finished after keyword results were shown: searched again, they
+// wait for it (their files are held by then), so a slow machine cannot refine forever.
+const refined = new Set();
 
 // Both engines read the same index files (those beside the index manifest): each is fetched
 // once, here, and handed to both; a pack's byte ranges each once, by range. They are immutable
@@ -195,15 +201,38 @@ async function handle(data) {
     const engine = full ?? keyword;
     // The keyword engine answers first, fast: without query expansion (one step less, no
     // shards of added terms); the full engine searches as asked.
-    const options = full ? data.options : { ...data.options, mode: 'keyword', query_expansion: false };
+    const keywordOptions = { ...data.options, mode: 'keyword', query_expansion: false };
+    const options = full ? data.options : keywordOptions;
     try {
-      const response = await engine.search(data.query, options);
+      let response;
+      let mode = full ? options.mode ?? defaults().search.mode : 'keyword';
+      if (full && mode !== 'keyword' && !refined.delete(data.query)) {
+        // A meaning search that must first fetch files (a new word's rows, vector blocks) would
+        // keep the page waiting: past a moment, keyword results go out, and the page searches
+        // again once the meaning search is done.
+        const pending = full.search(data.query, options);
+        response = await Promise.race([pending, new Promise((resolve) => setTimeout(() => resolve(null), KEYWORD_FIRST_MS))]);
+        if (response === null) {
+          pending.then(
+            () => {
+              if (refined.size > 64) refined.clear();
+              refined.add(data.query);
+              reply({ id: 0, type: 'refine', query: data.query });
+            },
+            () => {}, // searched again, the error shows then
+          );
+          response = await keyword.search(data.query, keywordOptions);
+          mode = 'keyword';
+        }
+      } else {
+        response = await engine.search(data.query, options);
+      }
       // The words BM25 matched, from the core's own analyzer (stems included), for highlighting.
       // Words the index does not hold (a typo) were searched for as their nearest words: those
       // are marked too.
       const marked = response.fallback?.length ? `${data.query} ${response.fallback.join(' ')}` : data.query;
       for (const result of response.results) result.highlights = highlights(result.text, marked, analyzerOf(result));
-      reply({ id, type: 'results', query: data.query, mode: full ? options.mode ?? defaults().search.mode : 'keyword', ...response });
+      reply({ id, type: 'results', query: data.query, mode, ...response });
       if (vector && !vector.shown) {
         vector.shown = true;
         if (vector.value) reply({ id: 0, type: 'refine', query: data.query });

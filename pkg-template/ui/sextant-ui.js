@@ -578,7 +578,8 @@ class SearchBox {
         // The same query again, now with meaning: only the result list changes, never the input.
         if (this.input.value.trim()) this.search();
       } else if (event.type === 'refine') {
-        // The query's vector came from data-embed-url: the same query again, now with meaning.
+        // The query's meaning search is ready (its vector came from data-embed-url, or the files
+        // it fetched are here): the same query again, now with meaning.
         if (this.input.value.trim() === event.query) this.search();
       } else if (event.type === 'embed-failed') {
         console.warn(`sextant: data-embed-url failed (${event.message}); loading the model instead`);
