@@ -441,6 +441,41 @@ test('keyword results come first, then the same query turns hybrid without touch
   }
 });
 
+test('once meaning search is loaded, a query whose rows are slow to come shows keyword results first, then turns hybrid', async () => {
+  // Row files held back 1.5 s, as on a slow link: a new word's rows must not hold its results.
+  const slow = await startStaticServer(site, { delays: [[/\/rows\.[0-9a-f]+\.bin$/, 1500]] });
+  const page = await watchedPage(context);
+  try {
+    await page.goto(slow.url + '/getting-started/');
+    await searchFor(page, 'what stops prompt injection');
+    // New words: their rows are not held yet.
+    const query = 'offline service worker cache';
+    const seen = [];
+    await page.exposeFunction('sawMode', (mode) => seen.push(mode));
+    await page.evaluate((q) => {
+      const list = document.querySelector('.sextant-results');
+      new MutationObserver(() => {
+        if (list.dataset.query === q && document.querySelectorAll('.sextant-page').length > 0) window.sawMode(list.dataset.mode);
+      }).observe(list, { attributes: true, childList: true, subtree: true });
+    }, query);
+    const typed = Date.now();
+    await page.locator('.sextant-input').fill(query);
+    await page.waitForFunction((q) => {
+      const list = document.querySelector('.sextant-results');
+      return list.dataset.query === q && document.querySelectorAll('.sextant-page').length > 0;
+    }, query, { timeout: 60000 });
+    const first = Date.now() - typed;
+    await searchFor(page, query, 'hybrid');
+    assert.equal(seen[0], 'keyword', `modes shown: ${seen.join()}`);
+    assert.ok(first < 1500, `the first results waited ${first} ms for the rows`);
+    assert.equal(await page.locator('.sextant-input').inputValue(), query, 'the input changed');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await slow.close();
+  }
+});
+
 test('meaning search loads the model without its word table; a query fetches the rows of its words once, and the next query reuses them', async () => {
   const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
   assert.match(entry.model_body, /^model\/body\.[0-9a-f]{16}\.onnx$/);
