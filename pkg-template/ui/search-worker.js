@@ -39,9 +39,10 @@ let embedUrl = null; // the embed endpoint, while it works
 // How long a meaning search may take (fetching a model body's rows for new words, vector blocks)
 // before keyword results are shown first, and the page told to search again when it is done.
 const KEYWORD_FIRST_MS = 120;
-// Queries whose meaning search finished after keyword results were shown: searched again, they
-// wait for it (their files are held by then), so a slow machine cannot refine forever.
-const refined = new Set();
+// Meaning searches that finished after keyword results were shown, by query and options: the
+// page's search again takes the response as it is (no second search, no refine loop).
+const refined = new Map();
+const refinedKey = (query, options) => `${query}\n${JSON.stringify(options ?? {})}`;
 
 // Both engines read the same index files (those beside the index manifest): each is fetched
 // once, here, and handed to both; a pack's byte ranges each once, by range. They are immutable
@@ -206,7 +207,12 @@ async function handle(data) {
     try {
       let response;
       let mode = full ? options.mode ?? defaults().search.mode : 'keyword';
-      if (full && mode !== 'keyword' && !refined.delete(data.query)) {
+      const key = refinedKey(data.query, options);
+      const ready = refined.get(key);
+      refined.delete(key);
+      if (full && mode !== 'keyword' && ready) {
+        response = ready;
+      } else if (full && mode !== 'keyword') {
         // A meaning search that must first fetch files (a new word's rows, vector blocks) would
         // keep the page waiting: past a moment, keyword results go out, and the page searches
         // again once the meaning search is done.
@@ -214,9 +220,9 @@ async function handle(data) {
         response = await Promise.race([pending, new Promise((resolve) => setTimeout(() => resolve(null), KEYWORD_FIRST_MS))]);
         if (response === null) {
           pending.then(
-            () => {
+            (done) => {
               if (refined.size > 64) refined.clear();
-              refined.add(data.query);
+              refined.set(key, done);
               reply({ id: 0, type: 'refine', query: data.query });
             },
             () => {}, // searched again, the error shows then
