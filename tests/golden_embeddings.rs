@@ -206,3 +206,69 @@ fn a_body_packed_at_five_bits_gives_the_whole_models_int5_vectors_close_to_int8(
     // four bits gave 0.96 on average over queries) and no further.
     assert!((0.97..0.99999).contains(&lowest), "lowest cosine to int8: {lowest}");
 }
+
+#[test]
+fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
+    // What the search box runs without tract (`embed::bert`): the encoder file written from a
+    // body, int8 or packed at five bits, and the same row files. Texts: the golden ones (Unicode,
+    // code), a window-long one, one token, and Cranfield's first passages as passages.
+    use sextant::embed::bert::{check_encoder, write_encoder};
+    use sextant::embed::int5::pack_body;
+    use sextant::embed::rows::split_model;
+    use sextant::embed::BertEncoder;
+    let parts = split_model(&common::model_file("model.onnx")).unwrap();
+    let tokenizer = common::model_file("tokenizer.json");
+    let goldens = goldens();
+    let long = "retrieval of aerodynamic heat transfer ".repeat(80);
+    let corpus = std::fs::read_to_string(common::fixture("cranfield/corpus.jsonl")).unwrap();
+    let passages: Vec<String> = corpus
+        .lines()
+        .take(40)
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut texts: Vec<&str> = goldens.iter().map(|g| g.text.as_str()).collect();
+    texts.extend([long.as_str(), "a", ""]);
+    texts.extend(passages.iter().map(String::as_str));
+    let options = ModelOptions::default();
+    for (body, weights) in [
+        (parts.body.clone(), Weights::Int8),
+        (pack_body(&parts.body).unwrap().0, Weights::Int5),
+    ] {
+        let encoder = write_encoder(&body).unwrap();
+        assert!(
+            encoder.len() < body.len() + 100_000,
+            "{} bytes for a body of {}",
+            encoder.len(),
+            body.len()
+        );
+        check_encoder(&encoder, &body, &parts.row_files, &tokenizer, &options, &texts).unwrap();
+        let loaded = BertEncoder::from_bytes(&encoder, &tokenizer, &options).unwrap();
+        assert_eq!(loaded.spec().weights, weights);
+        assert_eq!(
+            loaded.spec(),
+            &TractEmbedder::from_bytes(&body, &tokenizer, &options)
+                .unwrap()
+                .spec()
+                .clone()
+        );
+        // Without its rows a text names the files it needs; damaged bytes are refused.
+        match loaded.embed("lamp", TextKind::Query) {
+            Err(sextant::embed::EmbedError::MissingRows { files }) => assert!(!files.is_empty()),
+            other => panic!("{other:?}"),
+        }
+        for cut in [0, 8, 12, 100, encoder.len() / 2, encoder.len() - 1] {
+            let e = BertEncoder::from_bytes(&encoder[..cut], &tokenizer, &options).unwrap_err();
+            assert!(e.to_string().contains("encoder file"), "{cut}: {e}");
+        }
+    }
+    // A whole model is not a body: no encoder file, and a clear reason.
+    let e = write_encoder(&common::model_file("model.onnx"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a model body"), "{e}");
+}

@@ -23,8 +23,10 @@
 //! (two a byte). `external_data` says `location: sextant-int5`, which [`unpack_graph`] reads
 //! before anything else sees the graph.
 
+#[cfg(feature = "model")]
 use tract_onnx::pb;
 
+#[cfg(feature = "model")]
 use super::EmbedError;
 
 /// Rows of a weight (along `K`) that share one multiplier per column.
@@ -35,11 +37,14 @@ pub const BITS: u32 = 5;
 const MAX_MULTIPLIER: i32 = 8;
 /// The largest magnitude of a level.
 const HIGHEST: i32 = 15;
+#[cfg(feature = "model")]
 /// The `external_data` location of a packed weight.
 const LOCATION: &str = "sextant-int5";
+#[cfg(feature = "model")]
 /// `metadata_props` of a body whose product weights are packed: bits and group size.
 const META_PACKING: &str = "sextant.int5.packing";
 
+#[cfg(feature = "model")]
 /// What [`META_PACKING`] says for this version's packing.
 fn packing() -> String {
     format!("{BITS} bits, groups of {GROUP}")
@@ -129,7 +134,7 @@ pub fn round(q: &mut [i8], k: usize, n: usize) {
 }
 
 /// Bytes of the packing of a `k × n` weight: magnitudes, signs, multipliers.
-fn packed_len(k: usize, n: usize) -> Option<usize> {
+pub(super) fn packed_len(k: usize, n: usize) -> Option<usize> {
     let values = k.checked_mul(n)?;
     let multipliers = k.div_ceil(GROUP).checked_mul(n)?;
     values
@@ -201,6 +206,7 @@ pub fn unpack(bytes: &[u8], k: usize, n: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+#[cfg(feature = "model")]
 /// An int8 initializer's values and shape `[k, n]`, if it is one.
 fn int8_matrix(t: &pb::TensorProto) -> Option<(Vec<i8>, usize, usize)> {
     use pb::tensor_proto::DataType;
@@ -221,6 +227,7 @@ fn int8_matrix(t: &pb::TensorProto) -> Option<(Vec<i8>, usize, usize)> {
     (values.len() == k.checked_mul(n)?).then_some((values, k, n))
 }
 
+#[cfg(feature = "model")]
 /// [`Weights::Int5`](super::Weights::Int5) on a whole model: rounds every int8 weight of a
 /// product (`MatMul(x, Mul(Cast(q), s))`, one scale per column) as packing it would. Returns how
 /// many.
@@ -241,6 +248,7 @@ pub(super) fn round_products(graph: &mut pb::GraphProto) -> usize {
     done
 }
 
+#[cfg(feature = "model")]
 /// Packs a model body's product weights at five bits (module docs): the bytes of a body whose
 /// vectors are the whole model's with [`Weights::Int5`](super::Weights::Int5), bit for bit.
 /// Returns the packed body and how many weights were packed.
@@ -284,11 +292,13 @@ pub fn pack_body(body: &[u8]) -> Result<(Vec<u8>, usize), EmbedError> {
     Ok((proto.encode_to_vec(), done))
 }
 
+#[cfg(feature = "model")]
 /// Whether `proto`'s product weights are packed by [`pack_body`].
 pub fn is_packed(proto: &pb::ModelProto) -> bool {
     proto.metadata_props.iter().any(|p| p.key == META_PACKING)
 }
 
+#[cfg(feature = "model")]
 /// Unpacks the weights [`pack_body`] packed, in place, before anything else reads the graph.
 /// Returns how many (0 for any other model).
 pub(super) fn unpack_graph(proto: &mut pb::ModelProto) -> Result<usize, EmbedError> {

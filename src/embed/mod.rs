@@ -15,9 +15,11 @@
 //! normalisation. Texts are run one at a time, never padded into a batch, so a text's vector
 //! never depends on what it was batched with (the CLI gets its parallelism from threads).
 
+#[cfg(feature = "encoder")]
+pub mod bert;
 #[cfg(feature = "model")]
 mod exact;
-#[cfg(feature = "model")]
+#[cfg(feature = "encoder")]
 pub mod int5;
 #[cfg(feature = "model")]
 mod onnx;
@@ -29,18 +31,41 @@ pub mod rerank;
 mod rewrite;
 #[cfg(feature = "model")]
 pub mod rows;
+#[cfg(feature = "encoder")]
+mod rowstore;
 #[cfg(feature = "model")]
 pub mod runner;
-#[cfg(feature = "model")]
+#[cfg(feature = "encoder")]
 pub mod tokenizer;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
+#[cfg(feature = "encoder")]
+pub use bert::BertEncoder;
 #[cfg(feature = "model")]
 pub use runner::TractEmbedder;
-#[cfg(feature = "model")]
+#[cfg(feature = "encoder")]
 pub use tokenizer::ModelTokenizer;
+
+/// The token ids `text` is embedded from: the model's prefix for its kind, then the text.
+#[cfg(feature = "encoder")]
+fn prefixed_ids(
+    tokenizer: &ModelTokenizer,
+    spec: &ModelSpec,
+    text: &str,
+    kind: TextKind,
+) -> Result<Vec<u32>, EmbedError> {
+    let prefix = match kind {
+        TextKind::Query => &spec.query_prefix,
+        TextKind::Passage => &spec.passage_prefix,
+    };
+    if prefix.is_empty() {
+        tokenizer.encode(text)
+    } else {
+        tokenizer.encode(&format!("{prefix}{text}"))
+    }
+}
 
 /// How token vectors become one sentence vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

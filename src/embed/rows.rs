@@ -16,16 +16,14 @@
 //! at load ([`row_table_names`]); a model that reads them otherwise keeps its tables as constants
 //! and cannot be split.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
-
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
 use super::onnx::proto_tensor;
+use super::rowstore::{RowStore, MAX_ROW_BYTES};
 use super::EmbedError;
 use crate::digest::sha256_hex;
-use crate::index::files::{content_matches, file_name};
+use crate::index::files::file_name;
 
 /// Rows a row file holds (the last holds the rest): 64 rows of all-MiniLM's 384 int8 values and
 /// their scales are 24.8 kB. Fewer rows a file would fetch fewer unused rows per query and make
@@ -39,10 +37,6 @@ const META_SOURCE: &str = "sextant.rows.source_sha256";
 const META_TABLES: &str = "sextant.rows.tables";
 const META_PER_FILE: &str = "sextant.rows.per_file";
 const META_FILES: &str = "sextant.rows.files";
-/// The most bytes one row of one table may hold (all-MiniLM: 384; a model 100 times wider fits).
-const MAX_ROW_BYTES: usize = 1 << 16;
-/// The most bytes one row file may hold (all-MiniLM: 24.8 kB).
-const MAX_FILE_BYTES: usize = 1 << 24;
 
 /// The file kind of row files: a caller routes `need`s of this kind to the model's folder.
 pub const ROW_FILE_KIND: &str = "rows";
@@ -167,6 +161,23 @@ pub(super) struct BodyInfo {
     tables: Vec<String>,
     per_file: usize,
     files: Vec<String>,
+}
+
+impl BodyInfo {
+    /// The tables cut into rows, in the order of each file's blocks.
+    pub(super) fn tables(&self) -> &[String] {
+        &self.tables
+    }
+
+    /// Rows a file holds (the last holds the rest).
+    pub(super) fn per_file(&self) -> usize {
+        self.per_file
+    }
+
+    /// The row files, in row order.
+    pub(super) fn files(&self) -> &[String] {
+        &self.files
+    }
 }
 
 /// The body's description, `None` for a whole model.
@@ -342,14 +353,6 @@ impl RowTable {
     }
 }
 
-fn damaged(name: &str, len: usize) -> EmbedError {
-    EmbedError::BadModel {
-        reason: format!(
-            "the row file {name} holds {len} bytes that are not what its name promises (a damaged or truncated download); deploy the site's sextant/ folder again"
-        ),
-    }
-}
-
 /// A tensor's elements as little-endian bytes (int8, uint8 or f32).
 fn tensor_bytes(tensor: &Tensor) -> Vec<u8> {
     match tensor.datum_type() {
@@ -368,33 +371,17 @@ fn tensor_bytes(tensor: &Tensor) -> Vec<u8> {
     }
 }
 
-/// Where the rows come from.
-enum Source {
-    /// A whole model: each table's bytes.
-    Whole(Vec<Vec<u8>>),
-    /// A body: row files, by file number, as they are added.
-    Files {
-        per_file: usize,
-        names: Vec<String>,
-        /// Bytes of one row of every table together (at most a file's).
-        row_bytes: usize,
-        loaded: Mutex<HashMap<usize, Arc<[u8]>>>,
-    },
-}
-
-/// The tables gathered by the token ids, taken out of the plan (see the module docs).
+/// The tables gathered by the token ids: their types and shapes, and their rows ([`RowStore`]).
 pub(super) struct RowTables {
     pub tables: Vec<RowTable>,
-    rows: usize,
-    source: Source,
+    store: RowStore,
 }
 
 impl std::fmt::Debug for RowTables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RowTables")
             .field("tables", &self.tables)
-            .field("rows", &self.rows)
-            .field("in_files", &matches!(self.source, Source::Files { .. }))
+            .field("store", &self.store)
             .finish()
     }
 }
@@ -468,110 +455,31 @@ impl RowTables {
                 t.name, t.rows, tables[0].name
             )));
         }
-        let source = match body {
-            None => Source::Whole(whole),
-            Some(body) => {
-                if body.files.len() != rows.div_ceil(body.per_file) {
-                    return Err(TractError::msg(format!(
-                        "the model body names {} row files for {rows} rows of {} a file",
-                        body.files.len(),
-                        body.per_file
-                    )));
-                }
-                let row_bytes: usize = tables.iter().map(|t| t.row_bytes).sum();
-                if body.per_file.checked_mul(row_bytes).is_none_or(|n| n > MAX_FILE_BYTES) {
-                    return Err(TractError::msg(format!(
-                        "the model body's row files would hold {} rows of {row_bytes} bytes, more than {MAX_FILE_BYTES} bytes a file",
-                        body.per_file
-                    )));
-                }
-                Source::Files {
-                    per_file: body.per_file,
-                    names: body.files.clone(),
-                    row_bytes,
-                    loaded: Mutex::new(HashMap::new()),
-                }
-            }
-        };
-        Ok(Some(Self { tables, rows, source }))
+        let row_bytes: Vec<usize> = tables.iter().map(|t| t.row_bytes).collect();
+        let store = match body {
+            None => RowStore::whole(row_bytes, rows, whole),
+            Some(body) => RowStore::files(row_bytes, rows, body.per_file, body.files.clone())
+                .map_err(|e| format!("the model body's row files do not fit its tables: {e}")),
+        }
+        .map_err(TractError::msg)?;
+        Ok(Some(Self { tables, store }))
     }
 
     /// Whether the rows come from row files.
     pub(super) fn in_files(&self) -> bool {
-        matches!(self.source, Source::Files { .. })
+        self.store.in_files()
     }
 
     /// The rows of `ids`' distinct values, one tensor per table, and the ids renumbered into them
     /// (in order of first appearance). Names the row files still missing, if any.
     pub(super) fn gather(&self, ids: &[u32]) -> Result<(Vec<u32>, Vec<Tensor>), EmbedError> {
-        let mut distinct: Vec<u32> = Vec::new();
-        let mut number: HashMap<u32, u32> = HashMap::new();
-        let renumbered: Vec<u32> = ids
-            .iter()
-            .map(|&id| {
-                *number.entry(id).or_insert_with(|| {
-                    distinct.push(id);
-                    (distinct.len() - 1) as u32
-                })
-            })
-            .collect();
-        if let Some(&id) = distinct.iter().find(|&&id| id as usize >= self.rows) {
-            return Err(EmbedError::Run {
-                reason: format!("token id {id} is outside the model's table of {} rows", self.rows),
-            });
-        }
-        // Rows are at most MAX_ROW_BYTES each and a text has at most the model window's ids.
-        let mut bytes: Vec<Vec<u8>> = self
-            .tables
-            .iter()
-            .map(|t| Vec::with_capacity(distinct.len().saturating_mul(t.row_bytes)))
-            .collect();
-        match &self.source {
-            Source::Whole(data) => {
-                for &id in &distinct {
-                    let id = id as usize;
-                    for ((t, out), data) in self.tables.iter().zip(&mut bytes).zip(data) {
-                        out.extend_from_slice(&data[id * t.row_bytes..(id + 1) * t.row_bytes]);
-                    }
-                }
-            }
-            Source::Files {
-                per_file,
-                names,
-                loaded,
-                ..
-            } => {
-                let loaded = loaded.lock().map_err(|_| EmbedError::Run {
-                    reason: "the model's rows were poisoned by an earlier panic; reload".into(),
-                })?;
-                let missing: BTreeSet<usize> = distinct
-                    .iter()
-                    .map(|&id| id as usize / per_file)
-                    .filter(|f| !loaded.contains_key(f))
-                    .collect();
-                if !missing.is_empty() {
-                    return Err(EmbedError::MissingRows {
-                        files: missing.into_iter().map(|f| names[f].clone()).collect(),
-                    });
-                }
-                for &id in &distinct {
-                    let (f, i) = (id as usize / per_file, id as usize % per_file);
-                    let in_file = self.rows_in_file(f, *per_file);
-                    let file = &loaded[&f];
-                    let mut offset = 0;
-                    for (t, out) in self.tables.iter().zip(&mut bytes) {
-                        let at = offset + i * t.row_bytes;
-                        out.extend_from_slice(&file[at..at + t.row_bytes]);
-                        offset += in_file * t.row_bytes;
-                    }
-                }
-            }
-        }
+        let (renumbered, bytes) = self.store.gather(ids)?;
+        let rows = renumbered.iter().max().map_or(0, |&m| m as usize + 1);
         let tensors = self
             .tables
             .iter()
             .zip(&bytes)
-            .map(|(t, b)| t.tensor(distinct.len(), b))
+            .map(|(t, b)| t.tensor(rows, b))
             .collect::<TractResult<Vec<_>>>()
             .map_err(|e| EmbedError::Run {
                 reason: format!("{e:#}"),
@@ -579,56 +487,14 @@ impl RowTables {
         Ok((renumbered, tensors))
     }
 
-    fn rows_in_file(&self, file: usize, per_file: usize) -> usize {
-        per_file.min(self.rows - file * per_file)
-    }
-
     /// Adds a row file the model named: `Ok(false)` if `name` is none of its row files; an error
     /// if the bytes are not what the name promises (a damaged or truncated download).
     pub(super) fn add_file(&self, name: &str, bytes: &[u8]) -> Result<bool, EmbedError> {
-        let Source::Files {
-            per_file,
-            names,
-            row_bytes,
-            loaded,
-        } = &self.source
-        else {
-            return Ok(false);
-        };
-        // Files are named by content: two blocks of equal rows share a name, and one file fills both.
-        let places: Vec<usize> = names
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| *n == name)
-            .map(|(f, _)| f)
-            .collect();
-        if places.is_empty() {
-            return Ok(false);
-        }
-        if !content_matches(name, bytes) {
-            return Err(damaged(name, bytes.len()));
-        }
-        let bytes: Arc<[u8]> = Arc::from(bytes);
-        for &f in &places {
-            // At most MAX_FILE_BYTES (checked when the body was loaded): no overflow.
-            let want = self.rows_in_file(f, *per_file) * row_bytes;
-            if bytes.len() != want {
-                return Err(damaged(name, bytes.len()));
-            }
-        }
-        if let Ok(mut loaded) = loaded.lock() {
-            for f in places {
-                loaded.entry(f).or_insert_with(|| bytes.clone());
-            }
-        }
-        Ok(true)
+        self.store.add_file(name, bytes)
     }
 
     /// Every row file's name (empty for a whole model).
     pub(super) fn file_names(&self) -> Vec<String> {
-        match &self.source {
-            Source::Whole(_) => Vec::new(),
-            Source::Files { names, .. } => names.clone(),
-        }
+        self.store.file_names()
     }
 }

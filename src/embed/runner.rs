@@ -187,15 +187,7 @@ impl Embedder for TractEmbedder {
     }
 
     fn embed(&self, text: &str, kind: TextKind) -> Result<Vec<f32>, EmbedError> {
-        let prefix = match kind {
-            TextKind::Query => &self.spec.query_prefix,
-            TextKind::Passage => &self.spec.passage_prefix,
-        };
-        let ids = if prefix.is_empty() {
-            self.tokenizer.encode(text)?
-        } else {
-            self.tokenizer.encode(&format!("{prefix}{text}"))?
-        };
+        let ids = super::prefixed_ids(&self.tokenizer, &self.spec, text, kind)?;
         self.embed_ids(&ids)
     }
 
