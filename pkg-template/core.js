@@ -193,6 +193,12 @@ export function makeApi(wasm, initialise) {
   /** The key of a model body's metadata (`sextant::embed::rows`). */
   const BODY_KEY = 'sextant.rows.source_sha256';
 
+  /** Whether `bytes` are an encoder file (`sextant build --site`'s `model_encoder`). */
+  function isEncoderFile(bytes) {
+    const magic = 'SXTENC';
+    return bytes.length > magic.length && [...magic].every((c, i) => bytes[i] === c.charCodeAt(0));
+  }
+
   /** Whether `bytes` hold the ASCII string `text` (a quick look, before the engine parses). */
   function holdsAscii(bytes, text) {
     const first = text.charCodeAt(0);
@@ -209,11 +215,11 @@ export function makeApi(wasm, initialise) {
    * would otherwise load.
    */
   async function checkBodyName(url, bytes) {
-    const name = /\/body\.([0-9a-f]{16})\.onnx$/.exec(new URL(String(url), globalThis.location?.href ?? 'file:///').pathname);
+    const name = /\/(?:body\.([0-9a-f]{16})\.onnx|encoder\.([0-9a-f]{16})\.bin)$/.exec(new URL(String(url), globalThis.location?.href ?? 'file:///').pathname);
     if (!name || !globalThis.crypto?.subtle) return;
     const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
     const hex = Array.from(digest.subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join('');
-    if (hex !== name[1]) {
+    if (hex !== (name[1] ?? name[2])) {
       throw new SextantError('CORRUPT_BUNDLE', `the model body ${name[0].slice(1)} is not the file its name promises (a damaged or truncated download); deploy the site's sextant/ folder again`);
     }
   }
@@ -315,8 +321,8 @@ export function makeApi(wasm, initialise) {
       }
       const tokenizerBytes = await toBytes(tokenizer, 'tokenizer', on_progress, fetchImpl);
       const modelBytes = await toBytes(model, file, on_progress, fetchImpl);
-      if (method === 'loadModel' && !isUrlLike(model) && holdsAscii(modelBytes, BODY_KEY)) {
-        throw new SextantError('BAD_ARGUMENT', 'this model is a body without its word table: pass its URL (its row files are fetched from beside it), or the whole model.onnx');
+      if (method === 'loadModel' && !isUrlLike(model) && (holdsAscii(modelBytes, BODY_KEY) || isEncoderFile(modelBytes))) {
+        throw new SextantError('BAD_ARGUMENT', 'this model is a body or encoder file without its word table: pass its URL (its row files are fetched from beside it), or the whole model.onnx');
       }
       if (method === 'loadModel' && isUrlLike(model)) await checkBodyName(model, modelBytes);
       // An option given as undefined is an option not given (its default).

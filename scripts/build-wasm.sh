@@ -22,6 +22,12 @@ wasm-bindgen --target web --remove-name-section --remove-producers-section --out
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sextant.wasm"
 wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_keyword \
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-keyword/sextant.wasm"
+# The encoder engine: the full engine's search with sextant's own BERT encoder instead of tract
+# (reads the encoder file `sextant build --site` writes): what the search box loads for meaning
+# search. Same profile as the full engine, so the kernels and tokenizers are compiled once.
+cargo build --quiet --target wasm32-unknown-unknown --no-default-features --features encoder --profile wasm --lib
+wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg --out-name sextant_encoder \
+  "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sextant.wasm"
 # The collection engine (the full one plus the document loaders and the index writer) for
 # building indexes in the browser. Same profile as the full engine, so tract is compiled once;
 # built after the full engine's wasm-bindgen, since both write the same sextant.wasm.
@@ -47,4 +53,6 @@ ksize=$(stat -c %s pkg/sextant_keyword_bg.wasm)
 kgz=$(gzip -9 -c pkg/sextant_keyword_bg.wasm | wc -c)
 csize=$(stat -c %s pkg/sextant_collection_bg.wasm)
 cgz=$(gzip -9 -c pkg/sextant_collection_bg.wasm | wc -c)
-echo "pkg: sextant-search $version, wasm $size bytes ($gz gzip), keyword-only wasm $ksize bytes ($kgz gzip), collection wasm $csize bytes ($cgz gzip)"
+esize=$(stat -c %s pkg/sextant_encoder_bg.wasm)
+egz=$(gzip -9 -c pkg/sextant_encoder_bg.wasm | wc -c)
+echo "pkg: sextant-search $version, wasm $size bytes ($gz gzip), keyword-only wasm $ksize bytes ($kgz gzip), encoder wasm $esize bytes ($egz gzip), collection wasm $csize bytes ($cgz gzip)"

@@ -9,7 +9,7 @@ source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
 
 FILES=(
-  errors.js fetching.js chat.js rerank.js graph.js index-files.js core.js browser.js keyword.js node.js workerd.js collection.js embed-worker.js research.js memory.js otlp.js
+  errors.js fetching.js chat.js rerank.js graph.js index-files.js core.js browser.js keyword.js encoder.js node.js workerd.js collection.js embed-worker.js research.js memory.js otlp.js
   index.d.ts collection.d.ts research.d.ts memory.d.ts README.md
 )
 mkdir -p pkg

@@ -20,7 +20,7 @@ use crate::defaults::defaults as core_defaults;
 use crate::embed::TextKind;
 use crate::error_code::ErrorCode;
 use crate::frame::FrameChunk;
-#[cfg(feature = "model")]
+#[cfg(feature = "encoder")]
 use crate::options::LoadOptions;
 use crate::options::{parse_over, AskOptions, BadOption, ContextOptions, FrameOptions, Purpose, PurposeOptions};
 use crate::prompt::SYSTEM_PROMPT;
@@ -352,7 +352,7 @@ impl Engine {
 
     /// `loadModel(model, tokenizer, {weights?})`: attaches the index's model (digests checked
     /// first). `weights: "f32"` multiplies in f32, as the CLI does, for more memory and time.
-    #[cfg(feature = "model")]
+    #[cfg(feature = "encoder")]
     #[wasm_bindgen(js_name = loadModel)]
     pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], load_options: JsValue) -> Result<(), JsValue> {
         let load: LoadOptions = options(&LoadOptions::default(), load_options, "load options")?;

@@ -239,7 +239,7 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
         (parts.body.clone(), Weights::Int8),
         (pack_body(&parts.body).unwrap().0, Weights::Int5),
     ] {
-        let encoder = write_encoder(&body).unwrap();
+        let encoder = write_encoder(&body, options.max_tokens).unwrap();
         assert!(
             encoder.len() < body.len() + 100_000,
             "{} bytes for a body of {}",
@@ -248,6 +248,15 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
         );
         check_encoder(&encoder, &body, &parts.row_files, &tokenizer, &options, &texts).unwrap();
         let loaded = BertEncoder::from_bytes(&encoder, &tokenizer, &options).unwrap();
+        // The positions a window of 256 reads, no more: a longer window is refused.
+        let longer = ModelOptions {
+            max_tokens: 257,
+            ..options.clone()
+        };
+        let e = BertEncoder::from_bytes(&encoder, &tokenizer, &longer)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("257") && e.contains("256 positions"), "{e}");
         assert_eq!(loaded.spec().weights, weights);
         assert_eq!(
             loaded.spec(),
@@ -267,7 +276,7 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
         }
     }
     // A whole model is not a body: no encoder file, and a clear reason.
-    let e = write_encoder(&common::model_file("model.onnx"))
+    let e = write_encoder(&common::model_file("model.onnx"), 256)
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a model body"), "{e}");

@@ -134,7 +134,9 @@ function reply(message) {
 /** The full engine with the model, loaded once in the background. */
 function loadFull(data) {
   fullLoading ??= (async () => {
-    const { Sextant, Bases } = await import('../browser.js');
+    // An encoder file (the site's `model_encoder`) runs in the engine without tract, a third of
+    // the full engine's bytes; any other model in the full engine.
+    const { Sextant, Bases } = await import(data.encoder ? '../encoder.js' : '../browser.js');
     const options = {
       model: data.model,
       tokenizer: data.tokenizer,

@@ -562,7 +562,7 @@ class SearchBox {
     const worker = new SearchWorker(new URL(manifest.worker, here));
     this.merged = await mergedSites(this.root, manifest);
     // The model loads in the background: progress in the bar, keyword results meanwhile.
-    const total = (manifest.bytes.model_body || manifest.bytes.model) + manifest.bytes.tokenizer;
+    const total = (manifest.bytes.model_encoder || manifest.bytes.model_body || manifest.bytes.model) + manifest.bytes.tokenizer;
     const loaded = { model: 0, tokenizer: 0 };
     const fill = this.progress.querySelector('.sextant-progress-fill');
     const text = this.progress.querySelector('.sextant-progress-text');
@@ -605,8 +605,10 @@ class SearchBox {
     const ready = await worker.request({
       type: 'load',
       index: new URL(manifest.languages?.[language] ?? manifest.index, here).href,
-      // The model without its word table where the build cut one: a query fetches its tokens' rows.
-      model: withMeaning ? new URL(manifest.model_body ?? manifest.model, here).href : undefined,
+      // The model without its word table where the build cut one (a query fetches its tokens'
+      // rows), as an encoder file where the build wrote one (run without tract: a smaller wasm).
+      model: withMeaning ? new URL(manifest.model_encoder ?? manifest.model_body ?? manifest.model, here).href : undefined,
+      encoder: withMeaning && Boolean(manifest.model_encoder),
       tokenizer: withMeaning ? new URL(manifest.tokenizer, here).href : undefined,
       offline: this.root.hasAttribute('data-offline'),
       embed: withMeaning && this.root.dataset.embedUrl ? new URL(this.root.dataset.embedUrl, location.href).href : undefined,

@@ -610,7 +610,10 @@ mod writer {
     /// Writes the encoder file of a model body (`rows::split_model`, packed at five bits or not):
     /// its layers' operands in a BERT layer's order, the word table left in the body's row
     /// files. An error names what the model has that this encoder does not run.
-    pub fn write_encoder(body: &[u8]) -> Result<Vec<u8>, EmbedError> {
+    ///
+    /// Only the positions a window of `max_tokens` reads are kept (the index's window: the
+    /// encoder refuses a longer one).
+    pub fn write_encoder(body: &[u8], max_tokens: usize) -> Result<Vec<u8>, EmbedError> {
         let mut proto = decode_model(body)?;
         let info =
             body_info(&proto)?.ok_or_else(|| unsupported("not a model body; cut it with sextant build --site"))?;
@@ -701,20 +704,31 @@ mod writer {
                 ps.shape()
             )));
         }
+        let kept = positions.min(max_tokens);
+        if kept == 0 {
+            return Err(unsupported("a window of no tokens"));
+        }
+        let position_scales = f32s(&ps)?;
+        let position_scales = if position_scales.len() == 1 {
+            position_scales
+        } else {
+            position_scales[..kept].to_vec()
+        };
         tensors.push((
             TensorEntry {
                 name: "embeddings.position".into(),
                 kind: Kind::I8,
-                shape: vec![positions, h],
+                shape: vec![kept, h],
             },
-            i8s(&pq)?.iter().map(|&v| v as u8).collect(),
+            i8s(&pq)?[..kept * h].iter().map(|&v| v as u8).collect(),
         ));
         push_f32(
             &mut tensors,
             "embeddings.position.scale".into(),
-            vec![ps.len()],
-            &f32s(&ps)?,
+            vec![position_scales.len()],
+            &position_scales,
         );
+        let positions = kept;
 
         // The layers, from the graph as the load rewrites it.
         let nodes = &rewritten.node;

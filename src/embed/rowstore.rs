@@ -15,7 +15,8 @@ pub(super) const MAX_ROW_BYTES: usize = 1 << 16;
 pub(super) const MAX_FILE_BYTES: usize = 1 << 24;
 
 enum Source {
-    /// Each table's bytes, every row.
+    /// Each table's bytes, every row (a whole model's, in the tract runner).
+    #[cfg_attr(not(feature = "model"), allow(dead_code))]
     Whole(Vec<Vec<u8>>),
     /// Row files of `per_file` rows (the last holds the rest), each the rows of every table in
     /// turn, named by content; those added so far, by their place.
@@ -54,6 +55,7 @@ fn damaged(name: &str, len: usize) -> EmbedError {
 
 impl RowStore {
     /// Tables held whole: `data[i]` is every row of the table whose rows are `row_bytes[i]` bytes.
+    #[cfg_attr(not(feature = "model"), allow(dead_code))]
     pub(super) fn whole(row_bytes: Vec<usize>, rows: usize, data: Vec<Vec<u8>>) -> Result<Self, String> {
         if row_bytes.is_empty() || row_bytes.len() != data.len() {
             return Err(format!("{} tables with {} row sizes", data.len(), row_bytes.len()));

@@ -6,11 +6,13 @@
 use std::sync::Arc;
 
 use crate::analyzer::Analyzer;
-#[cfg(feature = "model")]
+#[cfg(feature = "encoder")]
 use crate::digest::sha256_hex;
-use crate::embed::{EmbedError, Embedder, Reranker, TextKind};
 #[cfg(feature = "model")]
-use crate::embed::{TractEmbedder, Weights};
+use crate::embed::TractEmbedder;
+#[cfg(feature = "encoder")]
+use crate::embed::Weights;
+use crate::embed::{EmbedError, Embedder, Reranker, TextKind};
 use crate::index::{check_model, packed, IndexError, IndexManifest, IndexStore};
 use crate::options::Mode;
 
@@ -210,21 +212,43 @@ impl Engine {
     /// it: the digests are checked first (a wrong model fails fast, before the slow load), then
     /// the model is run the way the index says (pooling, window, prefixes), its weights held as
     /// `weights` says. The model bytes are freed as soon as they are parsed.
-    #[cfg(feature = "model")]
+    ///
+    /// `model` may also be an encoder file (`crate::embed::bert`, what `sextant build --site`
+    /// writes for the search box): the engine built without tract (`--features encoder`) reads
+    /// only those.
+    #[cfg(feature = "encoder")]
     pub fn load_model(&mut self, model: Vec<u8>, tokenizer: &[u8], weights: Weights) -> Result<(), EngineError> {
         let manifest = self.store.manifest();
-        // A model body (`crate::embed::rows`) is the index's model without its word table: its
-        // digest is not the model's, and is checked once parsed, by `attach_model`.
-        let model_sha256 = if crate::embed::rows::may_be_body(&model) {
-            manifest.model.sha256.clone()
-        } else {
-            sha256_hex(&model)
+        let options = crate::embed::ModelOptions {
+            weights,
+            ..manifest.model.options()
         };
-        check_model(&manifest.model, &model_sha256, &sha256_hex(tokenizer))?;
-        let options = manifest.model.options();
-        let embedder = TractEmbedder::from_vec_with(model, tokenizer, &options, weights)?;
-        self.attach_model(Arc::new(embedder))?;
-        Ok(())
+        // An encoder file or a model body (`crate::embed::rows`) is cut from the index's model:
+        // its digest is not the model's, and the one it names is checked by `attach_model`.
+        if crate::embed::bert::is_encoder(&model) {
+            check_model(&manifest.model, &manifest.model.sha256, &sha256_hex(tokenizer))?;
+            let encoder = crate::embed::BertEncoder::from_bytes(&model, tokenizer, &options)?;
+            drop(model);
+            self.attach_model(Arc::new(encoder))?;
+            return Ok(());
+        }
+        #[cfg(feature = "model")]
+        {
+            let model_sha256 = if crate::embed::rows::may_be_body(&model) {
+                manifest.model.sha256.clone()
+            } else {
+                sha256_hex(&model)
+            };
+            check_model(&manifest.model, &model_sha256, &sha256_hex(tokenizer))?;
+            let embedder = TractEmbedder::from_vec_with(model, tokenizer, &options, weights)?;
+            self.attach_model(Arc::new(embedder))?;
+            Ok(())
+        }
+        #[cfg(not(feature = "model"))]
+        Err(crate::embed::EmbedError::BadModel {
+            reason: "this engine (sextant's own encoder, without tract) reads the encoder file sextant build --site writes, not model.onnx; load model.onnx with the full engine".into(),
+        }
+        .into())
     }
 
     /// Attaches an embedding model after checking it is the one the index was built with (file

@@ -105,8 +105,19 @@ pub const MODEL_DIR: &str = "model";
 /// The drop-in UI's files, rewritten in place on every build (their names are fixed: pages load
 /// them by name).
 const UI_FILES: [&str; 2] = ["sextant-ui.js", "sextant-ui.css"];
+/// Texts the encoder file must embed as the model body does, bit for bit, before a build ships
+/// it: words, code, Unicode, a window-long text (every position), one token.
+const ENCODER_CHECK_TEXTS: [&str; 6] = [
+    "How do I install the package?",
+    "fn main() { println!(\"{}\", x.map(|v| v * 2)); }",
+    "Ärger über naïve Café-Preise, 東京の天気, ÇA VA?",
+    "a",
+    "",
+    "Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached.",
+];
+
 /// Package files copied into the hashed package folder.
-const PACKAGE_FILES: [&str; 15] = [
+const PACKAGE_FILES: [&str; 18] = [
     "errors.js",
     "fetching.js",
     "chat.js",
@@ -121,6 +132,9 @@ const PACKAGE_FILES: [&str; 15] = [
     "sextant_wasm_bg.wasm",
     "sextant_keyword.js",
     "sextant_keyword_bg.wasm",
+    "encoder.js",
+    "sextant_encoder.js",
+    "sextant_encoder_bg.wasm",
     "ui/search-worker.js",
 ];
 
@@ -174,6 +188,11 @@ struct EntryManifest {
     /// with, so `/embed` gives the search box's own vectors.
     #[serde(skip_serializing_if = "Option::is_none")]
     model_body_weights: Option<sextant::embed::Weights>,
+    /// The body's layers for sextant's own encoder (`sextant::embed::bert`), in `model/` beside
+    /// the row files: what the drop-in UI runs, with a wasm without tract (absent when the
+    /// encoder does not give the body's vectors bit for bit: the UI then loads the body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_encoder: Option<String>,
     tokenizer: String,
     package: String,
     worker: String,
@@ -506,6 +525,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
     // The model cut in two for the drop-in UI: a body without its word table and the table's
     // rows in small files, fetched as queries need them (`sextant::embed::rows`); the whole model
     // stays for what reads every row (collections, the Worker).
+    let (mut model_encoder, mut encoder_len) = (None, 0u64);
     let (model_body, body_len) = match sextant::embed::rows::split_model(&model) {
         Ok(mut parts) => {
             if body_weights == Weights::Int5 {
@@ -514,6 +534,34 @@ pub fn run(build: SiteBuild) -> Result<()> {
                 )?;
             }
             let len = parts.body.len() as u64;
+            // The same layers for sextant's own encoder (no tract in the search box's wasm), kept
+            // only if it gives the body's vectors bit for bit.
+            let options = manifest.model.options();
+            let encoder = sextant::embed::bert::write_encoder(&parts.body, options.max_tokens).and_then(|encoder| {
+                sextant::embed::bert::check_encoder(
+                    &encoder,
+                    &parts.body,
+                    &parts.row_files,
+                    &tokenizer,
+                    &options,
+                    &ENCODER_CHECK_TEXTS,
+                )?;
+                Ok(encoder)
+            });
+            model_encoder = match encoder {
+                Ok(encoder) => {
+                    encoder_len = encoder.len() as u64;
+                    Some(add(
+                        format!("{MODEL_DIR}/encoder.{}.bin", short_hash(&encoder)),
+                        encoder,
+                        true,
+                    ))
+                }
+                Err(e) => {
+                    eprintln!("note: the search box will run the model with the full engine ({e})");
+                    None
+                }
+            };
             for (name, bytes) in parts.row_files {
                 add(format!("{MODEL_DIR}/{name}"), bytes, true);
             }
@@ -542,10 +590,11 @@ pub fn run(build: SiteBuild) -> Result<()> {
         files.push((f, bytes));
     }
     let package_name = format!("pkg.{}/", short_hash(&package_bytes));
-    let (mut wasm_bytes, mut keyword_wasm_bytes) = (0u64, 0u64);
+    let (mut wasm_bytes, mut keyword_wasm_bytes, mut encoder_wasm_bytes) = (0u64, 0u64, 0u64);
     for (f, bytes) in files {
         match f {
             "sextant_wasm_bg.wasm" => wasm_bytes = bytes.len() as u64,
+            "sextant_encoder_bg.wasm" => encoder_wasm_bytes = bytes.len() as u64,
             "sextant_keyword_bg.wasm" => keyword_wasm_bytes = bytes.len() as u64,
             _ => {}
         }
@@ -563,6 +612,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
         model: model_name,
         model_body_weights: (model_body.is_some() && body_weights == Weights::Int5).then_some(Weights::Int5),
         model_body,
+        model_encoder,
         tokenizer: tokenizer_name,
         worker: format!("{package_name}ui/search-worker.js"),
         package: package_name,
@@ -571,9 +621,11 @@ pub fn run(build: SiteBuild) -> Result<()> {
             ("index_manifest", manifest_len),
             ("model", model_len),
             ("model_body", body_len),
+            ("model_encoder", encoder_len),
             ("tokenizer", tokenizer_len),
             ("wasm", wasm_bytes),
             ("keyword_wasm", keyword_wasm_bytes),
+            ("encoder_wasm", encoder_wasm_bytes),
         ]),
         pages: pages_indexed,
         chunks,
