@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
+use sextant::embed::{BertEncoder, Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
 use sextant::options::{Mode, SearchOptions};
 use sextant::search::{Engine, NoClock};
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -160,6 +160,21 @@ fn cranfield_results_match_the_native_cli() {
     }
 }
 
+/// sextant's own encoder (`embed::bert`, what the search box runs without tract), written here
+/// from the site's five-bit model body and fed its row files, gives the CLI's five-bit results.
+#[wasm_bindgen_test]
+fn the_encoder_gives_the_native_five_bit_results() {
+    let parts = sextant::embed::rows::split_model(MODEL).unwrap();
+    let (body, _) = sextant::embed::int5::pack_body(&parts.body).unwrap();
+    let options = ModelOptions::default();
+    let file = sextant::embed::bert::write_encoder(&body, options.max_tokens).unwrap();
+    let encoder = BertEncoder::from_bytes(&file, TOKENIZER, &options).unwrap();
+    for (name, bytes) in &parts.row_files {
+        assert!(encoder.add_file(name, bytes).unwrap(), "{name}");
+    }
+    results_match(Arc::new(encoder), EXPECTED_INT5, Weights::Int5);
+}
+
 /// Results by page (BM25 of whole documents, its IDF's logarithm computed at query time): keyword
 /// one per document, hybrid pages fused with three sections each, as the native CLI gives them.
 #[wasm_bindgen_test]
@@ -181,7 +196,7 @@ fn cranfield_page_results_match_the_native_cli() {
     );
 }
 
-fn results_match(embedder: Arc<TractEmbedder>, expected_lines: &str, weights: Weights) {
+fn results_match(embedder: Arc<dyn Embedder>, expected_lines: &str, weights: Weights) {
     let defaults = |mode: Mode| SearchOptions {
         k: 10,
         mode,
@@ -199,7 +214,7 @@ fn results_match(embedder: Arc<TractEmbedder>, expected_lines: &str, weights: We
 /// Runs each expected line's query with `options` for its mode and checks the wasm ranking is the
 /// native one; returns how many lines of each mode were checked.
 fn lines_match(
-    embedder: Arc<TractEmbedder>,
+    embedder: Arc<dyn Embedder>,
     expected_lines: &str,
     options: &dyn Fn(Mode) -> SearchOptions,
     how: &str,

@@ -655,6 +655,18 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
         manifest["bytes"]["model_body"].as_u64().unwrap()
             < manifest["bytes"]["model"].as_u64().unwrap() / 2 + 1_000_000
     );
+    // sextant's own encoder (no tract in the search box's wasm): the body's layers in a file of
+    // its own, checked against the body when written, recorded like the rows.
+    let encoder = manifest["model_encoder"].as_str().unwrap();
+    assert!(
+        encoder.starts_with("model/encoder.") && encoder.ends_with(".bin"),
+        "{encoder}"
+    );
+    assert!(recorded.contains(&encoder));
+    let encoder_len = std::fs::metadata(site.join("sextant").join(encoder)).unwrap().len();
+    assert_eq!(manifest["bytes"]["model_encoder"].as_u64(), Some(encoder_len));
+    assert!(encoder_len <= manifest["bytes"]["model_body"].as_u64().unwrap());
+    assert!(site.join("sextant/sextant_encoder_bg.wasm").is_file());
     // The index's chunks carry site URLs with anchors (the CLI searches a split index too).
     let index = site.join("sextant").join(manifest["index"].as_str().unwrap());
     let hit = ok(&[
@@ -722,6 +734,9 @@ fn fake_package() -> PathBuf {
         "sextant_wasm_bg.wasm",
         "sextant_keyword.js",
         "sextant_keyword_bg.wasm",
+        "encoder.js",
+        "sextant_encoder.js",
+        "sextant_encoder_bg.wasm",
         "ui/search-worker.js",
         "ui/sextant-ui.js",
         "ui/sextant-ui.css",

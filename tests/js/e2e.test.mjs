@@ -476,9 +476,10 @@ test('once meaning search is loaded, a query whose rows are slow to come shows k
   }
 });
 
-test('meaning search loads the model without its word table; a query fetches the rows of its words once, and the next query reuses them', async () => {
+test('meaning search runs sextant\'s own encoder without its word table or tract; a query fetches the rows of its words once, and the next query reuses them', async () => {
   const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
   assert.match(entry.model_body, /^model\/body\.[0-9a-f]{16}\.onnx$/);
+  assert.match(entry.model_encoder, /^model\/encoder\.[0-9a-f]{16}\.bin$/);
   // A page without data-offline (which fetches every row file once the page is usable, for
   // meaning search offline).
   const online = path.join(site, 'online-only');
@@ -495,8 +496,12 @@ test('meaning search loads the model without its word table; a query fetches the
     const href = await page.locator('.sextant-page-title').first().getAttribute('href');
     assert.equal(new URL(href).pathname, '/security/');
     const paths = fresh.log.map((e) => e.path);
-    assert.ok(paths.includes(`/sextant/${entry.model_body}`), 'the body is loaded');
+    assert.ok(paths.includes(`/sextant/${entry.model_encoder}`), 'the encoder file is loaded');
     assert.ok(!paths.includes(`/sextant/${entry.model}`), 'the whole model is never fetched');
+    assert.ok(!paths.includes(`/sextant/${entry.model_body}`), 'the tract body is never fetched');
+    // The engine that runs it has no tract: the full engine's wasm is never fetched.
+    assert.ok(paths.some((p) => p.endsWith('/sextant_encoder_bg.wasm')), paths.join());
+    assert.ok(!paths.some((p) => p.endsWith('/sextant_wasm_bg.wasm')), 'the full engine was fetched');
     const first = rowsFetched();
     // [CLS] what stops prompt injection [SEP]: a few files of 64 rows, each once.
     assert.ok(first.length >= 1 && first.length <= 6, first.join());

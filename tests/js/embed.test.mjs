@@ -92,6 +92,36 @@ test('GET /embed gives the vector the package computes, bit for bit, with the mo
   assert.equal(post.status, 405);
 });
 
+test('the encoder entry in Chromium (sextant\'s own encoder, no tract) gives the five-bit body\'s query vectors and results bit for bit', async () => {
+  const page = await watchedPage(context);
+  const requested = [];
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  await page.goto(`${worker.base}/remote/`);
+  const queries = ['what stops prompt injection', 'install -npm "split index"', 'Ünïcödé ☃ query', 'a'];
+  const got = await page.evaluate(async ({ e, queries }) => {
+    const { Sextant } = await import(`/sextant/${e.package}encoder.js`);
+    const engine = await Sextant.load({ index: `/sextant/${e.index}`, model: `/sextant/${e.model_encoder}`, tokenizer: `/sextant/${e.tokenizer}` });
+    const out = [];
+    for (const q of queries) {
+      const vector = await engine.queryVector(q);
+      const found = await engine.search(q, { k: 8 });
+      out.push({ vector: Array.from(new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength)), results: found.results.map((r) => [r.chunk_id, r.score]) });
+    }
+    return out;
+  }, { e: entry(), queries });
+  const local = await localEngine();
+  for (const [i, query] of queries.entries()) {
+    const ours = await local.queryVector(query);
+    assert.deepEqual(Buffer.from(got[i].vector), Buffer.from(ours.buffer, ours.byteOffset, ours.byteLength), query);
+    const expected = await local.search(query, { k: 8 });
+    assert.deepEqual(got[i].results, expected.results.map((r) => [r.chunk_id, r.score]), query);
+  }
+  assert.ok(requested.some((p) => p.endsWith('/sextant_encoder_bg.wasm')), requested.join());
+  assert.ok(!requested.some((p) => p.endsWith('/sextant_wasm_bg.wasm') || /\/(model|body)\.[0-9a-f]+\.onnx$/.test(p)), `tract or its model was requested: ${requested.join()}`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('data-embed-url: the first query turns hybrid as soon as its vector comes (keyword results meanwhile), the model never requested, ranked as the model in the page ranks them', async () => {
   const page = await watchedPage(context);
   const requested = [];
@@ -112,7 +142,7 @@ test('data-embed-url: the first query turns hybrid as soon as its vector comes (
   assert.deepEqual(shown, pages);
   await page.waitForTimeout(2500); // the full engine would start loading by now
   assert.ok(requested.includes('/embed'), requested.join());
-  assert.ok(!requested.some((p) => /\/(model|body)\.[0-9a-f]+\.onnx$|\/rows\.[0-9a-f]+\.bin$|\/tokenizer\.[0-9a-f]+\.json$/.test(p)), `the model was requested: ${requested.join()}`);
+  assert.ok(!requested.some((p) => /\/(model|body)\.[0-9a-f]+\.onnx$|\/(rows|encoder)\.[0-9a-f]+\.bin$|\/tokenizer\.[0-9a-f]+\.json$/.test(p)), `the model was requested: ${requested.join()}`);
   assert.ok(!requested.some((p) => p.endsWith('/sextant_wasm_bg.wasm')), 'the full engine\'s wasm was requested');
   assert.ok(requested.some((p) => p.endsWith('/sextant_keyword_bg.wasm')), requested.join());
   assert.deepEqual(page.errors, []);
@@ -128,7 +158,7 @@ test('data-embed-url that fails: keyword results at once, then the model loads a
   await page.locator('.sextant-input').fill(query);
   await page.waitForFunction((q) => document.querySelector('.sextant-results').dataset.query === q && document.querySelectorAll('.sextant-page').length > 0, query, { timeout: 60000 });
   await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.mode === 'hybrid', null, { timeout: 180000 });
-  assert.ok(requested.some((p) => /\/(model|body)\.[0-9a-f]+\.onnx$/.test(p)), 'the model was not loaded after the endpoint failed');
+  assert.ok(requested.some((p) => /\/(model|body)\.[0-9a-f]+\.onnx$|\/encoder\.[0-9a-f]+\.bin$/.test(p)), 'the model was not loaded after the endpoint failed');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
