@@ -1,6 +1,8 @@
 // What meaning search costs a visitor in model bytes, as a host serves them (gzip): once, the
 // full engine's WebAssembly, the tokenizer and either the whole model or the model body
-// (`sextant build --site`'s `model_body`, without its word table); then, with the body, the row
+// (`sextant build --site`'s `model_body`, without its word table), or what the drop-in UI loads
+// where the build wrote one: the encoder wasm (no tract) and the encoder file (`model_encoder`,
+// the body's layers for sextant's own encoder); then, with the body, the row
 // files each query's tokens are in (each file fetched once a session). The rows a query needs
 // depend only on its words, so any site built with the model measures them; each query set runs
 // as one session, in its order. The body's vectors are checked against the whole model's (with
@@ -18,6 +20,10 @@ if (!site || !querySets.length) {
 }
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { Sextant } = await import(path.join(here, '../pkg/node.js'));
+// The encoder wasm in Node: its browser entry's API, the wasm given as bytes.
+const encoderWasm = await import(path.join(here, '../pkg/sextant_encoder.js'));
+const { makeApi } = await import(path.join(here, '../pkg/core.js'));
+const Encoder = makeApi(encoderWasm, () => encoderWasm.default({ module_or_path: readFileSync(path.join(here, '../pkg/sextant_encoder_bg.wasm')) })).Sextant;
 const dir = path.join(site, 'sextant');
 const entry = JSON.parse(readFileSync(path.join(dir, 'sextant.json'), 'utf8'));
 if (!entry.model_body) throw new Error(`${site} has no model_body: build it again with this sextant`);
@@ -27,6 +33,16 @@ const once = {
   tokenizer: gz(path.join(dir, entry.tokenizer)),
   whole_model: gz(path.join(dir, entry.model)),
   model_body: gz(path.join(dir, entry.model_body)),
+};
+if (entry.model_encoder) {
+  once.encoder_wasm = gz(path.join(dir, entry.package, 'sextant_encoder_bg.wasm'));
+  once.model_encoder = gz(path.join(dir, entry.model_encoder));
+}
+// What a visitor downloads once for hybrid results: engine + tokenizer + model.
+const totals = {
+  with_whole_model: once.wasm + once.tokenizer + once.whole_model,
+  with_body: once.wasm + once.tokenizer + once.model_body,
+  ...(entry.model_encoder ? { with_encoder: once.encoder_wasm + once.tokenizer + once.model_encoder } : {}),
 };
 const index = pathToFileURL(path.join(dir, entry.index)).href;
 const plainDisk = async (url) => new Response(readFileSync(fileURLToPath(url)));
@@ -58,6 +74,17 @@ for (const file of querySets) {
     perQuery.push(rowBytes - before);
   }
   body.free();
+  // The encoder file (the drop-in UI's model, where the build wrote one): the same bits.
+  if (entry.model_encoder) {
+    const encoder = await Encoder.load({ index, model: pathToFileURL(path.join(dir, entry.model_encoder)).href, tokenizer: readFileSync(path.join(dir, entry.tokenizer)), fetch: plainDisk });
+    for (const q of queries) {
+      const [a, b] = [await encoder.queryVector(q), await whole.queryVector(q)];
+      if (Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) !== 0) {
+        throw new Error(`the encoder's vector differs from the whole model's for ${JSON.stringify(q)}`);
+      }
+    }
+    encoder.free();
+  }
   const firstTen = perQuery.slice(0, 10).reduce((n, x) => n + x, 0);
   sets.push({
     queries: path.relative(process.cwd(), file),
@@ -70,4 +97,4 @@ for (const file of querySets) {
   });
 }
 whole.free();
-console.log(JSON.stringify({ model_body_weights: entry.model_body_weights ?? "int8", once, sets }));
+console.log(JSON.stringify({ model_body_weights: entry.model_body_weights ?? "int8", once, once_totals: totals, sets }));

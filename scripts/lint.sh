@@ -7,4 +7,5 @@ cargo fmt --all -- --check
 cargo clippy --quiet --workspace --all-targets -- -D warnings
 cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features model --lib -- -D warnings
 cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --lib -- -D warnings
+cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features encoder --lib -- -D warnings
 cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features collection --lib -- -D warnings

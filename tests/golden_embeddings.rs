@@ -3,7 +3,7 @@
 
 mod common;
 
-use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
+use sextant::embed::{Embedder, ModelOptions, ModelTokenizer, TextKind, TractEmbedder, Weights};
 
 #[derive(serde::Deserialize)]
 struct Golden {
@@ -280,4 +280,92 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a model body"), "{e}");
+}
+
+#[test]
+fn the_encoder_builds_own_wordpiece_gives_the_tokenizers_crates_ids() {
+    // The encoder wasm tokenizes with `embed::wordpiece` (no `tokenizers` crate): the same ids as
+    // the crate, on real text (Cranfield, the golden texts: Unicode and code) and on random text
+    // from alphabets chosen to catch the corners (special tokens written in the text, accents,
+    // CJK, controls, format characters, unassigned and private-use code points, long words).
+    use sextant::embed::wordpiece::WordPiece;
+    let bytes = common::model_file("tokenizer.json");
+    let ours = WordPiece::from_bytes(&bytes).unwrap();
+    let theirs = ModelTokenizer::from_bytes(&bytes, 1 << 20).unwrap();
+    let corpus = std::fs::read_to_string(common::fixture("cranfield/corpus.jsonl")).unwrap();
+    let mut texts: Vec<String> = corpus
+        .lines()
+        .take(300)
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    texts.extend(goldens().into_iter().map(|g| g.text));
+    texts.extend([
+        "a".repeat(100),
+        "a".repeat(101),
+        "x[CLS]y[SEP]z[MASK][PAD][UNK][[SEP]]".into(),
+        String::new(),
+    ]);
+    let seed: u64 = std::env::var("SEXTANT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
+    println!("seed {seed} (SEXTANT_SEED)");
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let alphabets: Vec<Vec<char>> = [
+        "abcdeABCDE éèÉçñüÜßİıǅﬁ  \t\n\r.,;:!?-_()[]{}<>'\"`~@#$%^&*+=|\\/0123",
+        "[CLS][SEP][UNK][MASK][PAD]",
+        "日本語の文章です中文汉字한국어カタカナ。、「」",
+        "\u{0}\u{1}\u{7f}\u{ad}\u{200b}\u{200d}\u{feff}\u{fffd}\u{e000}\u{2028}\u{a0}\u{3000}\u{301}\u{308}\u{1f600}\u{1f9d1}\u{10ffff}\u{e0001}\u{2066}",
+    ]
+    .iter()
+    .map(|a| a.chars().collect())
+    .collect();
+    for _ in 0..20_000 {
+        let mut text = String::new();
+        for _ in 0..next() % 40 {
+            if next() % 10 == 0 {
+                text.extend(char::from_u32((next() % 0x30000) as u32));
+            } else {
+                let alphabet = &alphabets[(next() % alphabets.len() as u64) as usize];
+                text.push(alphabet[(next() % alphabet.len() as u64) as usize]);
+            }
+        }
+        texts.push(text);
+    }
+    for text in &texts {
+        let ids = ours.ids(text);
+        assert_eq!(ids.len(), theirs.count(text).unwrap(), "seed {seed}: {text:?}");
+        assert_eq!(ours.wrap(ids), theirs.encode(text).unwrap(), "seed {seed}: {text:?}");
+    }
+    // What it does not read is refused, naming the part.
+    let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    for (part, value) in [
+        ("normalizer", serde_json::json!({"type": "NFC"})),
+        ("pre_tokenizer", serde_json::json!({"type": "Whitespace"})),
+        ("model", serde_json::json!({"type": "BPE", "vocab": {}, "merges": []})),
+    ] {
+        let mut other = json.clone();
+        other[part] = value;
+        let e = WordPiece::from_bytes(&serde_json::to_vec(&other).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("full engine"), "{part}: {e}");
+    }
+    let mut stripped = json.clone();
+    stripped["added_tokens"][0]["lstrip"] = true.into();
+    let e = WordPiece::from_bytes(&serde_json::to_vec(&stripped).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("[PAD]"), "{e}");
 }

@@ -37,6 +37,8 @@ mod rowstore;
 pub mod runner;
 #[cfg(feature = "encoder")]
 pub mod tokenizer;
+#[cfg(feature = "encoder")]
+pub mod wordpiece;
 
 use serde::{Deserialize, Serialize};
 

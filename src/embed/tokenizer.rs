@@ -1,8 +1,15 @@
 //! The model's tokenizer, configured the way the embedder uses it: no padding, truncation at the
 //! model window. It also counts tokens for chunking and for framing budgets.
+//!
+//! With `model` it is the `tokenizers` crate (any tokenizer.json); the encoder build alone
+//! (`encoder` without `model`, the search box's wasm) reads BERT WordPiece tokenizers with
+//! `embed::wordpiece`, which gives the same ids without the crate's regular-expression engines.
 
+#[cfg(feature = "model")]
 use tokenizers::{Tokenizer, TruncationDirection};
 
+#[cfg(not(feature = "model"))]
+use super::wordpiece::WordPiece;
 use super::EmbedError;
 
 /// A model tokenizer configured the way the embedder uses it: no padding, truncation at the
@@ -10,7 +17,10 @@ use super::EmbedError;
 #[derive(Clone)]
 pub struct ModelTokenizer {
     /// No padding, no truncation (see `encode`).
+    #[cfg(feature = "model")]
     inner: Tokenizer,
+    #[cfg(not(feature = "model"))]
+    inner: WordPiece,
     max_tokens: usize,
     special_tokens: usize,
 }
@@ -33,6 +43,23 @@ impl ModelTokenizer {
                 reason: format!("{max_tokens} is too small; the window must hold special tokens and text"),
             });
         }
+        #[cfg(not(feature = "model"))]
+        {
+            let inner = WordPiece::from_bytes(bytes)?;
+            let special_tokens = inner.special_tokens();
+            Ok(Self {
+                inner,
+                max_tokens,
+                special_tokens,
+            })
+        }
+        #[cfg(feature = "model")]
+        Self::with_tokenizers(bytes, max_tokens)
+    }
+
+    /// The `tokenizers` crate's reading of the file.
+    #[cfg(feature = "model")]
+    fn with_tokenizers(bytes: &[u8], max_tokens: usize) -> Result<Self, EmbedError> {
         let mut inner = Tokenizer::from_bytes(bytes).map_err(|e| EmbedError::BadTokenizer { reason: e.to_string() })?;
         inner.with_padding(None);
         // No truncation inside the tokenizer: `encode` truncates itself (exactly as HF does for
@@ -62,6 +89,15 @@ impl ModelTokenizer {
     }
 
     /// Token ids as the model sees them: special tokens added, truncated at the window.
+    #[cfg(not(feature = "model"))]
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let mut ids = self.inner.ids(text);
+        ids.truncate(self.max_tokens.saturating_sub(self.special_tokens));
+        Ok(self.inner.wrap(ids))
+    }
+
+    /// Token ids as the model sees them: special tokens added, truncated at the window.
+    #[cfg(feature = "model")]
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
         let failed = |e: tokenizers::Error| EmbedError::Tokenize { reason: e.to_string() };
         let mut encoding = self.inner.encode_fast(text, false).map_err(failed)?;
@@ -78,6 +114,7 @@ impl ModelTokenizer {
     /// Token ids and token type ids of a pair (a query and a passage, as a cross-encoder reads
     /// them: `[CLS] query [SEP] passage [SEP]` for BERT), special tokens added, cut to the window:
     /// the passage first, then the query if it alone is too long.
+    #[cfg(feature = "model")]
     pub fn encode_pair(&self, first: &str, second: &str) -> Result<(Vec<u32>, Vec<u32>), EmbedError> {
         let failed = |e: tokenizers::Error| EmbedError::Tokenize { reason: e.to_string() };
         let mut a = self.inner.encode_fast(first, false).map_err(failed)?;
@@ -101,6 +138,13 @@ impl ModelTokenizer {
     }
 
     /// Number of tokens in `text` without special tokens and without truncation.
+    #[cfg(not(feature = "model"))]
+    pub fn count(&self, text: &str) -> Result<usize, EmbedError> {
+        Ok(self.inner.ids(text).len())
+    }
+
+    /// Number of tokens in `text` without special tokens and without truncation.
+    #[cfg(feature = "model")]
     pub fn count(&self, text: &str) -> Result<usize, EmbedError> {
         let encoding = self
             .inner
