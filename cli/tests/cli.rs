@@ -666,7 +666,11 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
     let encoder_len = std::fs::metadata(site.join("sextant").join(encoder)).unwrap().len();
     assert_eq!(manifest["bytes"]["model_encoder"].as_u64(), Some(encoder_len));
     assert!(encoder_len <= manifest["bytes"]["model_body"].as_u64().unwrap());
-    assert!(site.join("sextant/sextant_encoder_bg.wasm").is_file());
+    assert!(site
+        .join("sextant")
+        .join(manifest["package"].as_str().unwrap())
+        .join("sextant_encoder_bg.wasm")
+        .is_file());
     // The index's chunks carry site URLs with anchors (the CLI searches a split index too).
     let index = site.join("sextant").join(manifest["index"].as_str().unwrap());
     let hit = ok(&[
