@@ -220,17 +220,7 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
     let tokenizer = common::model_file("tokenizer.json");
     let goldens = goldens();
     let long = "retrieval of aerodynamic heat transfer ".repeat(80);
-    let corpus = std::fs::read_to_string(common::fixture("cranfield/corpus.jsonl")).unwrap();
-    let passages: Vec<String> = corpus
-        .lines()
-        .take(40)
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let passages = cranfield_texts(40);
     let mut texts: Vec<&str> = goldens.iter().map(|g| g.text.as_str()).collect();
     texts.extend([long.as_str(), "a", ""]);
     texts.extend(passages.iter().map(String::as_str));
@@ -292,17 +282,7 @@ fn the_encoder_builds_own_wordpiece_gives_the_tokenizers_crates_ids() {
     let bytes = common::model_file("tokenizer.json");
     let ours = WordPiece::from_bytes(&bytes).unwrap();
     let theirs = ModelTokenizer::from_bytes(&bytes, 1 << 20).unwrap();
-    let corpus = std::fs::read_to_string(common::fixture("cranfield/corpus.jsonl")).unwrap();
-    let mut texts: Vec<String> = corpus
-        .lines()
-        .take(300)
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let mut texts = cranfield_texts(300);
     texts.extend(goldens().into_iter().map(|g| g.text));
     texts.extend([
         "a".repeat(100),
@@ -368,4 +348,19 @@ fn the_encoder_builds_own_wordpiece_gives_the_tokenizers_crates_ids() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("[PAD]"), "{e}");
+}
+
+/// The text of the first `n` documents of the Cranfield fixture.
+fn cranfield_texts(n: usize) -> Vec<String> {
+    let corpus = std::fs::read_to_string(common::fixture("cranfield/corpus.jsonl")).unwrap();
+    corpus
+        .lines()
+        .take(n)
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
 }
