@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startStaticServer } from '../tests/js/static-server.mjs';
 import { launch, watchedPage } from '../tests/js/browser.mjs';
-import { ENGINES, prepareSites, sextantPage } from './site-setup.mjs';
+import { ENGINES, PHONE, prepareSites, sextantPage, throttleWorkers } from './site-setup.mjs';
 import http from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { importPackage, modelDir } from '../tests/js/harness.mjs';
@@ -55,8 +55,6 @@ const QUERIES = {
     'hybrid search',
   ],
 };
-// A phone on a good mobile connection: 10 Mbit/s down, 5 Mbit/s up, 40 ms round trip.
-const PHONE = { offline: false, latency: 40, downloadThroughput: 1_250_000, uploadThroughput: 625_000, connectionType: 'cellular4g' };
 const CONNECTIONS = [
   ['loopback', null],
   ['phone 10/5 Mbit/s, 40 ms', PHONE],
@@ -120,8 +118,9 @@ function category(engine, urlPath) {
   if (/\.wasm$/i.test(file)) return 'wasm';
   // Pagefind ships its WebAssembly pre-compressed as wasm.<language>.pagefind.
   if (engine === 'pagefind' && /^wasm\.[^/]*\.pagefind$/.test(file)) return 'wasm';
-  // The model: whole, or the search box's body and the rows of its word table a query needs.
-  if (/^(model|body)[^/]*\.onnx/i.test(file) || /^rows\.[0-9a-f]+\.bin$/.test(file) || /^tokenizer[^/]*\.json/i.test(file)) return 'model';
+  // The model: whole, or the search box's body (or sextant's own encoder file) and the rows of
+  // its word table a query needs.
+  if (/^(model|body)[^/]*\.onnx/i.test(file) || /^(rows|encoder)\.[0-9a-f]+\.bin$/.test(file) || /^tokenizer[^/]*\.json/i.test(file)) return 'model';
   if (/\.(m?js|css|html?)$/i.test(file) || urlPath.endsWith('/')) return 'code';
   if (urlPath.startsWith(`/${ENGINES[engine].folder}/`)) return 'index';
   if (urlPath.startsWith('/embed')) return 'embed';
@@ -133,59 +132,6 @@ function sumBytes(engine, entries) {
   for (const e of entries) out[category(engine, e.path)] += e.bytes ?? 0;
   out.total = CATEGORIES.reduce((n, c) => n + out[c], 0);
   return out;
-}
-
-/**
- * Throttles every service worker and shared worker of the context: they are targets of their own,
- * and Chromium applies a page's network emulation to its dedicated workers but not to the
- * service worker that fetches on its behalf. A helper page gets a browser-level CDP channel
- * (Target.exposeDevToolsProtocol), auto-attaches to those workers as they start (paused until
- * the emulation is set) and emulates the connection on each. Returns the list of targets
- * throttled, read at the end.
- */
-async function throttleWorkers(context, conditions) {
-  const browserSession = await context.browser().newBrowserCDPSession();
-  const helper = await context.newPage();
-  const helperSession = await context.newCDPSession(helper);
-  const { targetInfo } = await helperSession.send('Target.getTargetInfo');
-  await browserSession.send('Target.exposeDevToolsProtocol', { targetId: targetInfo.targetId, bindingName: 'benchCdp' });
-  await helper.evaluate((cond) => {
-    let id = 0;
-    const pending = new Map();
-    window.throttled = [];
-    window.throttleErrors = [];
-    const send = (method, params, sessionId) =>
-      new Promise((resolve, reject) => {
-        const message = { id: ++id, method, params };
-        if (sessionId) message.sessionId = sessionId;
-        pending.set(message.id, { resolve, reject });
-        window.benchCdp.send(JSON.stringify(message));
-      });
-    window.benchCdp.onmessage = async (json) => {
-      const m = JSON.parse(json);
-      if (m.id && pending.has(m.id)) {
-        const { resolve, reject } = pending.get(m.id);
-        pending.delete(m.id);
-        if (m.error) reject(new Error(m.error.message));
-        else resolve(m.result);
-      } else if (m.method === 'Target.attachedToTarget') {
-        const { sessionId, targetInfo: info, waitingForDebugger } = m.params;
-        try {
-          await send('Network.emulateNetworkConditions', cond, sessionId);
-          window.throttled.push(`${info.type} ${new URL(info.url).pathname}`);
-        } catch (e) {
-          window.throttleErrors.push(`${info.type} ${info.url}: ${e.message}`);
-        }
-        if (waitingForDebugger) await send('Runtime.runIfWaitingForDebugger', {}, sessionId).catch(() => {});
-      }
-    };
-    return send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: [{ type: 'service_worker' }, { type: 'shared_worker' }] });
-  }, conditions);
-  return async () => {
-    const { throttled, throttleErrors } = await helper.evaluate(() => ({ throttled: window.throttled, throttleErrors: window.throttleErrors }));
-    if (throttleErrors.length) throw new Error(`could not throttle: ${throttleErrors.join('; ')}`);
-    return throttled;
-  };
 }
 
 // The throttling probe: 1 MB that does not compress, fetched at the end of a session from the

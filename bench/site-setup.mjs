@@ -74,3 +74,59 @@ export function prepareSites(name, dir, sextantBin) {
     cleanup: () => rmSync(base, { recursive: true, force: true }),
   };
 }
+
+// A phone on a good mobile connection: 10 Mbit/s down, 5 Mbit/s up, 40 ms round trip.
+export const PHONE = { offline: false, latency: 40, downloadThroughput: 1_250_000, uploadThroughput: 625_000, connectionType: 'cellular4g' };
+
+/**
+ * Throttles every service worker and shared worker of the context: they are targets of their own,
+ * and Chromium applies a page's network emulation to its dedicated workers but not to the
+ * service worker that fetches on its behalf. A helper page gets a browser-level CDP channel
+ * (Target.exposeDevToolsProtocol), auto-attaches to those workers as they start (paused until
+ * the emulation is set) and emulates the connection on each. Returns the list of targets
+ * throttled, read at the end.
+ */
+export async function throttleWorkers(context, conditions) {
+  const browserSession = await context.browser().newBrowserCDPSession();
+  const helper = await context.newPage();
+  const helperSession = await context.newCDPSession(helper);
+  const { targetInfo } = await helperSession.send('Target.getTargetInfo');
+  await browserSession.send('Target.exposeDevToolsProtocol', { targetId: targetInfo.targetId, bindingName: 'benchCdp' });
+  await helper.evaluate((cond) => {
+    let id = 0;
+    const pending = new Map();
+    window.throttled = [];
+    window.throttleErrors = [];
+    const send = (method, params, sessionId) =>
+      new Promise((resolve, reject) => {
+        const message = { id: ++id, method, params };
+        if (sessionId) message.sessionId = sessionId;
+        pending.set(message.id, { resolve, reject });
+        window.benchCdp.send(JSON.stringify(message));
+      });
+    window.benchCdp.onmessage = async (json) => {
+      const m = JSON.parse(json);
+      if (m.id && pending.has(m.id)) {
+        const { resolve, reject } = pending.get(m.id);
+        pending.delete(m.id);
+        if (m.error) reject(new Error(m.error.message));
+        else resolve(m.result);
+      } else if (m.method === 'Target.attachedToTarget') {
+        const { sessionId, targetInfo: info, waitingForDebugger } = m.params;
+        try {
+          await send('Network.emulateNetworkConditions', cond, sessionId);
+          window.throttled.push(`${info.type} ${new URL(info.url).pathname}`);
+        } catch (e) {
+          window.throttleErrors.push(`${info.type} ${info.url}: ${e.message}`);
+        }
+        if (waitingForDebugger) await send('Runtime.runIfWaitingForDebugger', {}, sessionId).catch(() => {});
+      }
+    };
+    return send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: [{ type: 'service_worker' }, { type: 'shared_worker' }] });
+  }, conditions);
+  return async () => {
+    const { throttled, throttleErrors } = await helper.evaluate(() => ({ throttled: window.throttled, throttleErrors: window.throttleErrors }));
+    if (throttleErrors.length) throw new Error(`could not throttle: ${throttleErrors.join('; ')}`);
+    return throttled;
+  };
+}

@@ -12,7 +12,21 @@
 // model loads as usual.
 // Other sites merged into this box (data-merge-index, the build's merge list) make the engines
 // `Bases`: this site is the base OWN, each other site a base of its name and weight.
-import { Sextant as KeywordSextant, Bases as KeywordBases, highlights, defaults } from '../keyword.js';
+
+// The keyword engine's modules are imports three deep, and its wasm is fetched only once they are
+// all here and the engine loads: on a phone link that is three round trips before the largest
+// download of a first query even starts. So the wasm is requested now, beside the modules, and
+// handed to the bindings (they instantiate once; if this fetch fails, the engine fetches it again).
+const keywordWasm = fetch(new URL('../sextant_keyword_bg.wasm', import.meta.url));
+keywordWasm.catch(() => {});
+const keywordApi = Promise.all([import('../keyword.js'), import('../sextant_keyword.js')]).then(([api, bindings]) => {
+  bindings.default({ module_or_path: keywordWasm }).catch(() => {});
+  return api;
+});
+keywordApi.catch(() => {}); // the load message reports it
+// The keyword entry's functions, once it is here (before the first 'loaded' reply).
+let highlights = null;
+let defaults = null;
 
 const OWN = 'site';
 let merged = []; // [{name, index, weight}] of the other sites
@@ -167,6 +181,10 @@ async function handle(data) {
   if (type === 'load') {
     indexDir = new URL('.', new URL(data.index, self.location.href)).href;
     merged = data.merge ?? [];
+    // The index manifest comes while the engine's modules and wasm do (the engine reads it from here).
+    sharedFetch(data.index).catch(() => {});
+    const { Sextant: KeywordSextant, Bases: KeywordBases, ...api } = await keywordApi;
+    ({ highlights, defaults } = api);
     keyword = merged.length ? await KeywordBases.load({ bases: basesOf(data.index), fetch: sharedFetch }) : await KeywordSextant.load({ index: data.index, fetch: sharedFetch });
     if (!own(keyword)) {
       const failure = keyword.failed.find((f) => f.base === OWN);

@@ -441,6 +441,29 @@ test('keyword results come first, then the same query turns hybrid without touch
   }
 });
 
+test('a query\'s byte ranges of one pack are requested together, not one at a time behind the browser\'s cache', async () => {
+  // The server answers ranges of the index's packs only once two are waiting (one still alone
+  // after 5 s is answered alone). Chromium's HTTP cache lets one request at a time use an entry,
+  // so ranges of one pack through it would each wait for the one before: a round trip each.
+  const gated = await startStaticServer(site, { together: { pattern: /\/sextant\/index\/pack\.[0-9a-f]+\.bin$/, count: 2, ms: 5000 } });
+  const page = await watchedPage(context);
+  try {
+    await page.goto(gated.url + '/getting-started/');
+    await page.locator('.sextant-input').fill('section table and checksums of the file format');
+    await page.waitForFunction(() => document.querySelectorAll('.sextant-page').length > 0, null, { timeout: 120000 });
+    const ranges = gated.log.filter((e) => e.range);
+    assert.ok(ranges.length >= 2, `${ranges.length} ranges read`);
+    assert.ok(
+      ranges.some((e) => e.together >= 2),
+      `every range was answered alone: ${ranges.map((e) => `${e.path} ${e.range} ×${e.together}`).join(', ')}`,
+    );
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await gated.close();
+  }
+});
+
 test('once meaning search is loaded, a query whose rows are slow to come shows keyword results first, then turns hybrid', async () => {
   // Row files held back 1.5 s, as on a slow link: a new word's rows must not hold its results.
   const slow = await startStaticServer(site, { delays: [[/\/rows\.[0-9a-f]+\.bin$/, 1500]] });

@@ -5,7 +5,10 @@
 // (the body sent on the wire) and `raw` (its uncompressed size). With `{ gzip: true }` it
 // compresses compressible responses for clients that accept gzip, as a real host would, for
 // benchmarks of the bytes a visitor downloads. With `{ ranges: false }` it answers a Range
-// request with the whole file (200), as some hosts do.
+// request with the whole file (200), as some hosts do. With `{ together: {pattern, count, ms} }`
+// it holds requests matching `pattern` until `count` of them are waiting, then answers them all;
+// one still waiting after `ms` is answered alone: each log entry says how many were answered with
+// it (`together`), which shows whether a client sends such requests in parallel.
 import http from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
@@ -40,9 +43,28 @@ function acceptsGzip(req) {
   });
 }
 
-export async function startStaticServer(folder, { port = 0, headers = {}, pathHeaders = [], gzip = false, delays = [], ranges = true } = {}) {
+export async function startStaticServer(folder, { port = 0, headers = {}, pathHeaders = [], gzip = false, delays = [], ranges = true, together = null } = {}) {
   const dir = path.resolve(folder);
   const log = [];
+  let waiting = []; // `together`: the held requests' release functions
+  const hold = () =>
+    new Promise((resolve) => {
+      const entry = { resolve, timer: null };
+      waiting.push(entry);
+      if (waiting.length >= together.count) {
+        const released = waiting;
+        waiting = [];
+        for (const w of released) {
+          clearTimeout(w.timer);
+          w.resolve(released.length);
+        }
+      } else {
+        entry.timer = setTimeout(() => {
+          waiting = waiting.filter((w) => w !== entry);
+          resolve(1);
+        }, together.ms);
+      }
+    });
   const compressed = new Map(); // `${file}\0${mtimeMs}\0${size}` → gzipped bytes
   const server = http.createServer(async (req, res) => {
     const bad = (reason, logged = req.url) => {
@@ -60,6 +82,7 @@ export async function startStaticServer(folder, { port = 0, headers = {}, pathHe
     // `delays`: [pattern, ms] pairs that hold back matching paths, as a slow link would.
     const delay = delays.find(([pattern]) => pattern.test(url.pathname))?.[1];
     if (delay) await new Promise((r) => setTimeout(r, delay));
+    const held = together?.pattern.test(url.pathname) ? await hold() : null;
     let pathname;
     try {
       pathname = decodeURIComponent(url.pathname);
@@ -116,7 +139,7 @@ export async function startStaticServer(folder, { port = 0, headers = {}, pathHe
         status = 206;
         partial = { 'content-range': `bytes ${start}-${end}/${size}` };
       }
-      log.push({ path: url.pathname, at: performance.now(), ...(partial['content-range'] ? { range: partial['content-range'] } : {}), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}), ...(status === 206 ? { status } : {}) });
+      log.push({ path: url.pathname, at: performance.now(), ...(partial['content-range'] ? { range: partial['content-range'] } : {}), bytes: body.length, raw: gzipped ? info.size : body.length, ...(gzipped ? { encoding: 'gzip' } : {}), ...(status === 206 ? { status } : {}), ...(held ? { together: held } : {}) });
       res.writeHead(status, {
         'content-type': type,
         'content-length': body.length,
