@@ -13,11 +13,13 @@
 // Other sites merged into this box (data-merge-index, the build's merge list) make the engines
 // `Bases`: this site is the base OWN, each other site a base of its name and weight.
 
-// The keyword engine's modules are imports three deep, and its wasm is fetched only once they are
-// all here and the engine loads: on a phone link that is three round trips before the largest
-// download of a first query even starts. So the wasm is requested now, beside the modules, and
-// handed to the bindings (they instantiate once; if this fetch fails, the engine fetches it again).
-const keywordWasm = fetch(new URL('../sextant_keyword_bg.wasm', import.meta.url));
+// The keyword engine's modules are imports three deep, and its wasm would be fetched only once
+// they are all here and the engine loads: on a phone link that is four round trips before the
+// largest download of a first query even starts. The page fetches and compiles it as soon as it
+// knows where it is, beside this worker's start, and sends the module (`keyword-wasm`, null if it
+// could not: then it is fetched from here); the bindings instantiate it once.
+let takeWasm;
+const keywordWasm = new Promise((resolve) => (takeWasm = resolve)).then((module) => module ?? fetch(new URL('../sextant_keyword_bg.wasm', import.meta.url)));
 keywordWasm.catch(() => {});
 const keywordApi = Promise.all([import('../keyword.js'), import('../sextant_keyword.js')]).then(([api, bindings]) => {
   bindings.default({ module_or_path: keywordWasm }).catch(() => {});
@@ -235,10 +237,20 @@ async function handle(data) {
       } else if (full && mode !== 'keyword') {
         // A meaning search that must first fetch files (a new word's rows, vector blocks) would
         // keep the page waiting: past a moment, keyword results go out, and the page searches
-        // again once the meaning search is done.
+        // again once the meaning search is done. The keyword search starts with it, not after
+        // the moment: its few requests go out before the meaning search's vector blocks (tens of
+        // ranges), which it would otherwise queue behind (a browser opens six connections to a
+        // host over HTTP/1.1). The two share the query's shards (`sharedFetch`).
         const pending = full.search(data.query, options);
-        response = await Promise.race([pending, new Promise((resolve) => setTimeout(() => resolve(null), KEYWORD_FIRST_MS))]);
-        if (response === null) {
+        const quick = keyword.search(data.query, keywordOptions);
+        quick.catch(() => {}); // unused when the meaning search wins
+        const hybrid = (r) => ({ response: r, mode });
+        const moment = new Promise((resolve) => setTimeout(() => resolve(null), KEYWORD_FIRST_MS));
+        let shown = await Promise.race([pending.then(hybrid), moment]);
+        // Past the moment, whichever comes first: keyword results, or the meaning search's.
+        shown ??= await Promise.race([pending.then(hybrid), quick.then((r) => ({ response: r, mode: 'keyword' }))]);
+        ({ response, mode } = shown);
+        if (mode === 'keyword') {
           pending.then(
             (done) => {
               if (refined.size > 64) refined.clear();
@@ -247,8 +259,6 @@ async function handle(data) {
             },
             () => {}, // searched again, the error shows then
           );
-          response = await keyword.search(data.query, keywordOptions);
-          mode = 'keyword';
         }
       } else {
         response = await engine.search(data.query, options);
@@ -290,6 +300,10 @@ async function handle(data) {
 }
 
 self.onmessage = ({ data }) => {
+  if (data?.type === 'keyword-wasm') {
+    takeWasm(data.module instanceof WebAssembly.Module ? data.module : null);
+    return;
+  }
   handle(data).catch((e) =>
     reply({
       id: data.id,

@@ -559,7 +559,12 @@ class SearchBox {
     if (manifest.version !== 2 || !manifest.index) {
       throw new Error(this.t('old_files'));
     }
-    const worker = new SearchWorker(new URL(manifest.worker, here));
+    const workerUrl = new URL(manifest.worker, here);
+    // The keyword engine's wasm, the largest file of a first query, starts now, beside the
+    // worker's script and modules rather than after them; compiled here, the module is sent over.
+    const keywordWasm = WebAssembly.compileStreaming(fetch(new URL('../sextant_keyword_bg.wasm', workerUrl))).catch(() => null);
+    const worker = new SearchWorker(workerUrl);
+    keywordWasm.then((module) => worker.worker.postMessage({ type: 'keyword-wasm', module }));
     this.merged = await mergedSites(this.root, manifest);
     // The model loads in the background: progress in the bar, keyword results meanwhile.
     const total = (manifest.bytes.model_encoder || manifest.bytes.model_body || manifest.bytes.model) + manifest.bytes.tokenizer;

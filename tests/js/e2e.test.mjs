@@ -441,7 +441,7 @@ test('keyword results come first, then the same query turns hybrid without touch
   }
 });
 
-test('a query\'s byte ranges of one pack are requested together, not one at a time behind the browser\'s cache', async () => {
+test('a query\'s byte ranges of one pack are requested together, not one at a time behind the browser\'s cache; the keyword wasm is fetched once', async () => {
   // The server answers ranges of the index's packs only once two are waiting (one still alone
   // after 5 s is answered alone). Chromium's HTTP cache lets one request at a time use an entry,
   // so ranges of one pack through it would each wait for the one before: a round trip each.
@@ -457,6 +457,8 @@ test('a query\'s byte ranges of one pack are requested together, not one at a ti
       ranges.some((e) => e.together >= 2),
       `every range was answered alone: ${ranges.map((e) => `${e.path} ${e.range} ×${e.together}`).join(', ')}`,
     );
+    // The page fetches and compiles the keyword engine's wasm for its worker: once, never twice.
+    assert.equal(gated.log.filter((e) => e.path.endsWith('/sextant_keyword_bg.wasm')).length, 1, 'the keyword wasm was fetched more than once');
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();
