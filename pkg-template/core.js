@@ -52,8 +52,20 @@ export function makeApi(wasm, initialise) {
     cachedDefaults ??= call(() => wasm.defaults());
     return structuredClone(cachedDefaults);
   };
+  // The keyword-only build (`sextant-search/keyword`, what a page loads first) has what search
+  // needs and no more: what frames passages for an LLM or reads its replies (frame, context, ask,
+  // graphs, research, an LLM judge, citations) counts tokens with the model's tokenizer, which it
+  // lacks, and is left out of it (a fifth of its bytes). Each of those says so, with the code
+  // framing without a model has, instead of failing as a missing function.
+  const answering = typeof wasm.verifyCitations === 'function';
+  const needAnswers = (what) => {
+    if (!answering) {
+      throw new SextantError('NO_MODEL', `${what} frames passages for an LLM (with the model's tokenizer), which sextant-search/keyword, the keyword-only build, leaves out: import it from sextant-search or sextant-search/encoder`);
+    }
+  };
   const verifyCitations = (answer, sent) => {
     requireReady();
+    needAnswers('verifyCitations()');
     return call(() => wasm.verifyCitations(String(answer), sent));
   };
   /** The words of `text` keyword search matched for `query`, by the index's `analyzer` (its manifest's; English by default). */
@@ -64,6 +76,7 @@ export function makeApi(wasm, initialise) {
   /** A core helper, after ready(): its errors are Errors with a code. */
   const helper = (name) => (...args) => {
     requireReady();
+    if (typeof wasm[name] !== 'function') needAnswers(`${name}()`);
     return call(() => wasm[name](...args));
   };
   // The rules of knowledge bases (`search::bases`): names, which bases a request chose, and the
@@ -403,6 +416,7 @@ export function makeApi(wasm, initialise) {
      * report. `plain` gives the framing without the graph, for the fallback.
      */
     async #graphed(purpose, question, options, plain) {
+      needAnswers('graph: true');
       const { graphOptions, host, options: rest } = splitGraphOptions(options);
       if (wantsLlmRerank(rest)) throw new SextantError('BAD_ARGUMENT', "graph and rerank: 'llm' cannot be asked for together; drop one of them");
       const run = (step) => untilDone(this.#engine, this.#loop(), step, this.#maxIndexBytes);
@@ -421,6 +435,7 @@ export function makeApi(wasm, initialise) {
      * this index's chunks (every chunk held: a collection's index).
      */
     graphFile(draft) {
+      needAnswers('graphFile()');
       return call(() => this.#engine.graphOf(draft));
     }
 
@@ -429,6 +444,7 @@ export function makeApi(wasm, initialise) {
      * order; `found` as get() gives a chunk): what a graph's extraction reads.
      */
     async chunksNumbered(numbers) {
+      needAnswers('chunksNumbered()');
       const list = Uint32Array.from(numbers);
       return untilDone(this.#engine, this.#loop(), () => this.#engine.chunksNumbered(list), this.#maxIndexBytes, Math.ceil(list.length / 8) + 4);
     }
@@ -438,6 +454,7 @@ export function makeApi(wasm, initialise) {
      * research workspace's, for a collection), used by `graph: true`.
      */
     attachGraph(bytes) {
+      needAnswers('attachGraph()');
       call(() => this.#engine.attachGraph(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)));
       this.#graphAttached = true;
     }
@@ -453,6 +470,7 @@ export function makeApi(wasm, initialise) {
 
     /** frame(results, {token_budget}) → {context, included, omitted, tokens, budget, system_prompt}. */
     frame(results, options) {
+      needAnswers('frame()');
       return call(() => this.#engine.frame(results, options));
     }
 
@@ -462,6 +480,7 @@ export function makeApi(wasm, initialise) {
      * and the chunks it cites first: see search()).
      */
     async context(question, asked) {
+      needAnswers('context()');
       const options = withoutNoGraph(asked);
       return traced(this.#otlp, 'context', question, options, () => {
         if (wantsGraph(options)) return this.#graphed('context', question, options);
@@ -542,6 +561,7 @@ export function makeApi(wasm, initialise) {
      * `trace` one entry per LLM call (see `postWithRetries`). An error carries both too.
      */
     async ask(question, options) {
+      needAnswers('ask()');
       return traced(this.#otlp, 'ask', question, options, () => answer(question, withoutNoGraph(options), (ask, host) => {
         if (wantsGraph(ask)) return this.#graphed('ask', question, { ...ask, llm: host.llm, signal: host.signal, fetch: host.fetchImpl, random: host.random });
         if (wantsLlmRerank(ask)) return this.#framedLlmReranked('ask', question, ask, host);

@@ -516,7 +516,9 @@ export interface Defaults {
   compress: { threshold: number; target: number; batch: number; keep: number };
   /** Longest name of a knowledge base, in bytes. */
   max_base_name: number;
-  /** Every text the package sends to an LLM or an agent as it is. */
+  /** Every text the package sends to an LLM or an agent as it is. `prompts`, `tools`,
+   *  `system_prompt` and `refusal` are not in `sextant-search/keyword`'s defaults (its build
+   *  frames nothing for an LLM). */
   prompts: {
     system: string;
     refusal: string;

@@ -13,9 +13,11 @@ use crate::options::{
     AskOptions, ContextOptions, FrameOptions, Fusion, Limits, LoadOptions, Mode, PageScore, Purpose, SearchOptions,
     VectorSearch, MAX_DEPTH, MAX_K, MAX_QUERY_BYTES, MAX_REQUEST_BYTES, MAX_RERANK_DEPTH, MAX_TOKEN_BUDGET,
 };
+#[cfg(feature = "answers")]
 use crate::prompt::{Prompts, PROMPTS};
 use crate::research::{CompressOptions, ResearchOptions};
 use crate::search::bases::MAX_BASE_NAME;
+#[cfg(feature = "answers")]
 use crate::tools::{tools, Tools};
 
 /// The names an enumerated option takes, in the order its type lists them.
@@ -63,13 +65,17 @@ pub struct Defaults {
     /// Every error code with its HTTP status.
     pub error_codes: Vec<ErrorCodeInfo>,
     /// Every text said to an LLM or an agent.
+    #[cfg(feature = "answers")]
     pub prompts: Prompts,
     /// The system prompt sent with framed context (`prompts.system`).
+    #[cfg(feature = "answers")]
     pub system_prompt: &'static str,
     /// The answer given without calling the LLM when nothing relevant was retrieved
     /// (`prompts.refusal`).
+    #[cfg(feature = "answers")]
     pub refusal: &'static str,
     /// The tools offered to a model (research) and to an agent (MCP).
+    #[cfg(feature = "answers")]
     pub tools: Tools,
 }
 
@@ -102,9 +108,13 @@ pub fn defaults() -> Defaults {
         },
         max_base_name: MAX_BASE_NAME,
         error_codes: error_table(),
+        #[cfg(feature = "answers")]
         prompts: PROMPTS,
+        #[cfg(feature = "answers")]
         system_prompt: PROMPTS.system,
+        #[cfg(feature = "answers")]
         refusal: PROMPTS.refusal,
+        #[cfg(feature = "answers")]
         tools: tools(),
     }
 }

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 pub enum ErrorCode {
     /// An argument or option is missing, of the wrong type or out of range.
     BadArgument,
-    /// Dense or hybrid search, or framing, on an engine loaded without the model.
+    /// Dense or hybrid search, or framing, on an engine loaded without the model; or anything
+    /// that frames passages for an LLM (context, ask, graphs, research, an LLM judge, citations)
+    /// from the keyword-only build, which has no model.
     NoModel,
     /// `model.onnx` or `tokenizer.json` cannot be loaded.
     BadModel,

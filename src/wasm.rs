@@ -11,22 +11,32 @@
 use std::ops::Range;
 
 use js_sys::{Function, Reflect};
-use serde::{Deserialize, Serialize};
+#[cfg(feature = "answers")]
+use serde::Deserialize;
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+#[cfg(feature = "answers")]
 use crate::cite::verify_citations as verify;
 use crate::defaults::defaults as core_defaults;
 use crate::embed::TextKind;
 use crate::error_code::ErrorCode;
+#[cfg(feature = "answers")]
 use crate::frame::FrameChunk;
 #[cfg(feature = "encoder")]
 use crate::options::LoadOptions;
-use crate::options::{parse_over, AskOptions, BadOption, ContextOptions, FrameOptions, Purpose, PurposeOptions};
+#[cfg(feature = "answers")]
+use crate::options::{parse_over, AskOptions, ContextOptions, FrameOptions};
+use crate::options::{BadOption, Purpose, PurposeOptions};
+#[cfg(feature = "answers")]
 use crate::prompt::SYSTEM_PROMPT;
+#[cfg(feature = "answers")]
 use crate::research::ResearchOptions;
 use crate::search::bases::Requested;
-use crate::search::{Clock, ContextResponse, Step};
+#[cfg(feature = "answers")]
+use crate::search::ContextResponse;
+use crate::search::{Clock, Step};
 
 /// A JS `Error` with a stable `code` property.
 fn js_error(code: ErrorCode, message: impl std::fmt::Display) -> JsValue {
@@ -60,6 +70,7 @@ fn to_json(value: JsValue, what: &str) -> Result<Option<serde_json::Value>, JsVa
 }
 
 /// Options from JS over the core's defaults; unknown keys and bad values are `BAD_ARGUMENT`.
+#[cfg(feature = "answers")]
 fn options<T: Serialize + serde::de::DeserializeOwned>(
     defaults: &T,
     value: JsValue,
@@ -142,6 +153,7 @@ impl Engine {
 }
 
 /// What `prepareAsk` gives the package: the framed context and the resolved options.
+#[cfg(feature = "answers")]
 #[derive(Serialize)]
 struct PreparedAsk {
     #[serde(flatten)]
@@ -168,6 +180,7 @@ pub fn fuse_bases(lists: JsValue, k: u32) -> Result<JsValue, JsValue> {
 
 /// `llmRerankCandidates(options, purpose)` → `{k, depth, rerank}`: what the search whose results
 /// an LLM rates changes in `options` (`crate::search::llm_rerank::candidate_options`).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = llmRerankCandidates)]
 pub fn llm_rerank_candidates(options: JsValue, purpose: &str) -> Result<JsValue, JsValue> {
     #[derive(Serialize)]
@@ -187,6 +200,7 @@ pub fn llm_rerank_candidates(options: JsValue, purpose: &str) -> Result<JsValue,
 /// `llmRerankPlan(query, results, options, purpose)` → `{depth, batches: [{positions,
 /// messages}], settings}`: an LLM judge's calls for the candidates
 /// (`crate::search::llm_rerank::plan`).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = llmRerankPlan)]
 pub fn llm_rerank_plan(query: &str, results: JsValue, options: JsValue, purpose: &str) -> Result<JsValue, JsValue> {
     let options = purpose_options(options, purpose)?.search;
@@ -197,6 +211,7 @@ pub fn llm_rerank_plan(query: &str, results: JsValue, options: JsValue, purpose:
 
 /// `llmRerankScores(reply, count)` → the ratings of a batch of `count` passages in a judge's
 /// reply, or an `LLM_BAD_RESPONSE` error saying what it lacks.
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = llmRerankScores)]
 pub fn llm_rerank_scores(reply: &str, count: u32) -> Result<Vec<f32>, JsValue> {
     crate::search::llm_rerank::parse_scores(reply, count as usize).map_err(|e| js_error(ErrorCode::LlmBadResponse, e))
@@ -205,6 +220,7 @@ pub fn llm_rerank_scores(reply: &str, count: u32) -> Result<Vec<f32>, JsValue> {
 /// `llmRerankOrder(results, ratings | null, options, purpose)` → the positions of the results in
 /// the judge's order, cut to `k` (`crate::search::llm_rerank::order`); only each result's
 /// `doc_id` is read.
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = llmRerankOrder)]
 pub fn llm_rerank_order(
     results: JsValue,
@@ -226,6 +242,7 @@ pub fn llm_rerank_order(
 
 /// `graphQuestionMessages(question)` → the chat messages asking the LLM for a question's entity
 /// names and answer types (`crate::graph::query::question_messages`), and the largest reply read.
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = graphQuestionMessages)]
 pub fn graph_question_messages(question: &str) -> Result<JsValue, JsValue> {
     #[derive(Serialize)]
@@ -241,6 +258,7 @@ pub fn graph_question_messages(question: &str) -> Result<JsValue, JsValue> {
 
 /// `graphQuestionTerms(reply)` → `{entities, types}` read from the LLM's reply, or an
 /// `LLM_BAD_RESPONSE` error saying what it lacks.
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = graphQuestionTerms)]
 pub fn graph_question_terms(reply: &str) -> Result<JsValue, JsValue> {
     let terms = crate::graph::query::parse_question_reply(reply).map_err(|e| js_error(ErrorCode::LlmBadResponse, e))?;
@@ -250,16 +268,19 @@ pub fn graph_question_terms(reply: &str) -> Result<JsValue, JsValue> {
 /// `graphExtractStart(chunkId, text, gleaning)` → one chunk's extraction state
 /// (`crate::graph::extract::ChunkExtraction`): `messages` to send next, `done`, `skipped`,
 /// `extraction`, `calls`, `errors`.
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = graphExtractStart)]
 pub fn graph_extract_start(chunk_id: &str, text: &str, gleaning: u32) -> Result<JsValue, JsValue> {
     to_js(&crate::graph::extract::ChunkExtraction::new(chunk_id, text, gleaning))
 }
 
+#[cfg(feature = "answers")]
 fn extraction_state(state: JsValue) -> Result<crate::graph::extract::ChunkExtraction, JsValue> {
     serde_wasm_bindgen::from_value(state).map_err(|e| bad_argument(format!("not an extraction state: {e}")))
 }
 
 /// `graphExtractReply(state, reply)` → the state after the LLM's reply to its messages.
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = graphExtractReply)]
 pub fn graph_extract_reply(state: JsValue, reply: &str) -> Result<JsValue, JsValue> {
     let mut x = extraction_state(state)?;
@@ -269,6 +290,7 @@ pub fn graph_extract_reply(state: JsValue, reply: &str) -> Result<JsValue, JsVal
 
 /// `graphExtractFailed(state, error)` → the state after a call that failed (`error`: what
 /// happened).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = graphExtractFailed)]
 pub fn graph_extract_failed(state: JsValue, error: &str) -> Result<JsValue, JsValue> {
     let mut x = extraction_state(state)?;
@@ -278,6 +300,7 @@ pub fn graph_extract_failed(state: JsValue, error: &str) -> Result<JsValue, JsVa
 
 /// `graphDraft([{chunk, extraction}], skipped)` → `{draft, entities, relations}`: the
 /// extractions merged (`crate::graph::build::merge`), for an engine's `graphOf`.
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = graphDraft)]
 pub fn graph_draft(extractions: JsValue, skipped: u32) -> Result<JsValue, JsValue> {
     #[derive(Deserialize)]
@@ -392,6 +415,7 @@ impl Engine {
 
     /// `frame(results, {token_budget})` → `{context, included, omitted, tokens, budget,
     /// system_prompt}`.
+    #[cfg(feature = "answers")]
     pub fn frame(&self, results: JsValue, frame_options: JsValue) -> Result<JsValue, JsValue> {
         /// The fields of a search result that framing reads.
         #[derive(Deserialize)]
@@ -429,6 +453,7 @@ impl Engine {
 
     /// `context(question, options)` → the results framed, with the chat messages to send (the
     /// fields of `sextant frame --json`).
+    #[cfg(feature = "answers")]
     pub fn context(&self, question: &str, context_options: JsValue) -> Result<JsValue, JsValue> {
         let o: ContextOptions = options(&ContextOptions::default(), context_options, "context options")?;
         let step = self
@@ -440,6 +465,7 @@ impl Engine {
 
     /// `prepareAsk(question, options)` → `context()`'s fields plus `options`, the ask options
     /// resolved over the core's defaults and validated (or `{need: [files]}`).
+    #[cfg(feature = "answers")]
     #[wasm_bindgen(js_name = prepareAsk)]
     pub fn prepare_ask(&self, question: &str, ask_options: JsValue) -> Result<JsValue, JsValue> {
         let o: AskOptions = options(&AskOptions::default(), ask_options, "ask options")?;
@@ -524,6 +550,7 @@ impl Engine {
     /// `contextOf(question, results, options, purpose, timings)`: results found elsewhere (the
     /// bases' results, fused) framed for the question; `context()`'s fields, plus `options` when
     /// `purpose` is `ask` (as `prepareAsk` gives).
+    #[cfg(feature = "answers")]
     #[wasm_bindgen(js_name = contextOf)]
     pub fn context_of(
         &self,
@@ -556,6 +583,7 @@ impl Engine {
     /// (`crate::search::Engine::graph_context`), plus `graph: {lines, tokens}`; or `{need:
     /// [files]}` (the graph file among them, the first time). An index without a graph is a
     /// `BAD_ARGUMENT` naming `sextant graph build`.
+    #[cfg(feature = "answers")]
     #[wasm_bindgen(js_name = graphContext)]
     pub fn graph_context(
         &self,
@@ -606,6 +634,7 @@ impl Engine {
 
     /// `graphOf(draft)` → the graph file's bytes for this index (a collection's: every chunk
     /// held): `graphDraft`'s draft, its entities and relations embedded with this model.
+    #[cfg(feature = "answers")]
     #[wasm_bindgen(js_name = graphOf)]
     pub fn graph_of(&self, draft: JsValue) -> Result<Vec<u8>, JsValue> {
         let draft: crate::graph::build::Draft =
@@ -616,6 +645,7 @@ impl Engine {
 
     /// `chunksNumbered(numbers)` → `[{number, found}]`: the chunks with these numbers (as a
     /// graph cites them; `found` as `lookup` gives a chunk), or `{need: [files]}`.
+    #[cfg(feature = "answers")]
     #[wasm_bindgen(js_name = chunksNumbered)]
     pub fn chunks_numbered(&self, numbers: Vec<u32>) -> Result<JsValue, JsValue> {
         #[derive(Serialize)]
@@ -636,6 +666,7 @@ impl Engine {
 
     /// `attachGraph(bytes)`: a knowledge graph built for this index outside its manifest (a
     /// collection's), checked against the index's model and chunks.
+    #[cfg(feature = "answers")]
     #[wasm_bindgen(js_name = attachGraph)]
     pub fn attach_graph(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
         self.inner.attach_graph(bytes).map_err(|e| js_error(e.code(), e))
@@ -738,6 +769,7 @@ pub fn highlights(text: &str, query: &str, analyzer: Option<String>) -> Result<J
 /// `verifyCitations(answer, sent)` → `{citations, valid, unknown, grounded, spans}`: which
 /// `[chunk_id]` citations point at chunks that were sent (`sent`: chunk ids, or search results),
 /// and where each citation group is in the answer (`spans[].start`/`end` as JS string offsets).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = verifyCitations)]
 pub fn verify_citations(answer: &str, sent: JsValue) -> Result<JsValue, JsValue> {
     #[derive(Deserialize)]
@@ -809,6 +841,7 @@ pub fn split_qualified_id(id: &str, base: Option<String>, names: Vec<String>) ->
 }
 
 /// Research options over the core's (`defaults().research`).
+#[cfg(feature = "answers")]
 fn research_options(value: JsValue) -> Result<ResearchOptions, JsValue> {
     options(&ResearchOptions::default(), value, "research options")
 }
@@ -816,6 +849,7 @@ fn research_options(value: JsValue) -> Result<ResearchOptions, JsValue> {
 /// `researchToolCall(call, position, options)` → `{search: {query, k}}` or `{error: {error_type,
 /// message, retryable}}`: what the tool call at `position` of a round becomes
 /// (`crate::research::tool_call`).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = researchToolCall)]
 pub fn research_tool_call(call: JsValue, position: u32, research: JsValue) -> Result<JsValue, JsValue> {
     let call: serde_json::Value = to_json(call, "tool call")?.unwrap_or_default();
@@ -824,12 +858,14 @@ pub fn research_tool_call(call: JsValue, position: u32, research: JsValue) -> Re
 }
 
 /// `researchQuery(answer, options)` → the search query in the model's rewrite (or `null`).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = researchQuery)]
 pub fn research_query(answer: &str, research: JsValue) -> Result<Option<String>, JsValue> {
     Ok(crate::research::rewritten_query(answer, &research_options(research)?))
 }
 
 /// `researchJudged(answer, options)` → the better query a judge asks for (or `null`: enough).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = researchJudged)]
 pub fn research_judged(answer: &str, research: JsValue) -> Result<Option<String>, JsValue> {
     Ok(crate::research::judged(answer, &research_options(research)?))
@@ -837,6 +873,7 @@ pub fn research_judged(answer: &str, research: JsValue) -> Result<Option<String>
 
 /// `researchRefusal(unknown, cited, sent)` → why a research answer is not shown as verified, or
 /// `null` (`crate::prompt::research_refusal`).
+#[cfg(feature = "answers")]
 #[wasm_bindgen(js_name = researchRefusal)]
 pub fn research_refusal(unknown: Vec<String>, cited: u32, sent: u32) -> Option<String> {
     crate::prompt::research_refusal(&unknown, cited as usize, sent as usize)

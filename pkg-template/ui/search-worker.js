@@ -61,15 +61,34 @@ const refined = new Map();
 const refinedKey = (query, options) => `${query}\n${JSON.stringify(options ?? {})}`;
 
 // Both engines read the same index files (those beside the index manifest): each is fetched
-// once, here, and handed to both; a pack's byte ranges each once, by range. They are immutable
-// (named by their content), so keeping their bytes for the page's life is safe.
+// once, here, and handed to both; a pack's byte ranges each once, by range, and a range inside one
+// already fetched is cut from it. They are immutable (named by their content), so keeping their
+// bytes for the page's life is safe.
 let indexDir = null; // the index manifest's folder, once loading starts
 const indexBodies = new Map();
+const heldRanges = new Map(); // a pack's URL → [{start, end, entry}] of the ranges fetched
+const byteRange = (header) => {
+  const m = /^bytes=(\d+)-(\d+)$/.exec(header ?? '');
+  return m && Number(m[1]) <= Number(m[2]) ? { start: Number(m[1]), end: Number(m[2]) } : null;
+};
 function sharedFetch(input, init) {
   const url = new URL(String(input instanceof Request ? input.url : input), self.location.href).href;
   if (!indexDir || !url.startsWith(indexDir)) return fetch(input, init);
   const range = new Headers(init?.headers).get('range');
   const key = range ? `${url}\n${range}` : url;
+  const wanted = !indexBodies.has(key) && byteRange(range);
+  const held = wanted && heldRanges.get(url)?.find((r) => r.start <= wanted.start && wanted.end <= r.end);
+  if (held) {
+    // Cut from the held range when it came as asked (206, every byte); otherwise fetched as asked.
+    return held.entry.then(({ bytes, status }) =>
+      status === 206 && bytes.byteLength === held.end - held.start + 1
+        ? new Response(bytes.slice(wanted.start - held.start, wanted.end - held.start + 1), { status: 206 })
+        : fetchOnce(input, init, key, url, null),
+    );
+  }
+  return fetchOnce(input, init, key, url, byteRange(range));
+}
+function fetchOnce(input, init, key, url, range) {
   let entry = indexBodies.get(key);
   if (!entry) {
     entry = fetch(input, init).then(async (response) => {
@@ -81,8 +100,49 @@ function sharedFetch(input, init) {
     });
     entry.catch(() => indexBodies.delete(key));
     indexBodies.set(key, entry);
+    if (range) {
+      if (!heldRanges.has(url)) heldRanges.set(url, []);
+      heldRanges.get(url).push({ ...range, entry });
+    }
   }
   return entry.then(({ response, bytes, status }) => (response ? response.clone() : new Response(bytes, { status })));
+}
+
+// What a first keyword query reads whatever its words: the norms (every keyword query's) and, when
+// they are few, the keyword pages (each query reads one or two of the pages that list the shards).
+// Requested as soon as the manifest is here, beside the keyword wasm instead of after it: a round
+// trip less before the first results, and bytes the session reads anyway.
+const FIRST_READS_PAGE_BYTES = 32 * 1024;
+function prefetchFirstReads(manifestUrl, manifest) {
+  const files = manifest?.files;
+  if (!files?.norms) return;
+  const dir = new URL('.', new URL(manifestUrl, self.location.href));
+  // A reference `name@P:O:L[:I]` is bytes O … O+L−1 of pack P; a plain name is a file of its own.
+  const place = (ref) => {
+    const [name, at] = String(ref).split('@');
+    if (at === undefined) return { url: new URL(name, dir).href, start: null, end: null };
+    const [p, offset, length] = at.split(':').map(Number);
+    const pack = files.packs?.[p];
+    return typeof pack === 'string' && Number.isSafeInteger(offset) && Number.isSafeInteger(length) && length > 0
+      ? { url: new URL(pack, dir).href, start: offset, end: offset + length - 1 }
+      : null;
+  };
+  const reads = [place(files.norms)];
+  const pages = (Array.isArray(files.keyword) ? files.keyword : []).map((page) => place(page?.file));
+  const pageBytes = pages.reduce((sum, p) => sum + (p?.start == null ? Infinity : p.end - p.start + 1), 0);
+  if (pageBytes <= FIRST_READS_PAGE_BYTES) reads.push(...pages);
+  // One request per run of adjacent ranges of a pack, as the engine's own reads join them.
+  const sorted = reads.filter(Boolean).sort((a, b) => (a.url === b.url ? (a.start ?? 0) - (b.start ?? 0) : a.url < b.url ? -1 : 1));
+  const runs = [];
+  for (const r of sorted) {
+    const last = runs[runs.length - 1];
+    if (last && r.start != null && last.url === r.url && last.end + 1 === r.start) last.end = r.end;
+    else runs.push({ ...r });
+  }
+  for (const { url, start, end } of runs) {
+    const init = start == null ? undefined : { headers: { Range: `bytes=${start}-${end}` }, cache: 'no-store' };
+    sharedFetch(url, init).catch(() => {});
+  }
 }
 
 /**
@@ -183,8 +243,12 @@ async function handle(data) {
   if (type === 'load') {
     indexDir = new URL('.', new URL(data.index, self.location.href)).href;
     merged = data.merge ?? [];
-    // The index manifest comes while the engine's modules and wasm do (the engine reads it from here).
-    sharedFetch(data.index).catch(() => {});
+    // The index manifest comes while the engine's modules and wasm do (the engine reads it from
+    // here), and with it what the first query reads.
+    sharedFetch(data.index)
+      .then((response) => (response.ok ? response.json() : null))
+      .then((manifest) => prefetchFirstReads(data.index, manifest))
+      .catch(() => {});
     const { Sextant: KeywordSextant, Bases: KeywordBases, ...api } = await keywordApi;
     ({ highlights, defaults } = api);
     keyword = merged.length ? await KeywordBases.load({ bases: basesOf(data.index), fetch: sharedFetch }) : await KeywordSextant.load({ index: data.index, fetch: sharedFetch });

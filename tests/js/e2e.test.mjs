@@ -466,6 +466,51 @@ test('a query\'s byte ranges of one pack are requested together, not one at a ti
   }
 });
 
+test('the first query\'s norms and keyword pages are requested beside the keyword wasm, not after it, and read once', async () => {
+  // The keyword wasm held back 1.5 s, as on a slow link: what every first query reads must already
+  // be on its way (the worker asks for it once the index manifest is here) and not asked for again.
+  const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(path.join(site, 'sextant', entry.index), 'utf8'));
+  const { packs } = manifest.files;
+  // Where a reference `name@P:O:L[:I]` (or a plain file name) is served from.
+  const place = (ref) => {
+    const [name, at] = ref.split('@');
+    if (at === undefined) return { path: `/sextant/index/${name}`, start: null, end: null };
+    const [p, offset, length] = at.split(':').map(Number);
+    return { path: `/sextant/index/${packs[p]}`, start: offset, end: offset + length - 1 };
+  };
+  const reads = [manifest.files.norms, ...manifest.files.keyword.map((page) => page.file)].map(place);
+  const slow = await startStaticServer(site, { delays: [[/\/sextant_keyword_bg\.wasm$/, 1500]] });
+  const page = await watchedPage(context);
+  try {
+    await page.goto(slow.url + '/security/');
+    await page.locator('.sextant-input').fill('section table and checksums of the file format');
+    await page.waitForFunction(() => document.querySelectorAll('.sextant-page').length > 0, null, { timeout: 120000 });
+    const href = await page.locator('.sextant-page-title').first().getAttribute('href');
+    assert.equal(new URL(href).pathname, '/bundle-format/');
+    const wasm = slow.log.find((e) => e.path.endsWith('/sextant_keyword_bg.wasm'));
+    assert.ok(wasm, 'the keyword wasm was not fetched');
+    const served = (e) => {
+      const m = /^bytes (\d+)-(\d+)\//.exec(e.range ?? '');
+      return m ? { start: Number(m[1]), end: Number(m[2]) } : { start: null, end: null };
+    };
+    for (const read of reads) {
+      const covering = slow.log.filter((e) => {
+        if (e.path !== read.path) return false;
+        const s = served(e);
+        return read.start === null || s.start === null || (s.start <= read.start && read.end <= s.end);
+      });
+      const what = `${read.path} ${read.start}-${read.end}`;
+      assert.equal(covering.length, 1, `${what} was read ${covering.length} times`);
+      assert.ok(covering[0].at < wasm.at, `${what} came ${Math.round(covering[0].at - wasm.at)} ms after the keyword wasm`);
+    }
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await slow.close();
+  }
+});
+
 test('once meaning search is loaded, a query whose rows are slow to come shows keyword results first, then turns hybrid', async () => {
   // Row files held back 1.5 s, as on a slow link: a new word's rows must not hold its results.
   const slow = await startStaticServer(site, { delays: [[/\/rows\.[0-9a-f]+\.bin$/, 1500]] });

@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { root, modelDir, sextantBin, importPackage } from './harness.mjs';
 import { startStaticServer } from './static-server.mjs';
 
@@ -296,4 +297,34 @@ test('a damaged or truncated pack is a typed error naming it; a host without ran
   } finally {
     await whole.close();
   }
+});
+
+test('the keyword-only build searches as the full engine does, and what frames passages for an LLM says NO_MODEL and what to import', async () => {
+  const pkg = path.join(root, 'pkg');
+  const bindings = await import(pathToFileURL(path.join(pkg, 'sextant_keyword.js')).href);
+  const { makeApi } = await import(pathToFileURL(path.join(pkg, 'core.js')).href);
+  const keyword = makeApi(bindings, async () => bindings.default({ module_or_path: await readFile(path.join(pkg, 'sextant_keyword_bg.wasm')) }));
+  const index = `${packedServer.url}/${packedEntry.index}`;
+  const [small, full] = [await keyword.Sextant.load({ index }), await api.Sextant.load({ index })];
+  for (const q of ['bundle checksums', 'prompt injection', 'cheksums']) {
+    const options = { mode: 'keyword', k: 5, filters: {} };
+    const [x, y] = [await small.search(q, options), await full.search(q, options)];
+    assert.deepEqual(x.results.map((r) => [r.chunk_id, r.score]), y.results.map((r) => [r.chunk_id, r.score]), q);
+    assert.equal(x.did_you_mean ?? null, y.did_you_mean ?? null, q);
+  }
+  const id = (await full.search('bundle', { mode: 'keyword', k: 1 })).results[0].chunk_id;
+  assert.equal((await small.get(id))?.text, (await full.get(id)).text);
+  const defaults = keyword.defaults();
+  assert.equal(defaults.search.mode, api.defaults().search.mode);
+  assert.deepEqual(defaults.error_codes, api.defaults().error_codes);
+  assert.equal(defaults.prompts, undefined, 'the prompts are not in the keyword-only build');
+  const refused = (e) => e.code === 'NO_MODEL' && /sextant-search\/keyword/.test(e.message) && /import it from sextant-search/.test(e.message);
+  await assert.rejects(small.context('bundle checksums'), refused);
+  await assert.rejects(small.ask('bundle checksums', { llm: { base_url: 'http://127.0.0.1:9/v1', model: 'm' } }), refused);
+  await assert.rejects(small.search('bundle checksums', { mode: 'keyword', rerank: 'llm', llm: { base_url: 'http://127.0.0.1:9/v1', model: 'm' } }), refused);
+  await assert.rejects(small.search('bundle checksums', { mode: 'keyword', graph: true }), refused);
+  assert.throws(() => small.frame([], {}), refused);
+  assert.throws(() => keyword.verifyCitations('an answer [a#1]', ['a#1']), refused);
+  small.free();
+  full.free();
 });
