@@ -17,7 +17,8 @@
 // they are all here and the engine loads: on a phone link that is four round trips before the
 // largest download of a first query even starts. The page fetches and compiles it as soon as it
 // knows where it is, beside this worker's start, and sends the module (`keyword-wasm`, null if it
-// could not: then it is fetched from here); the bindings instantiate it once.
+// could not: then it is fetched from here); the bindings instantiate it once. A load message
+// without `keywordWasm: true` (a page that sends no module) has it fetched from here at once.
 let takeWasm;
 const keywordWasm = new Promise((resolve) => (takeWasm = resolve)).then((module) => module ?? fetch(new URL('../sextant_keyword_bg.wasm', import.meta.url)));
 keywordWasm.catch(() => {});
@@ -241,6 +242,7 @@ function loadFull(data) {
 async function handle(data) {
   const { id, type } = data;
   if (type === 'load') {
+    if (!data.keywordWasm) takeWasm(null); // no module is coming: fetched from here
     indexDir = new URL('.', new URL(data.index, self.location.href)).href;
     merged = data.merge ?? [];
     // The index manifest comes while the engine's modules and wasm do (the engine reads it from

@@ -609,6 +609,7 @@ class SearchBox {
     }
     const ready = await worker.request({
       type: 'load',
+      keywordWasm: true, // its module comes in a message of its own (above)
       index: new URL(manifest.languages?.[language] ?? manifest.index, here).href,
       // The model without its word table where the build cut one (a query fetches its tokens'
       // rows), as an encoder file where the build wrote one (run without tract: a smaller wasm).

@@ -511,6 +511,47 @@ test('the first query\'s norms and keyword pages are requested beside the keywor
   }
 });
 
+test('the search worker started without the page\'s wasm module (no keywordWasm in its load message) fetches the keyword wasm itself and answers', async () => {
+  const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
+  const fresh = await startStaticServer(site);
+  const page = await watchedPage(context);
+  try {
+    await page.goto(fresh.url + '/security/');
+    const results = await page.evaluate(
+      async ({ workerPath, indexPath }) => {
+        const worker = new Worker(new URL(workerPath, location.href), { type: 'module' });
+        const answer = (id) =>
+          new Promise((resolve, reject) => {
+            const listen = ({ data }) => {
+              if (data.id !== id) return;
+              if (data.type === 'error') reject(new Error(data.message));
+              else if (data.type === 'loaded' || data.type === 'results') resolve(data);
+              else return;
+              worker.removeEventListener('message', listen);
+            };
+            worker.addEventListener('message', listen);
+          });
+        const loaded = answer(1);
+        worker.postMessage({ id: 1, type: 'load', index: new URL(indexPath, location.href).href });
+        await Promise.race([loaded, new Promise((_, reject) => setTimeout(() => reject(new Error('no loaded reply in 20 s')), 20000))]);
+        const found = answer(2);
+        worker.postMessage({ id: 2, type: 'search', query: 'section table and checksums of the file format' });
+        const { results } = await found;
+        worker.terminate();
+        return results.map((r) => r.url ?? r.doc_id);
+      },
+      { workerPath: `/sextant/${entry.worker}`, indexPath: `/sextant/${entry.index}` },
+    );
+    assert.ok(results.length > 0, 'no results');
+    assert.match(results[0], /bundle-format/);
+    assert.equal(fresh.log.filter((e) => e.path.endsWith('/sextant_keyword_bg.wasm')).length, 1, 'the keyword wasm was not fetched once');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+    await fresh.close();
+  }
+});
+
 test('once meaning search is loaded, a query whose rows are slow to come shows keyword results first, then turns hybrid', async () => {
   // Row files held back 1.5 s, as on a slow link: a new word's rows must not hold its results.
   const slow = await startStaticServer(site, { delays: [[/\/rows\.[0-9a-f]+\.bin$/, 1500]] });
