@@ -54,7 +54,8 @@ const FULL_ENGINE_IDLE_MS = 1500;
 const EMBED_TIMEOUT_MS = 5000;
 let embedUrl = null; // the embed endpoint, while it works
 // How long a meaning search may take (fetching a model body's rows for new words, vector blocks)
-// before keyword results are shown first, and the page told to search again when it is done.
+// before keyword results are shown first, and the page told to search again when it is done;
+// also the longest a query's keyword search runs alone before its meaning search starts.
 const KEYWORD_FIRST_MS = 120;
 // Meaning searches that finished after keyword results were shown, by query and options: the
 // page's search again takes the response as it is (no second search, no refine loop).
@@ -303,13 +304,16 @@ async function handle(data) {
       } else if (full && mode !== 'keyword') {
         // A meaning search that must first fetch files (a new word's rows, vector blocks) would
         // keep the page waiting: past a moment, keyword results go out, and the page searches
-        // again once the meaning search is done. The keyword search starts with it, not after
-        // the moment: its few requests go out before the meaning search's vector blocks (tens of
-        // ranges), which it would otherwise queue behind (a browser opens six connections to a
-        // host over HTTP/1.1). The two share the query's shards (`sharedFetch`).
-        const pending = full.search(data.query, options);
+        // again once the meaning search is done. The keyword search goes first, and the meaning
+        // search starts once it is done or the moment has passed, whichever is sooner: started
+        // together, the keyword search's few requests queued behind the meaning search's vector
+        // blocks (tens of ranges; a browser opens six connections to a host over HTTP/1.1) and
+        // its work behind the meaning search's on this one thread. The two share the query's
+        // shards (`sharedFetch`).
         const quick = keyword.search(data.query, keywordOptions);
         quick.catch(() => {}); // unused when the meaning search wins
+        const headStart = new Promise((resolve) => setTimeout(resolve, KEYWORD_FIRST_MS));
+        const pending = Promise.race([quick.catch(() => {}), headStart]).then(() => full.search(data.query, options));
         const hybrid = (r) => ({ response: r, mode });
         const moment = new Promise((resolve) => setTimeout(() => resolve(null), KEYWORD_FIRST_MS));
         let shown = await Promise.race([pending.then(hybrid), moment]);
