@@ -314,7 +314,7 @@ export interface SearchResponse {
   results: SearchResult[];
   /** Milliseconds per stage. */
   timings: StageTimings;
-  /** 'rescored': binary codes picked candidates, int8 vectors ranked them; 'exact': every int8 vector scored. */
+  /** 'rescored': binary codes picked candidates, int8 vectors ranked the best of them (`layout.rescore`, at least 5 per result); 'exact': every int8 vector scored. */
   vector_method: 'rescored' | 'exact' | null;
   /** The index terms keyword search looked for in place of the query's words the index does not
    * hold (a typo, or a word being typed): empty when every word was searched for as written. */

@@ -9,7 +9,8 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
 data=${SEXTANT_DATA:-../shared/data}
-cargo build --quiet --release -p sextant-cli --example probe_recall
+cargo build --quiet --release -p sextant-cli --bin sextant
+cargo build --quiet --release -p sextant --example probe_recall
 bin="$CARGO_TARGET_DIR/release/sextant"
 model="$SEXTANT_MODEL_DIR"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sextant-probe-XXXXXX")

@@ -25,9 +25,9 @@
 //! [layout]     # see index::Layout: how the index is cut into files
 //! keyword_shard_bytes = 8192
 //! fragment_chunks = 8
-//! code_file_chunks = 8192
+//! code_file_chunks = 1024
 //! block_chunks = 4
-//! rescore = 50
+//! rescore = 75
 //!
 //! [rerank]     # optional: a cross-encoder of yours reranks the best results (see RerankConfig)
 //! model = "models/cross-encoder.onnx"     # paths relative to this file

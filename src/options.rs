@@ -50,6 +50,11 @@ pub const DEFAULT_DENSE_WEIGHT: f64 = 0.8;
 /// fusion score candidates that one retriever ranks low, and 100 results need deeper lists than
 /// 10 do (Recall@100 0.7800 at depth 200, 0.8086 at 1,000).
 pub const DEPTH_PER_RESULT: usize = 10;
+/// Binary-code candidates rescored with int8 vectors per result asked for, at least the index's
+/// `layout.rescore`: the rest of the dense list is scored from the codes (BENCHMARKS.md, "Fewer
+/// int8 vectors a query"). 5 keeps nDCG@10 and Recall@100 where rescoring the whole list did on
+/// Cranfield, NPL and the Python docs, and reads a third to a half of the int8 blocks.
+pub const RESCORE_PER_RESULT: usize = 5;
 /// Fewest candidates taken from each retriever unless asked otherwise.
 pub const MIN_DEPTH: usize = 100;
 /// Results of a search unless asked otherwise.
@@ -119,8 +124,9 @@ impl std::str::FromStr for Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VectorSearch {
-    /// Binary codes of every chunk pick the best `layout.rescore` candidates (at least `depth`),
-    /// whose int8 vectors then rank them. The default.
+    /// Binary codes of every chunk pick the best `layout.rescore` candidates (at least `depth`);
+    /// the best `layout.rescore` of them (at least [`RESCORE_PER_RESULT`] per result) are ranked
+    /// by their int8 vectors, the rest by their codes on the same scale. The default.
     #[default]
     Auto,
     /// Score the int8 vector of every chunk (over a split index: fetches every vector block).

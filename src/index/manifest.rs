@@ -262,8 +262,9 @@ pub struct Layout {
     pub code_file_chunks: usize,
     /// Chunks per block of int8 vectors. Default 4.
     pub block_chunks: usize,
-    /// Candidates of the binary stage rescored with int8 vectors (at least the query's depth).
-    /// Default 50.
+    /// Candidates of the binary stage rescored with int8 vectors, at least
+    /// [`crate::options::RESCORE_PER_RESULT`] per result asked for; the rest of the query's depth
+    /// is scored from the binary codes. Default 75.
     pub rescore: usize,
     /// Bytes of a pack: objects are stored in packs of about this size (an object larger than
     /// that alone gets its own), read with HTTP `Range` requests; 0 writes each object as a file
@@ -286,7 +287,7 @@ impl Default for Layout {
             fragment_chunks: 8,
             code_file_chunks: 1024,
             block_chunks: 4,
-            rescore: 50,
+            rescore: 75,
             pack_bytes: 4 << 20,
             page_entries: 128,
             probe: 32,

@@ -211,7 +211,7 @@ const WORDS: [&str; 12] = [
 ];
 
 /// `n` chunks in `clusters` clusters (chunk `i` in cluster `i % clusters`), 32 dimensions.
-fn clustered(seed: u64, n: usize, clusters: usize) -> (Vec<String>, Vec<Vec<f32>>, Vec<usize>) {
+pub(crate) fn clustered(seed: u64, n: usize, clusters: usize) -> (Vec<String>, Vec<Vec<f32>>, Vec<usize>) {
     let mut rng = Lcg(seed);
     let centers: Vec<Vec<f32>> = (0..clusters)
         .map(|_| (0..32).map(|_| rng.next_f32()).collect())

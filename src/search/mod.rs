@@ -10,8 +10,9 @@
 //! ([`pipeline::fallback_terms`], weighted [`pipeline::FALLBACK_WEIGHT`]; the response spells
 //! them as the results do in `did_you_mean`),
 //! expanded by RM3 from its top chunks when `query_expansion` is on; the dense retriever
-//! scores every chunk's binary code, rescoring the best `layout.rescore` (at least `depth`) with
-//! their int8 vectors; hybrid fuses the two lists (a convex combination of normalised scores, or
+//! scores every chunk's binary code and takes the best `depth` (at least `layout.rescore`),
+//! rescoring the best `layout.rescore` of them (at least [`crate::options::RESCORE_PER_RESULT`]
+//! per result) with their int8 vectors and the rest by their codes on the same scale; hybrid fuses the two lists (a convex combination of normalised scores, or
 //! RRF), chunk by chunk or page by page; an attached cross-encoder reranks the best
 //! `rerank_depth`; then results under `score_threshold` are dropped, at most `sub_results` chunks
 //! of each document are kept (one with `per_document`), and the first `k` are assembled from the
@@ -218,7 +219,7 @@ impl Engine {
         let t = clock.now_ms();
         let binary = vector.and_then(|v| stages.binary(v, &admissible));
         let binary_ms = clock.now_ms() - t;
-        let block_need = binary.as_ref().map(|(_, c)| stages.block_needs(c)).unwrap_or_default();
+        let block_need = binary.as_ref().map(|b| stages.block_needs(b)).unwrap_or_default();
 
         let t = clock.now_ms();
         let keyword = match stages.keyword(&admissible) {
@@ -236,13 +237,13 @@ impl Engine {
 
         let filter_counts = options
             .filter_counts
-            .then(|| stages.filter_counts(&admissible, &keyword, binary.as_ref().map(|(_, c)| &c[..])));
+            .then(|| stages.filter_counts(&admissible, &keyword, binary.as_ref().map(|b| b.chunks()).as_deref()));
         let (dense, vector_method) = match (vector, binary) {
-            (Some(vector), Some((method, candidates))) => {
+            (Some(vector), Some(binary)) => {
                 let t = clock.now_ms();
-                let dense = done_or_return!(stages.dense(vector, &candidates));
+                let dense = done_or_return!(stages.dense(vector, &binary));
                 timings.vector_ms = binary_ms + (clock.now_ms() - t);
-                (dense, Some(method))
+                (dense, Some(binary.method))
             }
             _ => (Vec::new(), None),
         };
@@ -550,5 +551,50 @@ mod tests {
         assert_eq!(code(engine.search("   ", &keyword, &NoClock)), "BAD_ARGUMENT");
         let bad_k = SearchOptions { k: 0, ..keyword };
         assert_eq!(code(engine.search("lamp", &bad_k, &NoClock)), "BAD_ARGUMENT");
+    }
+
+    #[test]
+    fn a_dense_query_rescores_five_int8_vectors_per_result_and_no_more() {
+        let seed = 7;
+        println!("seed {seed}");
+        let (texts, vectors, _) = crate::index::tests::clustered(seed, 512, 16);
+        // A block per chunk, so the blocks asked for are the chunks rescored.
+        let layout = crate::index::Layout {
+            block_chunks: 1,
+            rescore: 4,
+            ..crate::index::Layout::default()
+        };
+        let built = || crate::index::tests::build(&texts, &vectors, 4, layout);
+        let query = vectors[3].clone();
+        let dense = SearchOptions {
+            mode: Mode::Dense,
+            k: 2,
+            depth: Some(40),
+            ..SearchOptions::default()
+        };
+        let blocks = |fetched: &[Vec<String>]| fetched.iter().flatten().filter(|n| n.starts_with("vec.")).count();
+        let (response, fetched) = search_split_of(built(), "anything", &dense, Some(&query));
+        assert_eq!(blocks(&fetched), 5 * 2, "max(rescore, 5 k) of the 40 candidates");
+        // The exact top 2 (every vector scored) is among them.
+        let exact = SearchOptions {
+            vector_search: crate::options::VectorSearch::Exact,
+            ..dense.clone()
+        };
+        let (truth, fetched_all) = search_split_of(built(), "anything", &exact, Some(&query));
+        assert_eq!(blocks(&fetched_all), 512);
+        assert_eq!(ids(&response), ids(&truth));
+        // The index's rescore when it is the larger.
+        let one = SearchOptions { k: 1, ..dense };
+        let (response, fetched) = search_split_of(built(), "anything", &one, Some(&query));
+        assert_eq!(blocks(&fetched), 5);
+        assert_eq!(response.results.len(), 1);
+        let wide = crate::index::Layout { rescore: 30, ..layout };
+        let (_, fetched) = search_split_of(
+            crate::index::tests::build(&texts, &vectors, 4, wide),
+            "anything",
+            &one,
+            Some(&query),
+        );
+        assert_eq!(blocks(&fetched), 30);
     }
 }

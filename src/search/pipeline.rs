@@ -283,6 +283,22 @@ pub fn binary_candidates<'a>(
     query: &[f32],
     count: usize,
 ) -> Vec<u32> {
+    let mut chunks: Vec<u32> = binary_scored(meta, codes, query, count)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    chunks.sort_unstable();
+    chunks
+}
+
+/// The `count` chunks whose binary codes score best for `query` with their code scores, best
+/// first (ties to the lower chunk).
+pub fn binary_scored<'a>(
+    meta: &VectorMeta,
+    codes: impl Iterator<Item = (u32, &'a [u8])>,
+    query: &[f32],
+    count: usize,
+) -> Vec<(u32, f32)> {
     let tables = meta.lookup_table(query);
     let mut scored: Vec<(u32, f32)> = codes
         .map(|(chunk, code)| {
@@ -294,26 +310,54 @@ pub fn binary_candidates<'a>(
             (chunk, s)
         })
         .collect();
+    let best = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if count < scored.len() {
-        scored.select_nth_unstable_by(count, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.select_nth_unstable_by(count, best);
         scored.truncate(count);
     }
-    let mut chunks: Vec<u32> = scored.into_iter().map(|(c, _)| c).collect();
-    chunks.sort_unstable();
-    chunks
+    scored.sort_unstable_by(best);
+    scored
+}
+
+/// Scores for candidates that were not rescored, from their code scores: the least-squares line
+/// from code score to int8 score over the rescored candidates (`pairs`: code score, int8 score),
+/// its slope at least 0, each estimate at most the lowest int8 score, so rescored candidates
+/// keep their order ahead of the estimated ones. Computed in f64 in a fixed order
+/// (deterministic everywhere).
+pub fn estimate_from_codes(pairs: &[(f32, f32)], codes: &[f32]) -> Vec<f32> {
+    let Some(floor) = pairs.iter().map(|p| p.1).min_by(|a, b| a.total_cmp(b)) else {
+        return Vec::new();
+    };
+    let n = pairs.len() as f64;
+    let (mx, my) = pairs
+        .iter()
+        .fold((0.0, 0.0), |(x, y), p| (x + f64::from(p.0), y + f64::from(p.1)));
+    let (mx, my) = (mx / n, my / n);
+    let (sxy, sxx) = pairs.iter().fold((0.0, 0.0), |(xy, xx), p| {
+        let dx = f64::from(p.0) - mx;
+        (xy + dx * (f64::from(p.1) - my), xx + dx * dx)
+    });
+    let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
+    codes
+        .iter()
+        .map(|&c| ((my + slope * (f64::from(c) - mx)) as f32).min(floor))
+        .collect()
 }
 
 /// The candidates ranked by `dot` (the int8 dot product with the float query), the top `depth`
-/// of those at or above `min_similarity`.
+/// of those at or above `min_similarity`; `estimated` (chunk, score) are ranked with them, scored
+/// from their codes ([`estimate_from_codes`]).
 pub fn rescore(
     candidates: &[u32],
     dot: &dyn Fn(u32) -> Option<f32>,
+    estimated: &[(u32, f32)],
     depth: usize,
     min_similarity: Option<f64>,
 ) -> Ranked {
     let mut ranked: Ranked = candidates
         .iter()
         .filter_map(|&c| Some((c, dot(c)?)))
+        .chain(estimated.iter().copied())
         .filter(|(_, s)| min_similarity.is_none_or(|m| f64::from(*s) >= m))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -713,12 +757,25 @@ mod tests {
         let all = binary_candidates(store.meta().unwrap(), store.codes(), &query, 10);
         assert_eq!(all, [0, 1, 2], "every chunk when the count reaches their number");
         let dot = |c: u32| store.dot(c, &query);
-        let dense = rescore(&all, &dot, 10, None);
+        let dense = rescore(&all, &dot, &[], 10, None);
         assert_eq!(dense.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [2, 1, 0]);
         assert!((dense[0].1 - 0.8).abs() < 0.01);
-        let close = rescore(&all, &dot, 10, Some(0.5));
+        let close = rescore(&all, &dot, &[], 10, Some(0.5));
         assert_eq!(close.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [2, 1]);
-        assert_eq!(rescore(&all, &dot, 1, None).len(), 1, "depth");
+        assert_eq!(rescore(&all, &dot, &[], 1, None).len(), 1, "depth");
+    }
+
+    #[test]
+    fn code_scores_are_mapped_onto_the_int8_scale_below_every_rescored_score() {
+        // Rescored on the line y = 2x + 1: the others follow it, capped at the lowest (3.0).
+        let pairs = [(3.0, 7.0), (2.0, 5.0), (1.0, 3.0)];
+        assert_eq!(estimate_from_codes(&pairs, &[0.5, -1.0, 1.5]), [2.0, -1.0, 3.0]);
+        // A falling line is taken as flat: the mean, capped likewise.
+        let falling = [(1.0, 3.0), (2.0, 1.0)];
+        assert_eq!(estimate_from_codes(&falling, &[0.0, 5.0]), [1.0, 1.0]);
+        // One rescored candidate, or none.
+        assert_eq!(estimate_from_codes(&[(1.0, 0.5)], &[0.0]), [0.5]);
+        assert!(estimate_from_codes(&[], &[1.0]).is_empty());
     }
 
     #[test]

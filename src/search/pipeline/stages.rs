@@ -14,13 +14,14 @@ use crate::analyzer::Analyzer;
 use crate::embed::Reranker;
 use crate::index::facets::Passing;
 use crate::index::{Facets, IndexStore};
-use crate::options::{Mode, SearchOptions, VectorSearch};
+use crate::options::{Mode, SearchOptions, VectorSearch, RESCORE_PER_RESULT};
 use crate::search::plan::QueryPlan;
 use crate::search::types::{FilterCounts, SearchError, SearchResult, Step};
 
 use super::{
-    assemble, binary_candidates, expand_query, fallback_terms, filter, fuse, rescore, weighted_keyword_candidates,
-    Bm25Level, Candidate, FuseOptions, Ranked, VectorMethod, FALLBACK_WEIGHT, FEEDBACK_CHUNKS,
+    assemble, binary_scored, estimate_from_codes, expand_query, fallback_terms, filter, fuse, rescore,
+    weighted_keyword_candidates, Bm25Level, Candidate, FuseOptions, Ranked, VectorMethod, FALLBACK_WEIGHT,
+    FEEDBACK_CHUNKS,
 };
 
 /// Keyword shards a fallback reads at most for one word before it narrows its range.
@@ -29,6 +30,32 @@ pub const FALLBACK_MAX_SHARDS: usize = 4;
 /// Chunks holding a phrase's words checked for the phrase before the retrievers cut their lists
 /// (more are checked as results).
 pub const PHRASE_CHECK_LIMIT: usize = 500;
+
+/// The binary stage's candidates: every admissible chunk whose code scored among the best, best
+/// first, of which the first `rescored` are rescored with their int8 vectors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binary {
+    /// Rescored with int8 vectors, or every chunk's exactly.
+    pub method: VectorMethod,
+    /// Each candidate with its code score, best first (ties to the lower chunk).
+    pub scored: Vec<(u32, f32)>,
+    /// How many of the best are rescored.
+    pub rescored: usize,
+}
+
+impl Binary {
+    /// The candidates rescored with int8 vectors.
+    pub fn rescored_chunks(&self) -> impl Iterator<Item = u32> + '_ {
+        self.scored.iter().take(self.rescored).map(|&(c, _)| c)
+    }
+
+    /// Every candidate, by chunk.
+    pub fn chunks(&self) -> Vec<u32> {
+        let mut chunks: Vec<u32> = self.scored.iter().map(|&(c, _)| c).collect();
+        chunks.sort_unstable();
+        chunks
+    }
+}
 
 /// Which chunks may be results: not those holding an excluded word, and with phrases only those
 /// that may hold them.
@@ -214,41 +241,51 @@ impl Stages<'_> {
 
     /// The binary stage: the chunks whose codes score best for `vector` (the best
     /// `layout.rescore`, at least `depth`, or every chunk with `vector_search: exact`), among
-    /// those admissible. `None` before the calibration is added.
-    pub fn binary(&self, vector: &[f32], admissible: &Admissible) -> Option<(VectorMethod, Vec<u32>)> {
+    /// those admissible; the best `layout.rescore` of them, at least [`RESCORE_PER_RESULT`] per
+    /// result asked for, are rescored with their int8 vectors.
+    /// `None` before the calibration is added.
+    pub fn binary(&self, vector: &[f32], admissible: &Admissible) -> Option<Binary> {
         let meta = self.store.meta()?;
         let probed = self.store.probed(vector, self.probe())?;
         let manifest = self.store.manifest();
         let chunks = manifest.counts.chunks;
-        let (method, count) = match self.options.vector_search {
-            VectorSearch::Exact => (VectorMethod::Exact, chunks),
+        let (method, count, rescored) = match self.options.vector_search {
+            VectorSearch::Exact => (VectorMethod::Exact, chunks, chunks),
             VectorSearch::Auto => (
                 VectorMethod::Rescored,
                 manifest.layout.rescore.max(self.options.depth()),
+                manifest
+                    .layout
+                    .rescore
+                    .max(self.options.k.saturating_mul(RESCORE_PER_RESULT)),
             ),
         };
-        let candidates = match &admissible.required {
+        let scored = match &admissible.required {
             // The chunks that can hold the phrases, best binary codes first.
             Some(_) => {
-                let mut all = binary_candidates(meta, self.store.codes_in(&probed), vector, chunks);
-                all.retain(|c| admissible.allows(*c));
+                let mut all = binary_scored(meta, self.store.codes_in(&probed), vector, chunks);
+                all.retain(|(c, _)| admissible.allows(*c));
                 all.truncate(count);
                 all
             }
             None => {
                 let wide = count.saturating_add(admissible.banned.len());
-                let mut some = binary_candidates(meta, self.store.codes_in(&probed), vector, wide);
-                some.retain(|c| admissible.allows(*c));
+                let mut some = binary_scored(meta, self.store.codes_in(&probed), vector, wide);
+                some.retain(|(c, _)| admissible.allows(*c));
                 some
             }
         };
-        Some((method, candidates))
+        Some(Binary {
+            method,
+            rescored: rescored.min(scored.len()),
+            scored,
+        })
     }
 
-    /// The vector blocks the binary stage's candidates need (asked for together with the keyword
-    /// stage's files, so a split index fetches them in one round).
-    pub fn block_needs(&self, candidates: &[u32]) -> Vec<String> {
-        self.store.block_needs(candidates.iter().copied())
+    /// The vector blocks the binary stage's rescored candidates need (asked for together with
+    /// the keyword stage's files, so a split index fetches them in one round).
+    pub fn block_needs(&self, binary: &Binary) -> Vec<String> {
+        self.store.block_needs(binary.rescored_chunks())
     }
 
     /// The keyword retriever: BM25 over the query's terms, the top `depth` admissible chunks;
@@ -411,17 +448,37 @@ impl Stages<'_> {
         Step::Done(expanded)
     }
 
-    /// The dense retriever: the binary stage's candidates ranked by their int8 vectors' dot
-    /// product with `vector`, the top `depth` at or above `min_similarity`, once their blocks are
-    /// here.
-    pub fn dense(&self, vector: &[f32], candidates: &[u32]) -> Step<Ranked> {
-        let need = self.block_needs(candidates);
+    /// The dense retriever: the binary stage's rescored candidates ranked by their int8 vectors'
+    /// dot product with `vector`, the others by their code scores mapped onto the same scale
+    /// ([`estimate_from_codes`]), the top `depth` at or above `min_similarity`, once the rescored
+    /// candidates' blocks are here.
+    pub fn dense(&self, vector: &[f32], binary: &Binary) -> Step<Ranked> {
+        let need = self.block_needs(binary);
         if !need.is_empty() {
             return Step::Need(need);
         }
+        let (head, tail) = binary.scored.split_at(binary.rescored);
+        let dots: Vec<(u32, f32)> = head
+            .iter()
+            .filter_map(|&(c, _)| Some((c, self.store.dot(c, vector)?)))
+            .collect();
+        let pairs: Vec<(f32, f32)> = head
+            .iter()
+            .zip(&dots)
+            .map(|(&(_, code), &(_, dot))| (code, dot))
+            .collect();
+        let tail_codes: Vec<f32> = tail.iter().map(|&(_, s)| s).collect();
+        let estimated: Vec<(u32, f32)> = tail
+            .iter()
+            .map(|&(c, _)| c)
+            .zip(estimate_from_codes(&pairs, &tail_codes))
+            .collect();
+        let exact: HashMap<u32, f32> = dots.into_iter().collect();
+        let rescored: Vec<u32> = binary.rescored_chunks().collect();
         Step::Done(rescore(
-            candidates,
-            &|c| self.store.dot(c, vector),
+            &rescored,
+            &|c| exact.get(&c).copied(),
+            &estimated,
             self.options.depth(),
             self.options.min_similarity,
         ))
@@ -706,8 +763,8 @@ mod tests {
         let first = stages(&store, &a, &p, &o).first_needs(Some(&[0.0, 0.0, 1.0]));
         add(&mut store, &built, &first);
         let s = stages(&store, &a, &p, &o);
-        let (method, candidates) = s.binary(&query, &Admissible::default()).unwrap();
-        assert_eq!(method, VectorMethod::Rescored);
+        let candidates = s.binary(&query, &Admissible::default()).unwrap();
+        assert_eq!(candidates.method, VectorMethod::Rescored);
         let Step::Need(blocks) = s.dense(&query, &candidates) else {
             panic!("blocks first");
         };
