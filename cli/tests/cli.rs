@@ -215,7 +215,7 @@ fn inspect_verifies_and_reports_the_manifest() {
         v["manifest"]["model"]["sha256"],
         "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
     );
-    assert_eq!(v["manifest"]["layout"]["rescore"], 50);
+    assert_eq!(v["manifest"]["layout"]["rescore"], 75);
     assert_eq!(v["files"], 1, "one pack holds the tiny index");
     let human = ok(&["inspect", s(tiny_bundle())]);
     assert!(human.contains("all digests verified"));
