@@ -25,7 +25,7 @@
 //! [layout]     # see index::Layout: how the index is cut into files
 //! keyword_shard_bytes = 8192
 //! fragment_chunks = 8
-//! code_file_chunks = 1024
+//! code_file_chunks = 0   # chunks per partition of binary codes; 0: chosen from the chunk count
 //! block_chunks = 4
 //! rescore = 75
 //!

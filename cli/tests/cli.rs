@@ -302,6 +302,23 @@ fn eval_reports_one_json_object_per_mode() {
     let split = &lines[5]["disagreement"];
     assert!(split["queries"].as_u64().unwrap() <= 2, "{split}");
     assert!(lines[5]["hybrid_below_better_by_0.1"].as_u64().unwrap() <= 2);
+    // As a search for one result: its recall counts that one.
+    let eval = |k: &'static str| -> Vec<String> {
+        let args = ["eval", s(tiny_bundle()), "--queries", s(&queries), "--qrels", s(&qrels)];
+        let flags = ["--mode", "keyword", "--k", k, "--json"];
+        args.iter().chain(&flags).map(|a| a.to_string()).collect()
+    };
+    let one = eval("1");
+    let one: Vec<&str> = one.iter().map(String::as_str).collect();
+    let one: serde_json::Value = serde_json::from_str(ok(&one).lines().next().unwrap()).unwrap();
+    assert_eq!(one["mode"], "keyword");
+    assert!(
+        one["recall@100"].as_f64().unwrap() <= lines[2]["recall@100"].as_f64().unwrap(),
+        "{one}"
+    );
+    let zero = eval("0");
+    let err = fails(&zero.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(err.contains("--k") && err.contains("1..=100"), "{err}");
 }
 
 /// Two BEIR-layout collection folders in a fresh folder: `lights` (the tiny corpus's topics as

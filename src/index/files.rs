@@ -572,13 +572,18 @@ const PARTITION_ROUNDS: usize = 8;
 /// The nearest partitions each chunk asks for in a round of [`partition_order`], best first; a
 /// chunk all of whose are full goes to the nearest with room.
 const PARTITION_CHOICES: usize = 4;
+/// The partitions a chunk is compared with in a round of [`partition_order`]: those whose
+/// centroids are nearest its own partition's (itself included), so a round costs chunks × this
+/// many dot products however many partitions there are (every one when there are no more).
+const PARTITION_NEIGHBOURS: usize = 32;
 
 /// Chunks in partition order: the code files (`code_file_chunks` each, the last the rest) as
 /// clusters of their own, so that the partitions a query's nearest centroids name hold more of
 /// its nearest chunks. Starting from [`cluster_order`] cut into runs of `part`, each round of a
 /// balanced k-means gives every partition its members' mean direction, and then chunks in order of
-/// how near they are to a centroid (best pairs first) go to the nearest partitions with room, each
-/// partition keeping its size; at most [`PARTITION_ROUNDS`] rounds. Within a partition chunks keep
+/// how near they are to a centroid (best pairs first) go to the nearest partitions with room (of
+/// the [`PARTITION_NEIGHBOURS`] nearest their own), each partition keeping its size; at most
+/// [`PARTITION_ROUNDS`] rounds. Within a partition chunks keep
 /// their cluster order, so a vector block (a multiple of which a partition is) still holds similar
 /// vectors. Deterministic: sums in one order, ties broken by partition and chunk number. With one
 /// partition, the cluster order itself.
@@ -613,12 +618,27 @@ pub fn partition_order(vectors: &[Vec<f32>], dims: usize, part: usize, leaf: usi
             })
             .collect();
         let choices = PARTITION_CHOICES.min(count);
+        // Each partition's nearest partitions by centroid, best first (itself among them).
+        let neighbours: Vec<Vec<u32>> = centroids
+            .iter()
+            .map(|m| {
+                let mut near: Vec<(f32, u32)> = centroids
+                    .iter()
+                    .enumerate()
+                    .map(|(p, o)| (dot(m, o), p as u32))
+                    .collect();
+                near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                near.truncate(PARTITION_NEIGHBOURS);
+                near.into_iter().map(|(_, p)| p).collect()
+            })
+            .collect();
         // (score, chunk, partition): each chunk's nearest partitions.
         let mut pairs: Vec<(f32, u32, u32)> = Vec::with_capacity(n * choices);
-        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(count);
+        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(count.min(PARTITION_NEIGHBOURS));
         for (c, v) in vectors.iter().enumerate() {
             scored.clear();
-            scored.extend(centroids.iter().enumerate().map(|(p, m)| (dot(v, m), p as u32)));
+            let near = &neighbours[assigned[c]];
+            scored.extend(near.iter().map(|&p| (dot(v, &centroids[p as usize]), p)));
             scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             pairs.extend(scored.iter().take(choices).map(|&(score, p)| (score, c as u32, p)));
         }

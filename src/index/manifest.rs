@@ -257,8 +257,9 @@ pub struct Layout {
     /// Chunks per text fragment. Default 8.
     pub fragment_chunks: usize,
     /// Chunks per file of binary codes, a partition of the chunks in cluster order with its
-    /// centroid: a dense query reads the `probe` partitions nearest it. Default 1024 (48 bytes a
-    /// chunk for 384 dimensions); a multiple of `block_chunks`.
+    /// centroid: a dense query reads the `probe` partitions nearest it. A multiple of
+    /// `block_chunks`, or 0 (the default): chosen from the chunk count when the index is built
+    /// ([`Layout::for_chunks`]), and the number chosen recorded in the manifest.
     pub code_file_chunks: usize,
     /// Chunks per block of int8 vectors. Default 4.
     pub block_chunks: usize,
@@ -273,10 +274,11 @@ pub struct Layout {
     pub pack_bytes: usize,
     /// Objects listed by one page of a run's directory. Default 128.
     pub page_entries: usize,
-    /// Partitions (code files) a dense query reads: those whose centroids are nearest the
-    /// query. An index of at most this many reads every code. Default 32: the fewest whose
-    /// recall of the exact int8 top 10 is at least 0.98 on the Python docs (40 partitions) and
-    /// NPL (BENCHMARKS.md, "Packs, pages and partitions").
+    /// Partitions (code files) a dense query for 10 results reads: those whose centroids are
+    /// nearest the query (a query for `k` reads `probe · k / 10`, at least `probe`). An index of
+    /// at most that many reads every code. Default 32: recall of the exact int8 top 10 about
+    /// 0.96–0.98 with 150 to 640 partitions of the Python docs, whatever their size
+    /// (BENCHMARKS.md, "Partitions sized by the index").
     pub probe: usize,
 }
 
@@ -285,7 +287,7 @@ impl Default for Layout {
         Self {
             keyword_shard_bytes: 8192,
             fragment_chunks: 8,
-            code_file_chunks: 1024,
+            code_file_chunks: 0,
             block_chunks: 4,
             rescore: 75,
             pack_bytes: 4 << 20,
@@ -299,14 +301,47 @@ impl Layout {
     /// The most bytes a pack may be set to: hosts cap a file at 25 MiB (Cloudflare), and the
     /// last object may take a pack past its size.
     pub const MAX_PACK_BYTES: usize = 24 << 20;
+    /// The fewest chunks of a partition `code_file_chunks` 0 chooses (a code file of 3 kB).
+    pub const MIN_PARTITION_CHUNKS: usize = 64;
+    /// The most chunks of a partition `code_file_chunks` 0 chooses (a code file of 192 kB).
+    pub const MAX_PARTITION_CHUNKS: usize = 4096;
+
+    /// The layout an index of `chunks` chunks is written with: `code_file_chunks` 0 becomes the
+    /// power of two nearest `√(8 · chunks / probe)` (64 to 4,096, a multiple of `block_chunks`).
+    /// A dense query's first code bytes are the centroids (one per partition, about 8 times a
+    /// chunk's code) and the `probe` partitions it reads; their sum is least at the size where
+    /// the two are equal, which grows as the root of the chunk count: 64 for the Python docs'
+    /// 19,000 chunks at probe 32, 256 for 230,000 (BENCHMARKS.md, "Partitions sized by the
+    /// index"). An index whose partitions of 64 a query would read half of or more (at most
+    /// `2 · 64 · probe` chunks) saves little by them and keeps its codes in files of 4,096.
+    pub fn for_chunks(self, chunks: usize) -> Self {
+        if self.code_file_chunks != 0 {
+            return self;
+        }
+        let probe = self.probe.max(1);
+        let size = if chunks <= 2 * Self::MIN_PARTITION_CHUNKS * probe {
+            Self::MAX_PARTITION_CHUNKS
+        } else {
+            let root = (8.0 * chunks as f64 / probe as f64).sqrt();
+            let mut size = Self::MIN_PARTITION_CHUNKS;
+            // The next power of two while it is nearer (in ratio) than this one.
+            while size < Self::MAX_PARTITION_CHUNKS && (size as f64) * std::f64::consts::SQRT_2 < root {
+                size *= 2;
+            }
+            size
+        };
+        Self {
+            code_file_chunks: size.next_multiple_of(self.block_chunks.max(1)),
+            ..self
+        }
+    }
 
     /// Checks every value is at least 1 (shards at least 256 bytes; packs 0 or 4 KiB to
-    /// [`Layout::MAX_PACK_BYTES`]).
+    /// [`Layout::MAX_PACK_BYTES`]; `code_file_chunks` 0 or a multiple of `block_chunks`).
     pub fn validate(&self) -> Result<(), String> {
         for (name, value, min) in [
             ("keyword_shard_bytes", self.keyword_shard_bytes, 256),
             ("fragment_chunks", self.fragment_chunks, 1),
-            ("code_file_chunks", self.code_file_chunks, 1),
             ("block_chunks", self.block_chunks, 1),
             ("rescore", self.rescore, 1),
             ("page_entries", self.page_entries, 1),
@@ -316,7 +351,7 @@ impl Layout {
                 return Err(format!("layout.{name} = {value} is too small; use at least {min}"));
             }
         }
-        if !self.code_file_chunks.is_multiple_of(self.block_chunks) {
+        if self.code_file_chunks != 0 && !self.code_file_chunks.is_multiple_of(self.block_chunks) {
             return Err(format!(
                 "layout.code_file_chunks = {} is not a multiple of layout.block_chunks = {}; make it one, so each vector block lies in one partition",
                 self.code_file_chunks, self.block_chunks
@@ -608,6 +643,56 @@ impl IndexManifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partitions_grow_as_the_root_of_the_chunk_count_unless_set() {
+        let size = |chunks, layout: Layout| layout.for_chunks(chunks).code_file_chunks;
+        let auto = Layout::default();
+        // NPL, the Python docs' site, their eval corpus, rust-doc's projection.
+        for (chunks, want) in [(11_442, 64), (19_271, 64), (40_884, 128), (230_000, 256)] {
+            assert_eq!(size(chunks, auto), want, "{chunks} chunks");
+        }
+        // Cranfield, and any index a query would read half of: one file of codes.
+        for chunks in [0, 2_729, 4_096] {
+            assert_eq!(size(chunks, auto), Layout::MAX_PARTITION_CHUNKS, "{chunks} chunks");
+        }
+        assert_eq!(size(4_097, auto), 64);
+        assert_eq!(size(usize::MAX / 2, auto), Layout::MAX_PARTITION_CHUNKS);
+        // Fewer partitions probed: larger ones, so the centroids stay as few.
+        assert_eq!(size(19_271, Layout { probe: 8, ..auto }), 128);
+        assert_eq!(size(5_000, Layout { probe: 8, ..auto }), 64);
+        // Set: kept; and always a multiple of the block.
+        assert_eq!(
+            size(
+                19_271,
+                Layout {
+                    code_file_chunks: 1024,
+                    ..auto
+                }
+            ),
+            1024
+        );
+        assert_eq!(
+            size(
+                19_271,
+                Layout {
+                    block_chunks: 48,
+                    ..auto
+                }
+            ),
+            96
+        );
+        for chunks in [1, 1_000, 100_000, 10_000_000] {
+            let layout = auto.for_chunks(chunks);
+            assert!(layout.validate().is_ok() && layout.code_file_chunks.is_multiple_of(layout.block_chunks));
+        }
+        assert!(Layout {
+            code_file_chunks: 30,
+            ..auto
+        }
+        .validate()
+        .is_err());
+    }
 
     #[test]
     fn crate_versions_match_the_lock_file() {

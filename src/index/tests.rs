@@ -71,6 +71,17 @@ pub(crate) fn build(texts: &[String], vectors: &[Vec<f32>], per_doc: usize, layo
     let documents: Vec<DocumentInfo> = (0..texts.len().div_ceil(per_doc))
         .map(|d| document(&format!("d{d}")))
         .collect();
+    build_of(&documents, texts, vectors, per_doc, layout)
+}
+
+/// An index of `documents` (`per_doc` of `texts` each, named `d0`, `d1`, …) with `vectors`.
+pub(crate) fn build_of(
+    documents: &[DocumentInfo],
+    texts: &[String],
+    vectors: &[Vec<f32>],
+    per_doc: usize,
+    layout: Layout,
+) -> BuiltIndex {
     let chunks: Vec<Chunk> = texts
         .iter()
         .enumerate()
@@ -78,7 +89,7 @@ pub(crate) fn build(texts: &[String], vectors: &[Vec<f32>], per_doc: usize, layo
         .collect();
     let model = model(vectors.first().map_or(3, Vec::len));
     write_index(IndexInput {
-        documents: &documents,
+        documents,
         chunks: &chunks,
         duplicates_dropped: 0,
         shared_chunks: 0,

@@ -137,6 +137,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         section: "manifest",
         reason,
     })?;
+    let layout = input.layout.for_chunks(input.chunks.len());
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut add = |kind: &str, extension: &str, bytes: Vec<u8>| -> String {
         let name = file_name(kind, extension, &bytes);
@@ -170,7 +171,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let norms_name = add("norms", "bin", norms.to_bytes());
     let facets_name = Facets::of_documents(input.documents).map(|f| add("facets", "bin", f.to_bytes()));
     let keyword: Vec<ShardRef> = table
-        .split(input.layout.keyword_shard_bytes)
+        .split(layout.keyword_shard_bytes)
         .into_iter()
         .map(|shard| ShardRef {
             first: shard.first_term().unwrap_or_default().to_string(),
@@ -179,7 +180,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         .collect();
 
     // Fragments: chunk text with its documents' records.
-    let per = input.layout.fragment_chunks;
+    let per = layout.fragment_chunks;
     let mut fragments = Vec::new();
     for (i, run) in input.chunks.chunks(per).enumerate() {
         let mut documents: Vec<(u32, DocumentInfo)> = Vec::new();
@@ -208,23 +209,18 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let meta_name = add("vmeta", "bin", meta.to_bytes());
     // Both in partition order (partitions clustered by k-means, each in cluster order), so a
     // query's best candidates fall in few partitions and share few blocks.
-    let order = partition_order(
-        input.vectors,
-        dims,
-        input.layout.code_file_chunks,
-        input.layout.block_chunks,
-    );
+    let order = partition_order(input.vectors, dims, layout.code_file_chunks, layout.block_chunks);
     let code_len = dims.div_ceil(8);
     let mut codes = Vec::new();
     // Each code file is a partition: its centroid (the mean of its vectors) ranks it for a query.
-    let partitions: Vec<u32> = (0..order.len().div_ceil(input.layout.code_file_chunks) as u32).collect();
+    let partitions: Vec<u32> = (0..order.len().div_ceil(layout.code_file_chunks) as u32).collect();
     let means: Vec<Vec<f32>> = order
-        .chunks(input.layout.code_file_chunks)
+        .chunks(layout.code_file_chunks)
         .map(|run| mean_vector(run.iter().map(|&c| input.vectors[c as usize].as_slice()), dims))
         .collect();
     let centroids = BlockFile::quantize(&partitions, &means.iter().map(Vec::as_slice).collect::<Vec<_>>(), dims);
     let centroids_name = (!partitions.is_empty()).then(|| add("cent", "bin", centroids.to_bytes()));
-    for run in order.chunks(input.layout.code_file_chunks) {
+    for run in order.chunks(layout.code_file_chunks) {
         let file = CodeFile {
             code_len,
             chunks: run.to_vec(),
@@ -236,7 +232,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         codes.push(add("codes", "bin", file.to_bytes()));
     }
     let mut blocks = Vec::new();
-    for run in order.chunks(input.layout.block_chunks) {
+    for run in order.chunks(layout.block_chunks) {
         let vectors: Vec<&[f32]> = run.iter().map(|&c| input.vectors[c as usize].as_slice()).collect();
         let block = BlockFile::quantize(run, &vectors, dims);
         blocks.push(add("vec", "bin", block.to_bytes()));
@@ -252,7 +248,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         codes,
         blocks,
     };
-    let (files, places, index_files) = store_objects(files, listed, &input.layout);
+    let (files, places, index_files) = store_objects(files, listed, &layout);
     let manifest = IndexManifest {
         format: FormatVersion {
             major: INDEX_MAJOR,
@@ -268,7 +264,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         chunking: input.chunking,
         bm25: input.bm25,
         fields: input.fields,
-        layout: input.layout,
+        layout,
         counts: Counts {
             documents: input.documents.len(),
             chunks: input.chunks.len(),

@@ -607,4 +607,58 @@ mod tests {
         );
         assert_eq!(blocks(&fetched), 30);
     }
+    #[test]
+    fn a_filtered_dense_query_reads_every_partition_and_an_unfiltered_one_its_nearest() {
+        let seed = 11;
+        println!("seed {seed}");
+        // 16 clusters, a document a chunk; the pages of cluster 5 pass the filter.
+        let (texts, vectors, cluster) = crate::index::tests::clustered(seed, 512, 16);
+        let documents: Vec<_> = (0..texts.len())
+            .map(|d| {
+                let mut doc = crate::index::tests::document(&format!("d{d}"));
+                let tag = if cluster[d] == 5 { "five" } else { "other" };
+                doc.filters.insert("cluster".into(), vec![tag.to_string()]);
+                doc
+            })
+            .collect();
+        let layout = crate::index::Layout {
+            code_file_chunks: 32,
+            probe: 1,
+            ..crate::index::Layout::default()
+        };
+        let built = || crate::index::tests::build_of(&documents, &texts, &vectors, 1, layout);
+        let query = vectors[3].clone();
+        let codes = |fetched: &[Vec<String>]| fetched.iter().flatten().filter(|n| n.starts_with("codes.")).count();
+        let dense: SearchOptions =
+            serde_json::from_value(serde_json::json!({"mode": "dense", "k": 4, "depth": 8})).unwrap();
+        let (near, fetched) = search_split_of(built(), "anything", &dense, Some(&query));
+        assert_eq!(codes(&fetched), 1, "the one partition nearest, as the index says");
+        assert!(ids(&near)
+            .iter()
+            .all(|id| cluster[id[1..].split('#').next().unwrap().parse::<usize>().unwrap()] == 3));
+        let filtered: SearchOptions = serde_json::from_value(
+            serde_json::json!({"mode": "dense", "k": 4, "depth": 8, "filters": {"cluster": "five"}}),
+        )
+        .unwrap();
+        let (five, fetched) = search_split_of(built(), "anything", &filtered, Some(&query));
+        assert_eq!(
+            codes(&fetched),
+            16,
+            "every partition: the nearest hold no page that passes"
+        );
+        assert_eq!(five.results.len(), 4, "k results, as k pages pass");
+        assert!(ids(&five)
+            .iter()
+            .all(|id| cluster[id[1..].split('#').next().unwrap().parse::<usize>().unwrap()] == 5));
+        // A deep list reads enough partitions to hold twice its depth, and a longer top k
+        // `probe` partitions for every 10 results.
+        let deep: SearchOptions =
+            serde_json::from_value(serde_json::json!({"mode": "dense", "k": 4, "depth": 64})).unwrap();
+        let (_, fetched) = search_split_of(built(), "anything", &deep, Some(&query));
+        assert_eq!(codes(&fetched), 4);
+        let thirty: SearchOptions =
+            serde_json::from_value(serde_json::json!({"mode": "dense", "k": 30, "depth": 30})).unwrap();
+        let (_, fetched) = search_split_of(built(), "anything", &thirty, Some(&query));
+        assert_eq!(codes(&fetched), 3);
+    }
 }

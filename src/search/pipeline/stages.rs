@@ -161,12 +161,23 @@ impl Stages<'_> {
         sorted(need)
     }
 
-    /// How many partitions of binary codes a dense query reads: `layout.probe`, or every one with
-    /// `vector_search: exact`.
+    /// How many partitions of binary codes a dense query reads: `layout.probe` for every 10
+    /// results asked for (at least `layout.probe`: a deeper top k needs more partitions for the
+    /// same recall of it), and enough to hold twice its depth; every one with `vector_search:
+    /// exact` or with filters (the nearest partitions may hold few of the pages that pass them,
+    /// and `k` results come back when `k` pass).
     fn probe(&self) -> usize {
         match self.options.vector_search {
             VectorSearch::Exact => usize::MAX,
-            VectorSearch::Auto => self.store.manifest().layout.probe,
+            VectorSearch::Auto if !self.options.filters.is_empty() => usize::MAX,
+            VectorSearch::Auto => {
+                let manifest = self.store.manifest();
+                let probe = manifest.layout.probe;
+                let for_k = probe.saturating_mul(self.options.k).div_ceil(10);
+                let per_partition = manifest.files.vectors.codes.chunks_per_file.max(1);
+                let for_depth = self.options.depth().saturating_mul(2).div_ceil(per_partition);
+                probe.max(for_k).max(for_depth)
+            }
         }
     }
 

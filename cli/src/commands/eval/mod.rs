@@ -38,7 +38,11 @@ pub struct EvalArgs {
     /// queries on which keyword and dense disagree.
     #[arg(long)]
     all_modes: bool,
-    /// Candidates per retriever before fusion (default: as a search for 100 results, 1,000).
+    /// Results a query asks for, as a search for that many (1–100; default 100). Recall@100
+    /// counts only the results there are: with fewer, it is a recall at that count.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=100), conflicts_with = "sweep")]
+    k: u16,
+    /// Candidates per retriever before fusion (default: as a search for k results, 10 k).
     #[arg(long)]
     depth: Option<usize>,
     /// Hybrid fusion: rrf or convex.
@@ -107,12 +111,12 @@ pub struct EvalArgs {
 }
 
 impl EvalArgs {
-    /// The options of a run in `mode` (100 results, one per document, as the metrics count).
+    /// The options of a run in `mode` (`k` results, one per document, as the metrics count).
     fn options(&self, mode: Mode) -> SearchOptions {
         let bm25 =
             (self.k1.is_some() || self.b.is_some()).then_some(sextant::bm25::Bm25Override { k1: self.k1, b: self.b });
         SearchOptions {
-            k: 100,
+            k: usize::from(self.k),
             mode,
             per_document: true,
             depth: self.depth,
