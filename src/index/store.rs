@@ -614,12 +614,25 @@ impl IndexStore {
                 let missing = table.known().filter(|(i, _)| !self.codes.contains_key(i));
                 out.extend(missing.map(|(_, o)| o.name.clone()));
             }
-            Some(Probe::These(these)) => {
-                for i in these.into_iter().filter(|i| !self.codes.contains_key(i)) {
-                    Self::want(self.runs.codes.get(i), &mut out);
-                }
-            }
+            Some(Probe::These(these)) => out.extend(self.partition_needs(&these)),
         }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// What the binary candidate stage needs before it can choose partitions, not added yet: the
+    /// norms, the calibration, the centroids and the pages listing the code files (no code file).
+    pub fn code_pages_needs(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.norms_needs(&mut out);
+        if self.meta.is_none() {
+            out.push(self.meta_ref.name.clone());
+        }
+        if self.centroids.is_none() {
+            out.extend(self.centroids_ref.iter().map(|c| c.name.clone()));
+        }
+        out.extend(self.runs.codes.pages_missing().map(|p| p.name.clone()));
         out.sort();
         out.dedup();
         out
@@ -672,19 +685,37 @@ impl IndexStore {
     /// largest dot product with `query` (ties to the lower number), in order; every one when
     /// the index has no centroids or `probe` covers them. `None` until the centroids are added.
     pub fn probed(&self, query: &[f32], probe: usize) -> Option<Probe> {
-        let partitions = self.runs.codes.len();
-        if self.centroids_ref.is_none() || probe >= partitions {
+        if self.centroids_ref.is_none() || probe >= self.runs.codes.len() {
             return Some(Probe::All);
         }
+        let mut chosen = self.nearest_partitions(query)?;
+        chosen.truncate(probe);
+        chosen.sort_unstable();
+        Some(Probe::These(chosen))
+    }
+
+    /// Every partition, those whose centroids have the largest dot product with `query` first
+    /// (ties to the lower number). `None` until the centroids are added, or in an index without
+    /// them.
+    pub fn nearest_partitions(&self, query: &[f32]) -> Option<Vec<usize>> {
         // Once added, the centroids back the partitions' count with their bytes.
         let centroids = self.centroids.as_ref()?;
-        let mut scored: Vec<(usize, f32)> = (0..partitions)
+        let mut scored: Vec<(usize, f32)> = (0..self.runs.codes.len())
             .map(|p| (p, centroids.dot(p as u32, query).unwrap_or(f32::NEG_INFINITY)))
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut chosen: Vec<usize> = scored.into_iter().take(probe).map(|(p, _)| p).collect();
-        chosen.sort_unstable();
-        Some(Probe::These(chosen))
+        Some(scored.into_iter().map(|(p, _)| p).collect())
+    }
+
+    /// The code files of `partitions` not added yet (or the pages listing them).
+    pub fn partition_needs(&self, partitions: &[usize]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &i in partitions.iter().filter(|i| !self.codes.contains_key(i)) {
+            Self::want(self.runs.codes.get(i), &mut out);
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The binary codes of the partitions `probed`, in order (those added).

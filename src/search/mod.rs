@@ -216,8 +216,14 @@ impl Engine {
         }
         let admissible = done_or_return!(stages.admissible());
 
+        let probed = match vector {
+            Some(v) => done_or_return!(stages.probed(v, &admissible)),
+            None => None,
+        };
         let t = clock.now_ms();
-        let binary = vector.and_then(|v| stages.binary(v, &admissible));
+        let binary = vector
+            .zip(probed.as_ref())
+            .and_then(|(v, p)| stages.binary(v, p, &admissible));
         let binary_ms = clock.now_ms() - t;
         let block_need = binary.as_ref().map(|b| stages.block_needs(b)).unwrap_or_default();
 
@@ -297,7 +303,7 @@ mod tests {
     ) -> (SearchResponse, Vec<Vec<String>>) {
         let (mut engine, built) = split_engine(built);
         let mut fetched = Vec::new();
-        for _ in 1..10 {
+        for _ in 1..16 {
             match engine.search_with_vector(query, vector, options, &NoClock).unwrap() {
                 Step::Done(response) => return (response, fetched),
                 Step::Need(files) => {
@@ -311,7 +317,7 @@ mod tests {
                 }
             }
         }
-        panic!("{query}: the engine kept asking for files");
+        panic!("{query}: the engine kept asking for files: {fetched:?}");
     }
 
     fn ids(response: &SearchResponse) -> Vec<&str> {
@@ -608,7 +614,7 @@ mod tests {
         assert_eq!(blocks(&fetched), 30);
     }
     #[test]
-    fn a_filtered_dense_query_reads_every_partition_and_an_unfiltered_one_its_nearest() {
+    fn a_filtered_dense_query_reads_partitions_until_they_hold_enough_pages_that_pass() {
         let seed = 11;
         println!("seed {seed}");
         // 16 clusters, a document a chunk; the pages of cluster 5 pass the filter.
@@ -641,15 +647,69 @@ mod tests {
         )
         .unwrap();
         let (five, fetched) = search_split_of(built(), "anything", &filtered, Some(&query));
-        assert_eq!(
-            codes(&fetched),
-            16,
-            "every partition: the nearest hold no page that passes"
+        assert!(
+            codes(&fetched) > 1,
+            "the nearest partition holds no page that passes: more are read"
         );
         assert_eq!(five.results.len(), 4, "k results, as k pages pass");
         assert!(ids(&five)
             .iter()
             .all(|id| cluster[id[1..].split('#').next().unwrap().parse::<usize>().unwrap()] == 5));
+        let (exact, _) = search_split_of(
+            built(),
+            "anything",
+            &serde_json::from_value(serde_json::json!({"mode": "dense", "k": 4, "depth": 8,
+                "filters": {"cluster": "five"}, "vector_search": "exact"}))
+            .unwrap(),
+            Some(&query),
+        );
+        assert_eq!(
+            ids(&five),
+            ids(&exact),
+            "the partition holding the pages that pass is read"
+        );
+        // A filter most pages pass: probe partitions for the share that passes (512 / 480 of one).
+        let broad: SearchOptions = serde_json::from_value(
+            serde_json::json!({"mode": "dense", "k": 4, "depth": 8, "filters": {"cluster": "other"}}),
+        )
+        .unwrap();
+        let (other, fetched) = search_split_of(built(), "anything", &broad, Some(&query));
+        assert_eq!(codes(&fetched), 2, "the two nearest hold enough chunks that pass");
+        assert_eq!(ids(&other), ids(&near));
+        // Half the pages pass, none of the query's own cluster: partitions are read until they
+        // hold a partition's worth of chunks that pass, and the results are the exact ones.
+        let halves: Vec<_> = (0..texts.len())
+            .map(|d| {
+                let mut doc = crate::index::tests::document(&format!("d{d}"));
+                let tag = if cluster[d] >= 8 { "far" } else { "near" };
+                doc.filters.insert("half".into(), vec![tag.to_string()]);
+                doc
+            })
+            .collect();
+        let far = |search: &str| -> SearchOptions {
+            serde_json::from_value(serde_json::json!({"mode": "dense", "k": 4, "depth": 8,
+                "filters": {"half": "far"}, "vector_search": search}))
+            .unwrap()
+        };
+        let halved = || crate::index::tests::build_of(&halves, &texts, &vectors, 1, layout);
+        let (got, fetched) = search_split_of(halved(), "anything", &far("auto"), Some(&query));
+        let (exact, _) = search_split_of(halved(), "anything", &far("exact"), Some(&query));
+        assert!(cluster[3] < 8, "the query's cluster does not pass");
+        let clusters = |r: &SearchResponse| -> Vec<usize> {
+            ids(r)
+                .iter()
+                .map(|id| cluster[id[1..].split('#').next().unwrap().parse::<usize>().unwrap()])
+                .collect()
+        };
+        assert_eq!(got.results.len(), 4);
+        assert!(clusters(&got).iter().all(|&c| c >= 8), "{:?}", clusters(&got));
+        assert!(clusters(&exact).iter().all(|&c| c >= 8));
+        println!("partitions read with half the pages passing: {}", codes(&fetched));
+        assert!(
+            (2..16).contains(&codes(&fetched)),
+            "{} partitions read",
+            codes(&fetched)
+        );
         // A deep list reads enough partitions to hold twice its depth, and a longer top k
         // `probe` partitions for every 10 results.
         let deep: SearchOptions =

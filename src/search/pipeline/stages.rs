@@ -4,8 +4,8 @@
 //! a packed index never needs any).
 //!
 //! ```text
-//! first_needs → admissible → binary ┬→ keyword (fallback, RM3) ┬→ fuse → rerank → results
-//!                                   └→ dense (int8 rescoring) ─┘
+//! first_needs → admissible → probed → binary ┬→ keyword (fallback, RM3) ┬→ fuse → rerank → results
+//!                                            └→ dense (int8 rescoring) ─┘
 //! ```
 
 use std::collections::{HashMap, HashSet};
@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use crate::analyzer::Analyzer;
 use crate::embed::Reranker;
 use crate::index::facets::Passing;
-use crate::index::{Facets, IndexStore};
+use crate::index::{Facets, IndexStore, Probe};
 use crate::options::{Mode, SearchOptions, VectorSearch, RESCORE_PER_RESULT};
 use crate::search::plan::QueryPlan;
 use crate::search::types::{FilterCounts, SearchError, SearchResult, Step};
@@ -153,7 +153,11 @@ impl Stages<'_> {
         need.extend(self.store.keyword_needs(&self.plan.excluded_terms()));
         need.extend(self.store.keyword_needs(&self.plan.phrase_terms()));
         if let Some(vector) = vector {
-            need.extend(self.store.code_needs(Some(vector), self.probe()));
+            need.extend(match self.first_probe() {
+                Some(probe) => self.store.code_needs(Some(vector), probe),
+                // Filters are weighed once the facets are here: until then no codes.
+                None => self.store.code_pages_needs(),
+            });
         }
         if self.options.uses_facets() {
             need.extend(self.store.facets_needs());
@@ -161,15 +165,13 @@ impl Stages<'_> {
         sorted(need)
     }
 
-    /// How many partitions of binary codes a dense query reads: `layout.probe` for every 10
-    /// results asked for (at least `layout.probe`: a deeper top k needs more partitions for the
-    /// same recall of it), and enough to hold twice its depth; every one with `vector_search:
-    /// exact` or with filters (the nearest partitions may hold few of the pages that pass them,
-    /// and `k` results come back when `k` pass).
+    /// How many partitions of binary codes a dense query reads first: `layout.probe` for every
+    /// 10 results asked for (at least `layout.probe`: a deeper top k needs more partitions for
+    /// the same recall of it), and enough to hold twice its depth; every one with
+    /// `vector_search: exact`. A query with filters may read more ([`Stages::probed`]).
     fn probe(&self) -> usize {
         match self.options.vector_search {
             VectorSearch::Exact => usize::MAX,
-            VectorSearch::Auto if !self.options.filters.is_empty() => usize::MAX,
             VectorSearch::Auto => {
                 let manifest = self.store.manifest();
                 let probe = manifest.layout.probe;
@@ -178,6 +180,98 @@ impl Stages<'_> {
                 let for_depth = self.options.depth().saturating_mul(2).div_ceil(per_partition);
                 probe.max(for_k).max(for_depth)
             }
+        }
+    }
+
+    /// How many partitions a dense query reads first: [`Stages::probe`]; with filters, once the
+    /// facets and the norms are added (`None` before), that many for the share of the chunks
+    /// whose pages pass (as many as hold the same count of chunks that pass, if those are spread
+    /// evenly), and every one when the chunks that pass are no more than that many partitions
+    /// hold (every one of them is needed).
+    fn first_probe(&self) -> Option<usize> {
+        let probe = self.probe();
+        if self.options.filters.is_empty() || probe == usize::MAX {
+            return Some(probe);
+        }
+        let passing = self.passing_chunks()?;
+        let per_partition = self.store.manifest().files.vectors.codes.chunks_per_file.max(1);
+        if passing <= probe.saturating_mul(per_partition) {
+            return Some(usize::MAX);
+        }
+        Some(
+            probe
+                .saturating_mul(self.store.manifest().counts.chunks)
+                .div_ceil(passing),
+        )
+    }
+
+    /// How many chunks belong to pages that pass the query's filters; `None` until the facets (if
+    /// the index has them) and the norms are added.
+    fn passing_chunks(&self) -> Option<usize> {
+        if !self.store.facets_needs().is_empty() {
+            return None;
+        }
+        self.store.norms()?;
+        let chunks = self.store.manifest().counts.chunks;
+        let Some(passing) = self.passing() else {
+            return Some(chunks);
+        };
+        let count = |docs: &mut dyn Iterator<Item = &u32>| docs.map(|&d| self.chunks_of(d).len()).sum::<usize>();
+        Some(match &passing.required {
+            Some(required) => count(&mut required.iter().filter(|d| !passing.excluded.contains(d))),
+            None => chunks.saturating_sub(count(&mut passing.excluded.iter())),
+        })
+    }
+
+    /// The partitions of binary codes a dense query reads: the [`Stages::first_probe`] nearest
+    /// it. With filters, the nearest may hold fewer chunks whose pages pass than the share
+    /// said, so partitions are read nearest first until those read hold as many admissible
+    /// chunks as [`Stages::probe`] partitions hold chunks: about what an unfiltered query reads
+    /// of all, read of those that pass around the query, and `k` results when `k` pass. Each
+    /// further round asks for as many partitions as the admissible chunks found so far say hold
+    /// that many. `Done(None)` before the centroids are added.
+    pub fn probed(&self, vector: &[f32], admissible: &Admissible) -> Step<Option<Probe>> {
+        let Some(first) = self.first_probe() else {
+            return Step::Done(None);
+        };
+        let probed = self.store.probed(vector, first);
+        let (Some(Probe::These(_)), false) = (&probed, self.options.filters.is_empty()) else {
+            return Step::Done(probed);
+        };
+        let Some(order) = self.store.nearest_partitions(vector) else {
+            return Step::Done(probed);
+        };
+        let per_partition = self.store.manifest().files.vectors.codes.chunks_per_file.max(1);
+        let target = self.probe().saturating_mul(per_partition);
+        let mut n = first;
+        while n < order.len() {
+            let mut these = order[..n].to_vec();
+            these.sort_unstable();
+            let need = self.store.partition_needs(&these);
+            if !need.is_empty() {
+                return Step::Need(need);
+            }
+            let probed = Probe::These(these);
+            let seen = self
+                .store
+                .codes_in(&probed)
+                .filter(|(c, _)| admissible.allows(*c))
+                .count();
+            if seen >= target {
+                return Step::Done(Some(probed));
+            }
+            // Four times as many while none read holds an admissible chunk.
+            let wanted = match seen {
+                0 => n.saturating_mul(4),
+                _ => n.saturating_mul(target).div_ceil(seen),
+            };
+            n = wanted.max(n + 1);
+        }
+        let need = self.store.partition_needs(&order);
+        if need.is_empty() {
+            Step::Done(Some(Probe::All))
+        } else {
+            Step::Need(need)
         }
     }
 
@@ -250,14 +344,13 @@ impl Stages<'_> {
         facets.counts(&documents)
     }
 
-    /// The binary stage: the chunks whose codes score best for `vector` (the best
-    /// `layout.rescore`, at least `depth`, or every chunk with `vector_search: exact`), among
-    /// those admissible; the best `layout.rescore` of them, at least [`RESCORE_PER_RESULT`] per
+    /// The binary stage: the chunks of the partitions `probed` ([`Stages::probed`]) whose codes
+    /// score best for `vector` (the best `layout.rescore`, at least `depth`, or every chunk with
+    /// `vector_search: exact`), among those admissible; the best `layout.rescore` of them, at least [`RESCORE_PER_RESULT`] per
     /// result asked for, are rescored with their int8 vectors.
     /// `None` before the calibration is added.
-    pub fn binary(&self, vector: &[f32], admissible: &Admissible) -> Option<Binary> {
+    pub fn binary(&self, vector: &[f32], probed: &Probe, admissible: &Admissible) -> Option<Binary> {
         let meta = self.store.meta()?;
-        let probed = self.store.probed(vector, self.probe())?;
         let manifest = self.store.manifest();
         let chunks = manifest.counts.chunks;
         let (method, count, rescored) = match self.options.vector_search {
@@ -274,14 +367,14 @@ impl Stages<'_> {
         let scored = match &admissible.required {
             // The chunks that can hold the phrases, best binary codes first.
             Some(_) => {
-                let mut all = binary_scored(meta, self.store.codes_in(&probed), vector, chunks);
+                let mut all = binary_scored(meta, self.store.codes_in(probed), vector, chunks);
                 all.retain(|(c, _)| admissible.allows(*c));
                 all.truncate(count);
                 all
             }
             None => {
                 let wide = count.saturating_add(admissible.banned.len());
-                let mut some = binary_scored(meta, self.store.codes_in(&probed), vector, wide);
+                let mut some = binary_scored(meta, self.store.codes_in(probed), vector, wide);
                 some.retain(|(c, _)| admissible.allows(*c));
                 some
             }
@@ -774,7 +867,10 @@ mod tests {
         let first = stages(&store, &a, &p, &o).first_needs(Some(&[0.0, 0.0, 1.0]));
         add(&mut store, &built, &first);
         let s = stages(&store, &a, &p, &o);
-        let candidates = s.binary(&query, &Admissible::default()).unwrap();
+        let Step::Done(Some(probed)) = s.probed(&query, &Admissible::default()) else {
+            panic!("the codes are added");
+        };
+        let candidates = s.binary(&query, &probed, &Admissible::default()).unwrap();
         assert_eq!(candidates.method, VectorMethod::Rescored);
         let Step::Need(blocks) = s.dense(&query, &candidates) else {
             panic!("blocks first");
