@@ -229,7 +229,7 @@ impl Stages<'_> {
     /// chunks as [`Stages::probe`] partitions hold chunks: about what an unfiltered query reads
     /// of all, read of those that pass around the query, and `k` results when `k` pass. Each
     /// further round asks for as many partitions as the admissible chunks found so far say hold
-    /// that many. `Done(None)` before the centroids are added.
+    /// that many. `Done(None)` before the centroids (and, with filters, the facets) are added.
     pub fn probed(&self, vector: &[f32], admissible: &Admissible) -> Step<Option<Probe>> {
         let Some(first) = self.first_probe() else {
             return Step::Done(None);
