@@ -598,10 +598,7 @@ impl IndexStore {
     /// query).
     pub fn code_needs(&self, query: Option<&[f32]>, probe: usize) -> Vec<String> {
         let mut out = Vec::new();
-        self.norms_needs(&mut out);
-        if self.meta.is_none() {
-            out.push(self.meta_ref.name.clone());
-        }
+        self.calibration_needs(&mut out);
         let partitions = match query {
             Some(query) => self.probed(query, probe),
             None => Some(Probe::All),
@@ -621,14 +618,19 @@ impl IndexStore {
         out
     }
 
+    /// The norms and the calibration, if not added yet.
+    fn calibration_needs(&self, out: &mut Vec<String>) {
+        self.norms_needs(out);
+        if self.meta.is_none() {
+            out.push(self.meta_ref.name.clone());
+        }
+    }
+
     /// What the binary candidate stage needs before it can choose partitions, not added yet: the
     /// norms, the calibration, the centroids and the pages listing the code files (no code file).
     pub fn code_pages_needs(&self) -> Vec<String> {
         let mut out = Vec::new();
-        self.norms_needs(&mut out);
-        if self.meta.is_none() {
-            out.push(self.meta_ref.name.clone());
-        }
+        self.calibration_needs(&mut out);
         if self.centroids.is_none() {
             out.extend(self.centroids_ref.iter().map(|c| c.name.clone()));
         }
