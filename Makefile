@@ -4,7 +4,7 @@ SHELL := /bin/bash
 # Seconds each fuzz target runs under `make fuzz`.
 FUZZ_SECONDS ?= 60
 
-.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-shards bench-packs bench-probe bench-layout bench-adversarial bench-collection bench-fields fuzz unicode-tables clean
+.PHONY: demo test setup model cli wasm worker lint test-native test-wasm test-js bench bench-wasm bench-worker bench-pagefind bench-session bench-build bench-shards bench-rustdoc bench-packs bench-probe bench-layout bench-adversarial bench-collection bench-fields fuzz unicode-tables clean
 
 demo: setup cli wasm
 	scripts/demo.sh
@@ -58,6 +58,9 @@ bench-build: setup wasm
 
 bench-shards: setup wasm
 	scripts/bench-shards.sh
+
+bench-rustdoc: setup wasm
+	scripts/bench-rustdoc.sh
 
 bench-packs: setup wasm
 	scripts/bench-packs.sh

@@ -8,6 +8,7 @@
 // set on the page and on every service worker; a 1 MB probe fetched from the page and from a Web
 // Worker at the end of each session checks that the throttling held).
 // node bench/pagefind-session.mjs <sextant binary> <name>=<site dir> …
+//   or <name>=<sextant site>,<pagefind site>: sites each engine has indexed already (rust-doc)
 // SESSION_TYPING_MS=<ms> types with that delay between keystrokes (default 0: as fast as
 // Playwright types); the time after the last keystroke is reported beside the total.
 // SESSION_PAUSE_MS=<ms> is the pause after each query's results (default 1000);
@@ -19,7 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startStaticServer } from '../tests/js/static-server.mjs';
 import { launch, watchedPage } from '../tests/js/browser.mjs';
-import { ENGINES, PHONE, prepareSites, sextantPage, throttleWorkers } from './site-setup.mjs';
+import { ENGINES, PHONE, prebuiltSites, prepareSites, sextantPage, throttleWorkers } from './site-setup.mjs';
 import http from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { importPackage, modelDir } from '../tests/js/harness.mjs';
@@ -42,6 +43,9 @@ const QUERIES = {
     'list comprehension',
     'dataclass default factory',
   ],
+  // Debian's rust-doc (the standard library's API docs and the books): what a Rust programmer
+  // looks up, written before the index was searched (bench/rust-queries.jsonl, the Worker's too).
+  rust: readFileSync(new URL('./rust-queries.jsonl', import.meta.url), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).text),
   demo: [
     'prompt injection',
     'how do I deploy to cloudflare',
@@ -306,7 +310,9 @@ const report = [];
 for (const arg of siteArgs) {
   const [name, dir] = arg.split('=');
   const queries = QUERIES[name] ?? QUERIES.demo;
-  const sites = prepareSites(name, dir, sextantBin);
+  // name=SEXTANT_SITE,PAGEFIND_SITE: two sites already indexed, one by each engine.
+  const [sxDir, pfDir] = dir.split(',');
+  const sites = pfDir ? prebuiltSites(name, sxDir, pfDir) : prepareSites(name, dir, sextantBin);
   try {
     for (const engine of RUN_ENGINES) {
       for (const [connection, conditions] of CONNECTIONS) {

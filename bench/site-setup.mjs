@@ -2,7 +2,7 @@
 // two copies of a built site, one indexed by `sextant build --site`, one by Pagefind (the binary
 // from bench/node_modules, `npm install` in bench/), each with a page holding its drop-in UI.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, writeFileSync, readdirSync, statSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, writeFileSync, readdirSync, statSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,6 +72,31 @@ export function prepareSites(name, dir, sextantBin) {
     sextant: { site: sx, summary: JSON.parse(sxBuild.out), seconds: sxBuild.seconds, size: du(path.join(sx, 'sextant'), [path.join(sx, 'sextant-sw.js')]) },
     pagefind: { site: pf, pages: Number(pfBuild.out.match(/Indexed (\d+) pages?/)?.[1] ?? NaN), seconds: pfBuild.seconds, size: du(path.join(pf, 'pagefind')) },
     cleanup: () => rmSync(base, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * Sites already indexed, for a site too large to index in the benchmark's own run (rust-doc: a
+ * sharded build and a merge, then Pagefind, each measured with their own commands): `sxDir` holds
+ * sextant's build (`sextant/`), `pfDir` Pagefind's (`pagefind/`). Writes each engine's UI page and
+ * returns what `prepareSites` does, without summaries; `cleanup()` removes the pages only.
+ */
+export function prebuiltSites(name, sxDir, pfDir) {
+  for (const [dir, engine] of [[sxDir, 'sextant'], [pfDir, 'pagefind']]) {
+    if (!existsSync(path.join(dir, ENGINES[engine].folder))) throw new Error(`${dir} has no ${ENGINES[engine].folder}/ folder: index it with ${engine} first`);
+  }
+  writeFileSync(path.join(sxDir, ENGINES.sextant.page), SEXTANT_PAGE);
+  writeFileSync(path.join(pfDir, ENGINES.pagefind.page), PAGEFIND_PAGE);
+  return {
+    name,
+    'sextant-embed': { site: sxDir },
+    sextant: { site: sxDir },
+    pagefind: { site: pfDir },
+    cleanup: () => {
+      // The pages written here and the session's throttling probe (bench/pagefind-session.mjs).
+      const written = [ENGINES.sextant.page, ENGINES['sextant-embed'].page, ENGINES.pagefind.page, '/bench-probe.bin', '/bench-probe-worker.js'];
+      for (const dir of [sxDir, pfDir]) for (const p of written) rmSync(path.join(dir, p), { force: true });
+    },
   };
 }
 

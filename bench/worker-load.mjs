@@ -9,7 +9,7 @@
 // node --experimental-websocket bench/worker-load.mjs <assets dir> <queries.jsonl> [seconds] [clients]
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { startWorkerd, rss, freePort } from '../tests/js/workerd.mjs';
+import { startWorkerd, rss, freePort, inspector } from '../tests/js/workerd.mjs';
 
 const [assetsDir, queriesPath, secondsArg, clientsArg] = process.argv.slice(2);
 const seconds = Number(secondsArg ?? 60);
@@ -34,32 +34,6 @@ const pct = (v, p) => {
   const s = [...v].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.round((p / 100) * (s.length - 1)))];
 };
-
-/** The isolate's heap usage, from workerd's inspector (Chrome DevTools Protocol). */
-async function inspector(inspectorPort) {
-  const [target] = await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json();
-  const ws = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => {
-    ws.onopen = resolve;
-    ws.onerror = reject;
-  });
-  let next = 1;
-  const waiting = new Map();
-  ws.onmessage = (m) => {
-    const message = JSON.parse(String(m.data));
-    waiting.get(message.id)?.(message.result);
-    waiting.delete(message.id);
-  };
-  return {
-    heap: () =>
-      new Promise((resolve) => {
-        const id = next++;
-        waiting.set(id, resolve);
-        ws.send(JSON.stringify({ id, method: 'Runtime.getHeapUsage' }));
-      }),
-    close: () => ws.close(),
-  };
-}
 
 // Each request on a new connection: workerd's HTTP server, this overloaded, resets some kept-alive
 // connections (35 of 542 requests in a 30 s run of /search and /context), which a deployed Worker

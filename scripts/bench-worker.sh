@@ -7,6 +7,10 @@
 #   WORKER_SITE=demo     the demo docs with the Cranfield query texts (default)
 #   WORKER_SITE=python   Python 3.11's HTML docs (Debian's python3.11-doc, 530 pages) with the
 #                        session benchmark's ten queries (bench/python-queries.jsonl)
+#   WORKER_SITE=/path/to/site  a site already built with `sextant build --site` (or merged from
+#                        shards: rust-doc), with WORKER_QUERIES=file.jsonl (default
+#                        bench/python-queries.jsonl)
+#   WORKER_WEIGHTS="int8 f32" and WORKER_FILES="assets r2": what bench/worker.mjs measures
 #   WORKER_BENCH=latency|load|all (default all); WORKER_LOAD_SECONDS (60), WORKER_LOAD_CLIENTS (50),
 #   SEED (the load's request mix; printed)
 set -euo pipefail
@@ -27,7 +31,7 @@ fi
 case "${WORKER_SITE:-demo}" in
   demo)
     scripts/site.sh >/dev/null
-    node bench/worker.mjs www/dist/site tests/fixtures/cranfield/queries.jsonl "${1:-2}"
+    node --experimental-websocket --no-warnings bench/worker.mjs www/dist/site tests/fixtures/cranfield/queries.jsonl "${1:-2}"
     ;;
   python)
     PYDOC=/usr/share/doc/python3.11/html
@@ -36,7 +40,10 @@ case "${WORKER_SITE:-demo}" in
     cp -rL "$PYDOC/." "$SITE/"
     cargo build --quiet --release -p sextant-cli # 18,000 chunks to embed: not the debug CLI
     "$CARGO_TARGET_DIR/release/sextant" build --site "$SITE" >/dev/null
-    node bench/worker.mjs "$SITE" bench/python-queries.jsonl "${1:-2}"
+    node --experimental-websocket --no-warnings bench/worker.mjs "$SITE" bench/python-queries.jsonl "${1:-2}"
     ;;
-  *) echo "bench-worker: unknown WORKER_SITE '${WORKER_SITE}' (demo, python)" >&2; exit 2 ;;
+  *)
+    [ -f "$WORKER_SITE/sextant/sextant.json" ] || { echo "bench-worker: WORKER_SITE '${WORKER_SITE}' is neither demo, python nor a site built with \`sextant build --site\`" >&2; exit 2; }
+    node --experimental-websocket --no-warnings bench/worker.mjs "$WORKER_SITE" "${WORKER_QUERIES:-bench/python-queries.jsonl}" "${1:-2}"
+    ;;
 esac

@@ -217,25 +217,43 @@ pub fn weighted_ranges(text: &str, elements: &[(String, u32)]) -> Vec<(u32, u32,
 /// The byte ranges of the lines of `text` that are, trimmed, a line of one of `blocks` (code
 /// blocks), in order. A line of prose that happens to equal a line of code counts as code.
 pub fn code_lines(text: &str, blocks: &[String]) -> Vec<(u32, u32)> {
-    if blocks.is_empty() {
-        return Vec::new();
+    CodeLines::of(blocks).ranges(text)
+}
+
+/// The lines of a section's code blocks, gathered once for all its chunks (a page of API docs has
+/// thousands of lines of code in one section cut into hundreds of chunks: gathering them for each
+/// chunk made chunking rust-doc quadratic).
+pub struct CodeLines<'a>(HashSet<&'a str>);
+
+impl<'a> CodeLines<'a> {
+    /// The trimmed, non-empty lines of `blocks`.
+    pub fn of(blocks: &'a [String]) -> Self {
+        CodeLines(
+            blocks
+                .iter()
+                .flat_map(|b| b.lines())
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect(),
+        )
     }
-    let lines: HashSet<&str> = blocks
-        .iter()
-        .flat_map(|b| b.lines())
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches('\n');
-        if lines.contains(body.trim()) {
-            out.push((at as u32, (at + body.len()) as u32));
+
+    /// The byte ranges of the lines of `text` that are, trimmed, one of these lines, in order.
+    pub fn ranges(&self, text: &str) -> Vec<(u32, u32)> {
+        if self.0.is_empty() {
+            return Vec::new();
         }
-        at += line.len();
+        let mut out = Vec::new();
+        let mut at = 0usize;
+        for line in text.split_inclusive('\n') {
+            let body = line.trim_end_matches('\n');
+            if self.0.contains(body.trim()) {
+                out.push((at as u32, (at + body.len()) as u32));
+            }
+            at += line.len();
+        }
+        out
     }
-    out
 }
 
 const SEPARATORS: [&str; 5] = ["\n\n", "\n", ". ", " ", ""];
@@ -481,6 +499,7 @@ pub fn collect_chunks(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> 
         let mut index = 0u32;
         let mut seen_here = HashSet::new();
         for (section, texts) in doc.sections.iter().zip(sections) {
+            let code = CodeLines::of(&section.code);
             for text in texts {
                 let this = index;
                 index += 1;
@@ -507,7 +526,7 @@ pub fn collect_chunks(documents: &[Document], splits: Vec<Vec<Vec<String>>>) -> 
                     index: this,
                     url,
                     heading_path: section.heading_path.clone(),
-                    code: code_lines(&text, &section.code),
+                    code: code.ranges(&text),
                     weighted: weighted_ranges(&text, &section.weighted),
                     text,
                     content_hash,

@@ -350,14 +350,42 @@ pub fn assemble_chunked(
     config: &BuildConfig,
     partial: bool,
 ) -> Result<BuiltIndex, BuildError> {
-    let (vectors, missing) = chunked.vectors(store, model.dims);
+    let vectors = ordered_vectors(chunked, store, model.dims, partial)?;
+    assemble(documents, &chunked.corpus, &vectors, model, config)
+}
+
+/// [`assemble_chunked`] for a build that keeps nothing after it (the CLI's): the store and the
+/// model inputs are let go once the vectors are in chunk order, before the index is assembled,
+/// so each vector is held once (rust-doc from a full embedding cache: peak RSS 2.85 -> 2.46 GB).
+pub fn assemble_owned<S: VectorStore>(
+    documents: &[Document],
+    chunked: Chunked,
+    store: S,
+    model: &ModelSpec,
+    config: &BuildConfig,
+) -> Result<BuiltIndex, BuildError> {
+    let vectors = ordered_vectors(&chunked, &store, model.dims, false)?;
+    drop(store);
+    let Chunked { corpus, .. } = chunked;
+    assemble(documents, &corpus, &vectors, model, config)
+}
+
+/// Every chunk's vector from `store` in chunk order; a chunk without one is
+/// [`BuildError::NotEmbedded`] unless `partial` (zeros).
+fn ordered_vectors(
+    chunked: &Chunked,
+    store: &impl VectorStore,
+    dims: usize,
+    partial: bool,
+) -> Result<Vec<Vec<f32>>, BuildError> {
+    let (vectors, missing) = chunked.vectors(store, dims);
     if let (Some(&first), false) = (missing.first(), partial) {
         return Err(BuildError::NotEmbedded {
             missing: missing.len(),
             first: chunked.corpus.chunks[first].id.clone(),
         });
     }
-    assemble(documents, &chunked.corpus, &vectors, model, config)
+    Ok(vectors)
 }
 
 #[cfg(feature = "indexer")]

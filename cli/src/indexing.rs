@@ -12,7 +12,7 @@ use sextant::chunk::Document;
 use sextant::config::{BuildConfig, InputConfig};
 use sextant::embed::{Embedder, TractEmbedder};
 use sextant::index::writer::BuiltIndex;
-use sextant::indexer::{self, assemble_chunked, Chunked, Executor, VectorStore};
+use sextant::indexer::{self, Chunked, Executor, VectorStore};
 use sextant::loader::{load_file, LoadError};
 
 use crate::cache::EmbeddingCache;
@@ -231,7 +231,7 @@ pub fn build_index(
     let embedder = model::load(&dir, &config.model)?;
     let chunked = chunk_documents(documents, config, &embedder)?;
     let (vectors, stats) = embed_chunks(&chunked, &embedder, cache_dir, &|_| true)?;
-    let built = assemble_chunked(documents, &chunked, &vectors, embedder.spec(), config, false)?;
+    let built = indexer::assemble_owned(documents, chunked, vectors, embedder.spec(), config)?;
     Ok((built, stats))
 }
 

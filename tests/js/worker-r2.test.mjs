@@ -5,45 +5,23 @@
 // fixtures (scripts/test-js.sh prepares both).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { root } from './harness.mjs';
+import { filesUnder, miniflareWithR2 } from './workerd.mjs';
 import { cranfieldAssets } from './assets.mjs';
 import { assertSameRanking } from './ranking.mjs';
 
 const parityDir = process.env.SEXTANT_PARITY_DIR;
-const workerDir = path.join(root, 'www/worker');
-const { Miniflare } = await import(path.join(workerDir, 'node_modules/miniflare/dist/src/index.js'));
 let mf;
 let indexBytes = 0;
 
-/** Every file under `dir`, as paths relative to it. */
-function walk(dir, prefix = '') {
-  return readdirSync(path.join(dir, prefix)).flatMap((name) => {
-    const rel = prefix ? `${prefix}/${name}` : name;
-    return statSync(path.join(dir, rel)).isDirectory() ? walk(dir, rel) : [rel];
-  });
-}
-
 before(async () => {
   assert.ok(parityDir, 'SEXTANT_PARITY_DIR is not set: run scripts/test-js.sh');
-  const dist = path.join(workerDir, 'dist');
-  const wasm = readdirSync(dist).find((f) => f.endsWith('.wasm'));
-  mf = new Miniflare({
-    modulesRoot: dist,
-    modules: [
-      { type: 'ESModule', path: path.join(dist, 'index.js') },
-      { type: 'CompiledWasm', path: path.join(dist, wasm) },
-    ],
-    compatibilityDate: '2026-04-01',
-    compatibilityFlags: ['enable_request_signal'],
-    r2Buckets: ['SEXTANT_R2'],
-    // A second base whose folder was never uploaded: reported, not fatal.
-    bindings: { SEXTANT_BASES: 'docs=sextant,gone=missing' },
-  });
+  // A second base whose folder was never uploaded: reported, not fatal.
+  mf = await miniflareWithR2({ SEXTANT_BASES: 'docs=sextant,gone=missing' });
   const bucket = await mf.getR2Bucket('SEXTANT_R2');
   const assets = cranfieldAssets(parityDir);
-  for (const rel of walk(assets)) {
+  for (const rel of filesUnder(assets)) {
     const bytes = readFileSync(path.join(assets, rel));
     if (rel.startsWith('sextant/index/') && !rel.includes('manifest.')) indexBytes += bytes.length;
     // A plain copy: the proxy to the emulated bucket refuses a Buffer of a shared pool.

@@ -2,7 +2,7 @@
 // tests and benchmarks. Run scripts/worker-build.sh first.
 import { spawn } from 'node:child_process';
 import { createServer, connect } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { root } from './harness.mjs';
 import { writeConfig } from '../../www/worker/workerd-config.mjs';
@@ -76,4 +76,61 @@ export async function startWorkerd({ assetsDir, env = {}, name = 'run', args = [
       child.kill();
     },
   };
+}
+
+/** The isolate's heap usage, from workerd's inspector (Chrome DevTools Protocol) on
+ * `inspectorPort` (`workerd serve --inspector-addr`, or Miniflare's `inspectorPort`). */
+export async function inspector(inspectorPort) {
+  const [target] = await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json();
+  const ws = new WebSocket(target.webSocketDebuggerUrl);
+  await new Promise((resolve, reject) => {
+    ws.onopen = resolve;
+    ws.onerror = reject;
+  });
+  let next = 1;
+  const waiting = new Map();
+  ws.onmessage = (m) => {
+    const message = JSON.parse(String(m.data));
+    waiting.get(message.id)?.(message.result);
+    waiting.delete(message.id);
+  };
+  return {
+    heap: () =>
+      new Promise((resolve) => {
+        const id = next++;
+        waiting.set(id, resolve);
+        ws.send(JSON.stringify({ id, method: 'Runtime.getHeapUsage' }));
+      }),
+    close: () => ws.close(),
+  };
+}
+
+/** The bundled Worker in Miniflare (the workerd runtime with its local R2 emulation), an R2
+ * bucket bound as SEXTANT_R2 and `bindings` as its settings; `options` are more of Miniflare's
+ * (its `port`, `inspectorPort`). Returns the Miniflare instance (`getR2Bucket`, `dispose`). */
+export async function miniflareWithR2(bindings, options = {}) {
+  const workerDir = path.join(root, 'www/worker');
+  const dist = path.join(workerDir, 'dist');
+  const { Miniflare } = await import(path.join(workerDir, 'node_modules/miniflare/dist/src/index.js'));
+  const wasm = readdirSync(dist).find((f) => f.endsWith('.wasm'));
+  return new Miniflare({
+    modulesRoot: dist,
+    modules: [
+      { type: 'ESModule', path: path.join(dist, 'index.js') },
+      { type: 'CompiledWasm', path: path.join(dist, wasm) },
+    ],
+    compatibilityDate: '2026-04-01',
+    compatibilityFlags: ['enable_request_signal'],
+    r2Buckets: ['SEXTANT_R2'],
+    bindings,
+    ...options,
+  });
+}
+
+/** Every file under `dir`, as paths relative to it (what a site uploads to its R2 bucket). */
+export function filesUnder(dir, prefix = '') {
+  return readdirSync(path.join(dir, prefix)).flatMap((name) => {
+    const rel = prefix ? `${prefix}/${name}` : name;
+    return statSync(path.join(dir, rel)).isDirectory() ? filesUnder(dir, rel) : [rel];
+  });
 }

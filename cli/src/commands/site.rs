@@ -349,8 +349,9 @@ pub fn site_documents(site: &Path, input: &InputConfig) -> Result<(Vec<Document>
             }),
         }
     }
-    for s in &skipped {
-        eprintln!("skipped {}: {}", s.page, s.reason);
+    if !skipped.is_empty() {
+        let mut err = std::io::stderr().lock();
+        write_skipped(&mut err, &skipped)?;
     }
     if documents.is_empty() {
         bail!(
@@ -360,6 +361,36 @@ pub fn site_documents(site: &Path, input: &InputConfig) -> Result<(Vec<Document>
         );
     }
     Ok((documents, skipped))
+}
+
+/// Up to this many skipped pages are each named; more are counted by reason, with examples.
+const SKIPS_NAMED: usize = 20;
+
+/// The pages skipped and why: each one when there are few; by reason with the first few of each
+/// when there are many (a large site's redirect pages: rust-doc has 10,098), `--json` naming every
+/// page.
+fn write_skipped(out: &mut impl Write, skipped: &[Skip]) -> std::io::Result<()> {
+    if skipped.len() <= SKIPS_NAMED {
+        for s in skipped {
+            writeln!(out, "skipped {}: {}", s.page, s.reason)?;
+        }
+        return Ok(());
+    }
+    // Reasons in the order first met, so the same site prints the same lines.
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for s in skipped {
+        match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
+            Some((_, pages)) => pages.push(&s.page),
+            None => reasons.push((&s.reason, vec![&s.page])),
+        }
+    }
+    writeln!(out, "skipped {} pages (`--json` lists every one):", skipped.len())?;
+    for (reason, pages) in &reasons {
+        let shown: Vec<&str> = pages.iter().take(3).copied().collect();
+        let more = if pages.len() > shown.len() { ", …" } else { "" };
+        writeln!(out, "  {} {reason}: {}{more}", pages.len(), shown.join(", "))?;
+    }
+    Ok(())
 }
 
 /// `--shard I/N`: embeds the share's pages and writes the partial (never inside the site).
@@ -704,10 +735,12 @@ pub fn run(build: SiteBuild) -> Result<()> {
         writeln!(stdout, "an index for each language: {}", each.join(", "))?;
     }
     if !summary.pages_skipped.is_empty() {
-        writeln!(stdout, "skipped {} pages:", summary.pages_skipped.len())?;
-        for s in &summary.pages_skipped {
-            writeln!(stdout, "  {}: {}", s.page, s.reason)?;
-        }
+        // Why each was skipped is on stderr, as the pages were read.
+        writeln!(
+            stdout,
+            "skipped {} pages (why: above; `--json` lists every one)",
+            summary.pages_skipped.len()
+        )?;
     }
     writeln!(
         stdout,
@@ -723,4 +756,43 @@ pub fn run(build: SiteBuild) -> Result<()> {
         "  <script type=\"module\" src=\"/{OUTPUT_DIR}/sextant-ui.js\"></script>"
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skips(n: usize) -> Vec<Skip> {
+        (0..n)
+            .map(|i| Skip {
+                page: format!("p{i}.html"),
+                reason: if i % 10 == 9 {
+                    "robots noindex"
+                } else {
+                    "redirect page (meta refresh)"
+                }
+                .into(),
+            })
+            .collect()
+    }
+
+    fn written(skipped: &[Skip]) -> String {
+        let mut out = Vec::new();
+        write_skipped(&mut out, skipped).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_few_skipped_pages_are_each_named_many_are_counted_by_reason() {
+        let few = written(&skips(SKIPS_NAMED));
+        assert_eq!(few.lines().count(), SKIPS_NAMED, "{few}");
+        assert!(few.contains("skipped p9.html: robots noindex"), "{few}");
+        let many = written(&skips(1000));
+        assert_eq!(
+            many,
+            "skipped 1000 pages (`--json` lists every one):\n  \
+             900 redirect page (meta refresh): p0.html, p1.html, p2.html, …\n  \
+             100 robots noindex: p9.html, p19.html, p29.html, …\n"
+        );
+    }
 }
