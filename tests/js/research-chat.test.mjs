@@ -48,7 +48,7 @@ test('ask with the tool loop, follow a citation, read the trace; a refusal is ma
     // Done when the round's note is no longer a progress line.
     const settled = (n) => page.waitForFunction((count) => {
       const notes = [...document.querySelectorAll('#conversation li .note')];
-      return notes.length === count && !/^(Researching|Searching)/.test(notes.at(-1).textContent);
+      return notes.length === count && !/^(Researching|Searching|Saving)/.test(notes.at(-1).textContent);
     }, n, { timeout: 120000 });
     await settled(1);
     assert.equal(await page.locator('#conversation li .cite').count(), 1, await page.locator('#conversation').textContent());
@@ -189,7 +189,7 @@ async function askAndSettle(page, question, n) {
   await page.locator('#ask').click();
   await waitState(page, (count) => {
     const notes = [...document.querySelectorAll('#conversation li .note')];
-    return notes.length === count && !/^(Researching|Searching)/.test(notes.at(-1).textContent);
+    return notes.length === count && !/^(Researching|Searching|Saving)/.test(notes.at(-1).textContent);
   }, n, { timeout: 120000 });
 }
 

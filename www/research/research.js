@@ -691,8 +691,11 @@ $('ask-form').addEventListener('submit', async (e) => {
   }
   round.trace = entries;
   conversation.rounds.push(round);
-  node.replaceWith(roundNode(round));
+  // The round shows as done only once it is kept: a reader who closes the tab on seeing the
+  // answer must find it there next time.
+  note.textContent = 'Saving…';
   await saveConversation(conversation, collectionName).catch((e) => say(`The conversation could not be saved: ${e.message}`, true));
+  node.replaceWith(roundNode(round));
 });
 
 fillSettings();
