@@ -14,27 +14,10 @@ use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
 use sextant::eval::parse_queries;
 use sextant::index::{IndexManifest, IndexStore};
 use sextant::options::SearchOptions;
-use sextant::search::{Clock, Engine, Step};
+use sextant::search::{Engine, NoClock, Step};
 
-struct NoClock;
-impl Clock for NoClock {
-    fn now_ms(&self) -> f64 {
-        0.0
-    }
-}
-
-type Error = Box<dyn std::error::Error>;
-
-/// The bytes of object or page `name`: its own file, or its range of a pack.
-fn object(engine: &Engine, files: &HashMap<String, Vec<u8>>, name: &str) -> Result<Vec<u8>, Error> {
-    if let Some(bytes) = files.get(name) {
-        return Ok(bytes.clone());
-    }
-    let (pack, at) = engine.locate(name).ok_or_else(|| format!("{name} is in no pack"))?;
-    let bytes = files.get(pack).ok_or_else(|| format!("{pack} is missing"))?;
-    let start = usize::try_from(at.offset)?;
-    Ok(bytes[start..start + usize::try_from(at.len)?].to_vec())
-}
+mod common;
+use common::{object, split_index, Error};
 
 /// The top results' chunk ids, and how many code files (partitions) the query read, from an
 /// engine that starts with the manifest alone.
@@ -80,18 +63,7 @@ fn main() -> Result<(), Error> {
     let model = std::fs::read(format!("{}/model.onnx", args[3]))?;
     let tokenizer = std::fs::read(format!("{}/tokenizer.json", args[3]))?;
     let filters: serde_json::Value = serde_json::from_str(&args[4])?;
-    let path = std::path::Path::new(&args[1]);
-    let mut files = HashMap::new();
-    for entry in std::fs::read_dir(path.parent().ok_or("the manifest has no folder")?)? {
-        let entry = entry?;
-        if entry.file_type()?.is_file() {
-            files.insert(
-                entry.file_name().to_string_lossy().into_owned(),
-                std::fs::read(entry.path())?,
-            );
-        }
-    }
-    let manifest = IndexManifest::from_json(&std::fs::read(path)?)?;
+    let (manifest, files) = split_index(std::path::Path::new(&args[1]))?;
     let partitions = manifest.files.vectors.codes.objects(manifest.counts.chunks);
     let embedder = Arc::new(TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default())?);
     let options = |exact: bool| -> Result<SearchOptions, Error> {

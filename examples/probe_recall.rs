@@ -12,14 +12,7 @@ use sextant::eval::parse_queries;
 use sextant::index::packed::Packed;
 use sextant::index::IndexManifest;
 use sextant::options::{Mode, SearchOptions, VectorSearch};
-use sextant::search::{Clock, Engine};
-
-struct NoClock;
-impl Clock for NoClock {
-    fn now_ms(&self) -> f64 {
-        0.0
-    }
-}
+use sextant::search::{Engine, NoClock};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

@@ -9,7 +9,9 @@
 # static assets and from R2 (bench/worker.mjs).
 #   scripts/bench-rustdoc.sh   (= make bench-rustdoc; about 100 minutes of embedding on 2 cores)
 #   RUSTDOC_WORK=dir   where the site copies, partials and logs go (default ~/.cache/sextant/rustdoc)
-#   RUSTDOC_SHARDS=N   shards (default 16); RUSTDOC_STEPS="build session worker" (default all)
+#   RUSTDOC_SHARDS=N   shards (default 16); RUSTDOC_STEPS="build session worker probe" (default
+#   all; probe: where a session's index bytes go by object kind at probe 8/16/32, examples/
+#   session_bytes, and the dense recall of the exact int8 top 10 by probe, examples/probe_recall)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
@@ -17,7 +19,7 @@ cargo build --quiet --release -p sextant-cli
 bin="$CARGO_TARGET_DIR/release/sextant"
 work=${RUSTDOC_WORK:-$HOME/.cache/sextant/rustdoc}
 n=${RUSTDOC_SHARDS:-16}
-steps=${RUSTDOC_STEPS:-build session worker}
+steps=${RUSTDOC_STEPS:-build session worker probe}
 mkdir -p "$work/parts"
 (cd bench && [ -x node_modules/.bin/pagefind ] || npm install --no-audit --no-fund --ignore-scripts --silent)
 
@@ -74,4 +76,11 @@ fi
 if [[ " $steps " == *" worker "* ]]; then
   WORKER_BENCH=latency WORKER_SITE="$work/sextant-site" WORKER_QUERIES=bench/rust-queries.jsonl \
     WORKER_WEIGHTS=int8 WORKER_FILES="assets r2" scripts/bench-worker.sh 5
+fi
+if [[ " $steps " == *" probe "* ]]; then
+  manifest=$(ls "$work"/sextant-site/sextant/index/manifest.*.json)
+  for probe in 8 16 32; do
+    cargo run --quiet --release --example session_bytes -- "$manifest" bench/rust-queries.jsonl "$SEXTANT_MODEL_DIR" "$probe" | tail -1
+  done
+  cargo run --quiet --release --example probe_recall -- "$manifest" bench/rust-queries.jsonl "$SEXTANT_MODEL_DIR"
 fi
