@@ -31,6 +31,19 @@ pub fn bar(len: u64, message: &'static str) -> ProgressBar {
     bar
 }
 
+/// A spinner on stderr for a step with no count to show (assembling the index: about a minute
+/// at rust-doc's 254,005 chunks), with the time it has taken; `finish_and_clear` when done.
+pub fn busy(message: &'static str) -> ProgressBar {
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    spinner.set_message(message);
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    spinner
+}
+
 /// A file over `input.max_file_bytes`, as a skip with its reason (checked before reading it).
 pub fn oversized(path: &Path, input: &InputConfig) -> Result<Option<String>> {
     let bytes = std::fs::metadata(path)
@@ -231,7 +244,9 @@ pub fn build_index(
     let embedder = model::load(&dir, &config.model)?;
     let chunked = chunk_documents(documents, config, &embedder)?;
     let (vectors, stats) = embed_chunks(&chunked, &embedder, cache_dir, &|_| true)?;
+    let assembling = busy("assembling the index");
     let built = indexer::assemble_owned(documents, chunked, vectors, embedder.spec(), config)?;
+    assembling.finish_and_clear();
     Ok((built, stats))
 }
 

@@ -360,7 +360,9 @@ pub fn merge_index(
             doc.map_or(0, |d| share_of(d, count))
         );
     }
+    let assembling = crate::indexing::busy("assembling the index");
     let built = assemble(documents, &chunked.corpus, &ordered, embedder.spec(), config)?;
+    assembling.finish_and_clear();
     let stats = BuildStats {
         chunks: ordered.len(),
         reused: ordered.len(),

@@ -20,7 +20,7 @@ use sextant::digest::sha256_hex;
 use sextant::embed::Weights;
 use sextant::loader::load_site_page;
 
-use crate::indexing::{build_index, oversized, write_atomically, BuildStats};
+use crate::indexing::{bar, build_index, oversized, write_atomically, BuildStats};
 use crate::inputs::{glob_set, walk};
 use crate::owned::{Owned, Planned, Record, ENTRY_MANIFEST};
 
@@ -325,7 +325,9 @@ pub fn site_documents(site: &Path, input: &InputConfig) -> Result<(Vec<Document>
     }
     let mut documents = Vec::new();
     let mut skipped = Vec::new();
+    let reading = bar(pages.len() as u64, "reading");
     for (path, rel) in &pages {
+        reading.inc(1);
         if let Some(reason) = oversized(path, input)? {
             skipped.push(Skip {
                 page: rel.clone(),
@@ -349,6 +351,7 @@ pub fn site_documents(site: &Path, input: &InputConfig) -> Result<(Vec<Document>
             }),
         }
     }
+    reading.finish_and_clear();
     if !skipped.is_empty() {
         let mut err = std::io::stderr().lock();
         write_skipped(&mut err, &skipped)?;
