@@ -24,7 +24,7 @@ use sextant::config::BuildConfig;
 use sextant::digest::sha256_hex;
 use sextant::embed::{Embedder, ModelSpec, TractEmbedder};
 use sextant::index::writer::BuiltIndex;
-use sextant::indexer::{assemble, VectorStore};
+use sextant::indexer::{assemble_owned, VectorStore};
 
 use crate::indexing::{chunk_documents, embed_chunks, write_atomically, BuildStats};
 
@@ -345,12 +345,8 @@ pub fn merge_index(
         vectors.extend(p.vectors);
     }
     let chunked = chunk_documents(documents, config, embedder)?;
-    let (ordered, missing) = chunked.vectors(&vectors, embedder.spec().dims);
-    // Every vector is now in `ordered`: the partials' copies and the model inputs are let go
-    // before the index is assembled (rust-doc's merge: peak RSS 2.91 -> 2.36 GB).
-    drop(vectors);
-    drop(chunked.inputs);
-    if let Some(&first) = missing.first() {
+    // A chunk without a vector is named with the shard that should have embedded it.
+    if let Some(first) = chunked.keys.iter().position(|k| !vectors.contains_key(k)) {
         let chunk = &chunked.corpus.chunks[first];
         let doc = documents.get(chunk.doc as usize);
         bail!(
@@ -360,12 +356,13 @@ pub fn merge_index(
             doc.map_or(0, |d| share_of(d, count))
         );
     }
+    let chunks = chunked.keys.len();
     let assembling = crate::indexing::busy("assembling the index");
-    let built = assemble(documents, &chunked.corpus, &ordered, embedder.spec(), config)?;
+    let built = assemble_owned(documents, chunked, vectors, embedder.spec(), config)?;
     assembling.finish_and_clear();
     let stats = BuildStats {
-        chunks: ordered.len(),
-        reused: ordered.len(),
+        chunks,
+        reused: chunks,
         ..BuildStats::default()
     };
     Ok((built, stats))
