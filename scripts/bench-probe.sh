@@ -2,7 +2,9 @@
 # How many partitions of binary codes a dense query reads (layout.probe, issue 24): for each probe
 # count, the recall of the exact int8 top 10 in the partitioned index's dense top 10 and the share
 # of the codes read (examples/probe_recall.rs), on NPL and Cranfield (../shared/data) and, when
-# given, a site's built index; then `sextant eval` end to end with the default probe and with
+# given, a site's built index; how well the binary codes choose the shortlist rescored with int8
+# vectors (examples/code_recall.rs: recall of the exact top 10 in the best R by code, the index's
+# codes beside other code schemes); then `sextant eval` end to end with the default probe and with
 # every partition read.
 #   scripts/bench-probe.sh   (= make bench-probe)
 set -euo pipefail
@@ -10,7 +12,7 @@ source "$(dirname "$0")/env.sh"
 cd "$SEXTANT_ROOT"
 data=${SEXTANT_DATA:-../shared/data}
 cargo build --quiet --release -p sextant-cli --bin sextant
-cargo build --quiet --release -p sextant --example probe_recall
+cargo build --quiet --release -p sextant --example probe_recall --example code_recall
 bin="$CARGO_TARGET_DIR/release/sextant"
 model="$SEXTANT_MODEL_DIR"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sextant-probe-XXXXXX")
@@ -19,6 +21,7 @@ for c in npl cranfield; do
   "$bin" build "$data/$c/corpus.jsonl" -o "$work/$c.sxt" >/dev/null
   echo "## $c"
   "$CARGO_TARGET_DIR/release/examples/probe_recall" "$work/$c.sxt" "$data/$c/queries.jsonl" "$model"
+  "$CARGO_TARGET_DIR/release/examples/code_recall" "$work/$c.sxt" "$data/$c/queries.jsonl" "$model"
 done
 printf '[layout]\nprobe = 1000000\n' > "$work/all.toml"
 echo "## eval, default probe"

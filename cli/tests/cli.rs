@@ -992,29 +992,65 @@ fn every_search_option_has_its_flag() {
 
 #[test]
 fn a_build_of_the_tiny_corpus_is_the_golden_index() {
-    // The golden index in packs (golden-v2-packs.sxt, format 2.4) was built from
-    // tests/fixtures/tiny with the defaults and no embedding cache. The same inputs give the same
-    // bytes, vectors included: int8 passages have the same bits on every CPU.
-    let golden = std::fs::read(fixtures().join("golden-v2-packs.sxt")).unwrap();
+    // The golden index of format 2.7 (golden-v2-factors.sxt: packs, and a factor with each
+    // binary code) was built from tests/fixtures/tiny with the defaults and no embedding cache.
+    // The same inputs give the same bytes, vectors included: int8 passages have the same bits
+    // on every CPU.
+    let golden = std::fs::read(fixtures().join("golden-v2-factors.sxt")).unwrap();
     let built = std::fs::read(tiny_bundle()).unwrap();
     assert!(
         golden == built,
-        "the tiny corpus no longer builds to golden-v2-packs.sxt"
+        "the tiny corpus no longer builds to golden-v2-factors.sxt"
     );
-    // Format 2.4 stores the same objects as 2.3 did (golden-v2-int8.sxt), byte for byte: only
-    // where they are stored changed.
+    // Format 2.4 (golden-v2-packs.sxt) stored the same objects as 2.3 did (golden-v2-int8.sxt),
+    // byte for byte, and 2.7 stores them again, but for the binary codes, which now carry a
+    // factor each: the same chunks in the same order with the same codes.
+    use sextant::index::files::CodeFile;
     use sextant::index::packed::{unpack, Packed};
     let listed = std::fs::read(fixtures().join("golden-v2-int8.sxt")).unwrap();
     let listed = Packed::parse(&listed).unwrap();
     let packed = Packed::parse(&built).unwrap();
     let store = unpack(&built).unwrap();
-    for (name, bytes) in &listed.files {
+    let manifest = store.manifest();
+    assert_eq!((manifest.format.minor, manifest.files.vectors.code_factors), (7, true));
+    let (dims, chunks) = (manifest.model.dims, manifest.counts.chunks);
+    let old_codes: Vec<&str> = listed
+        .files
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| n.starts_with("codes."))
+        .collect();
+    let new_codes = store
+        .object_names()
+        .into_iter()
+        .filter(|n| n.starts_with("codes."))
+        .collect::<Vec<_>>();
+    assert_eq!(old_codes.len(), new_codes.len());
+    let stored = |name: &str| -> Vec<u8> {
         let (pack, at) = store
             .location(name)
             .unwrap_or_else(|| panic!("{name} is not in a pack"));
         let pack = packed.files.iter().find(|(n, _)| *n == pack).unwrap().1;
-        let stored = &pack[at.offset as usize..(at.offset + at.len) as usize];
-        assert_eq!(at.object(stored).unwrap().as_ref(), *bytes, "{name}");
+        at.object(&pack[at.offset as usize..(at.offset + at.len) as usize])
+            .unwrap()
+            .into_owned()
+    };
+    let read = |bytes: &[u8]| {
+        let count = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as usize;
+        CodeFile::from_bytes(bytes, count, dims, chunks).unwrap()
+    };
+    let new_codes: Vec<CodeFile> = new_codes.iter().map(|n| read(&stored(n))).collect();
+    for old in &old_codes {
+        let old = read(listed.files.iter().find(|(n, _)| n == old).unwrap().1);
+        let new = new_codes
+            .iter()
+            .find(|f| f.chunks == old.chunks)
+            .expect("a code file of the same chunks");
+        assert_eq!(old.codes, new.codes);
+        assert!(new.iter().all(|(_, _, f)| f > 0.0) && old.iter().all(|(_, _, f)| f == 1.0));
+    }
+    for (name, bytes) in listed.files.iter().filter(|(n, _)| !n.starts_with("codes.")) {
+        assert_eq!(stored(name), *bytes, "{name}");
     }
     // The golden index of format 2.1 (f32 passages, golden-v2-fields.sxt) has vectors that agree
     // to float rounding.

@@ -27,6 +27,7 @@ pub fn split_index(path: &Path) -> Result<(IndexManifest, HashMap<String, Vec<u8
 
 /// The bytes of object or page `name`: its own file, or its range of a pack (what a Range
 /// request moves).
+#[allow(dead_code)] // Not every example that shares this module reads objects one by one.
 pub fn object(engine: &Engine, files: &HashMap<String, Vec<u8>>, name: &str) -> Result<Vec<u8>, Error> {
     if let Some(bytes) = files.get(name) {
         return Ok(bytes.clone());

@@ -42,8 +42,10 @@ pub const NORMS_MAGIC: &[u8; 4] = b"SXnm";
 pub const KEYWORD_MAGIC: &[u8; 4] = b"SXkw";
 /// Vector calibration.
 pub const META_MAGIC: &[u8; 4] = b"SXvm";
-/// Binary codes.
+/// Binary codes (before 2.7).
 pub const CODES_MAGIC: &[u8; 4] = b"SXvc";
+/// Binary codes with a factor each (2.7).
+pub const SCALED_CODES_MAGIC: &[u8; 4] = b"SXvq";
 /// Int8 vectors.
 pub const BLOCKS_MAGIC: &[u8; 4] = b"SXvb";
 
@@ -351,6 +353,26 @@ impl VectorMeta {
         Ok(Self { mean: values, spread })
     }
 
+    /// The factor a code's score is multiplied by (2.7): `|r|² / (r · u)`, where `r` is `v`
+    /// less the mean and `u` the vector the code stands for less the mean (`spread · (±1)`), so
+    /// that `factor · (q · u)` estimates `q · r` without the bias of how well the code fits `v`
+    /// (the estimator of RaBitQ, Gao and Long, SIGMOD 2024). Computed in f64 in one order. 0 for
+    /// a vector at the mean.
+    pub fn factor(&self, v: &[f32]) -> f32 {
+        let (mut rr, mut ru) = (0f64, 0f64);
+        for ((x, m), s) in v.iter().zip(&self.mean).zip(&self.spread) {
+            let r = f64::from(*x) - f64::from(*m);
+            rr += r * r;
+            // The code's sign: + above the mean, − otherwise, so `r · u` adds |r| · spread.
+            ru += if x > m { r } else { -r } * f64::from(*s);
+        }
+        if ru > 0.0 {
+            (rr / ru) as f32
+        } else {
+            0.0
+        }
+    }
+
     /// Binary code of a vector: bit `i` (byte `i / 8`, bit `i % 8`) set when `v[i]` is above
     /// the mean.
     pub fn code(&self, v: &[f32]) -> Vec<u8> {
@@ -387,8 +409,9 @@ impl VectorMeta {
     }
 }
 
-/// Binary codes of a run of chunks in cluster order: each entry a chunk number and its code
-/// (`dims / 8` bytes). The entry at position `p` of all code files together is in vector block
+/// Binary codes of a run of chunks in cluster order: each entry a chunk number, its code
+/// (`dims / 8` bytes) and (2.7) its factor ([`VectorMeta::factor`]) in 8 bits between the file's
+/// least and greatest. The entry at position `p` of all code files together is in vector block
 /// `p / block_chunks`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodeFile {
@@ -398,24 +421,75 @@ pub struct CodeFile {
     pub chunks: Vec<u32>,
     /// The codes, concatenated.
     pub codes: Vec<u8>,
+    /// The factors: the least and greatest, and each entry's level between them (0 to 255).
+    /// No levels: a file before 2.7, every factor 1.
+    pub factors: (f32, f32),
+    /// Each entry's factor level.
+    pub levels: Vec<u8>,
 }
 
 impl CodeFile {
-    /// `SXvc`, count (u32), then per entry its chunk (u32) and code.
+    /// The code file of `chunks` with their `codes` and `factors` (finite, at least 0), each
+    /// factor kept to one of 256 levels between the least and the greatest.
+    pub fn new(code_len: usize, chunks: Vec<u32>, codes: Vec<u8>, factors: &[f32]) -> Self {
+        let lo = factors.iter().copied().fold(f32::INFINITY, f32::min);
+        let hi = factors.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let (lo, hi) = if lo <= hi { (lo, hi) } else { (1.0, 1.0) };
+        let levels = factors
+            .iter()
+            .map(|&f| {
+                if hi > lo {
+                    ((f - lo) / (hi - lo) * 255.0).round().clamp(0.0, 255.0) as u8
+                } else {
+                    0
+                }
+            })
+            .collect();
+        Self {
+            code_len,
+            chunks,
+            codes,
+            factors: (lo, hi),
+            levels,
+        }
+    }
+
+    /// `SXvq`, count (u32), least and greatest factor (f32), then per entry its chunk (u32), code
+    /// and factor level (u8); a file read from before 2.7 is written back as it was (`SXvc`,
+    /// count, entries of chunk and code).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = CODES_MAGIC.to_vec();
+        let scaled = !self.levels.is_empty() || self.chunks.is_empty();
+        let mut out = if scaled { SCALED_CODES_MAGIC } else { CODES_MAGIC }.to_vec();
         out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
-        for (chunk, code) in self.chunks.iter().zip(self.codes.chunks_exact(self.code_len.max(1))) {
+        if scaled {
+            out.extend_from_slice(&self.factors.0.to_le_bytes());
+            out.extend_from_slice(&self.factors.1.to_le_bytes());
+        }
+        let codes = self.codes.chunks_exact(self.code_len.max(1));
+        for (i, (chunk, code)) in self.chunks.iter().zip(codes).enumerate() {
             out.extend_from_slice(&chunk.to_le_bytes());
             out.extend_from_slice(code);
+            if scaled {
+                out.push(self.levels.get(i).copied().unwrap_or(0));
+            }
         }
         out
     }
 
-    /// Reads `count` entries for `dims` dimensions, each naming a chunk below `total`.
+    /// Reads `count` entries for `dims` dimensions, each naming a chunk below `total`: a 2.7
+    /// file (`SXvq`) or one from before (`SXvc`, every factor 1).
     pub fn from_bytes(bytes: &[u8], count: usize, dims: usize, total: usize) -> Result<Self, DecodeError> {
         let mut r = ByteReader::new(bytes);
-        magic(&mut r, CODES_MAGIC, "codes magic")?;
+        let scaled = match r.take(4)? {
+            m if m == SCALED_CODES_MAGIC => true,
+            m if m == CODES_MAGIC => false,
+            _ => {
+                return Err(DecodeError::Invalid {
+                    what: "codes magic",
+                    offset: 0,
+                })
+            }
+        };
         let offset = r.offset();
         if r.u32()? as usize != count {
             return Err(DecodeError::Invalid {
@@ -423,11 +497,30 @@ impl CodeFile {
                 offset,
             });
         }
+        let factors = if scaled {
+            let offset = r.offset();
+            let (lo, hi) = (r.f32()?, r.f32()?);
+            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi) {
+                return Err(DecodeError::Invalid {
+                    what: "code factors",
+                    offset,
+                });
+            }
+            (lo, hi)
+        } else {
+            (1.0, 1.0)
+        };
         let code_len = dims.div_ceil(8);
-        let entry = code_len.checked_add(4).and_then(|e| e.checked_mul(count));
-        backed(&r, entry.unwrap_or(usize::MAX), "code file length", offset)?;
+        let entry = code_len + 4 + usize::from(scaled);
+        backed(
+            &r,
+            entry.checked_mul(count).unwrap_or(usize::MAX),
+            "code file length",
+            offset,
+        )?;
         let mut chunks = Vec::with_capacity(count);
         let mut codes = Vec::with_capacity(count.saturating_mul(code_len));
+        let mut levels = Vec::with_capacity(if scaled { count } else { 0 });
         for _ in 0..count {
             let offset = r.offset();
             let chunk = r.u32()?;
@@ -439,21 +532,37 @@ impl CodeFile {
             }
             chunks.push(chunk);
             codes.extend_from_slice(r.take(code_len)?);
+            if scaled {
+                levels.push(r.take(1)?[0]);
+            }
         }
         r.finish("codes trailing bytes")?;
         Ok(Self {
             code_len,
             chunks,
             codes,
+            factors,
+            levels,
         })
     }
 
-    /// The code of each entry with its chunk number.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, &[u8])> {
+    /// Entry `i`'s factor: 1 in a file before 2.7.
+    pub fn factor(&self, i: usize) -> f32 {
+        let (lo, hi) = self.factors;
+        match self.levels.get(i) {
+            Some(&level) => lo + (hi - lo) * (f32::from(level) / 255.0),
+            None => 1.0,
+        }
+    }
+
+    /// Each entry: its chunk number, code and factor.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &[u8], f32)> {
         self.chunks
             .iter()
             .copied()
             .zip(self.codes.chunks_exact(self.code_len.max(1)))
+            .enumerate()
+            .map(|(i, (chunk, code))| (chunk, code, self.factor(i)))
     }
 }
 

@@ -20,8 +20,12 @@ pub const INDEX_MAJOR: u16 = 2;
 /// the writer guarantees: 2.2 counts only documents that have chunks; 2.3 records
 /// `model.weights`; 2.4 stores objects in packs and lists runs in pages, `super::directory`; 2.5
 /// adds the facets file, and is written only by an index that has one; 2.6 adds the knowledge
-/// graph, written only by `sextant graph build`).
-pub const INDEX_MINOR: u16 = 6;
+/// graph, written only by `sextant graph build`; 2.7 gives each binary code a factor,
+/// `files.vectors.code_factors`).
+pub const INDEX_MINOR: u16 = 7;
+/// The minor whose binary codes carry a factor each (`files.vectors.code_factors`, code files
+/// `SXvq`): every index written since.
+pub const CODE_FACTORS_MINOR: u16 = 7;
 /// The minor that added the knowledge graph (`files.graph`).
 pub const GRAPH_MINOR: u16 = 6;
 /// The minor that added the facets file (`files.facets`). An index without one is written as
@@ -442,8 +446,16 @@ pub struct VectorFiles {
     pub centroids: Option<String>,
     /// Binary codes.
     pub codes: FileRun,
+    /// (2.7) Each binary code carries the factor its score is multiplied by (code files `SXvq`).
+    /// A reader before 2.7 refuses the field, rather than failing at the first dense query.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub code_factors: bool,
     /// Int8 vectors.
     pub blocks: FileRun,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -51,6 +51,6 @@ pub use facets::Facets;
 pub use files::DocumentInfo;
 pub use manifest::{
     check_model, crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef,
-    VectorFiles, FACETS_MINOR, GRAPH_MINOR, INDEX_MAJOR, INDEX_MINOR, OLDEST_READABLE_MAJOR,
+    VectorFiles, CODE_FACTORS_MINOR, FACETS_MINOR, GRAPH_MINOR, INDEX_MAJOR, INDEX_MINOR, OLDEST_READABLE_MAJOR,
 };
 pub use store::{IndexStore, Probe};

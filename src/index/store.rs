@@ -641,7 +641,7 @@ impl IndexStore {
     }
 
     /// Every chunk's binary code, in chunk order (once every code file is added).
-    pub fn codes(&self) -> impl Iterator<Item = (u32, &[u8])> {
+    pub fn codes(&self) -> impl Iterator<Item = (u32, &[u8], f32)> {
         (0..self.runs.codes.len())
             .filter_map(|i| self.codes.get(&i))
             .flat_map(CodeFile::iter)
@@ -656,7 +656,7 @@ impl IndexStore {
         let per_block = self.manifest.files.vectors.blocks.chunks_per_file.max(1);
         let chunks = self.manifest.counts.chunks;
         let mut mapped: HashMap<u32, u32> = HashMap::new();
-        for (j, (chunk, _)) in file.iter().enumerate() {
+        for (j, &chunk) in file.chunks.iter().enumerate() {
             if chunk as usize >= chunks {
                 return Err("a code names a chunk past the count".to_string());
             }
@@ -721,7 +721,7 @@ impl IndexStore {
     }
 
     /// The binary codes of the partitions `probed`, in order (those added).
-    pub fn codes_in<'a>(&'a self, probed: &'a Probe) -> impl Iterator<Item = (u32, &'a [u8])> {
+    pub fn codes_in<'a>(&'a self, probed: &'a Probe) -> impl Iterator<Item = (u32, &'a [u8], f32)> {
         let partitions: Vec<usize> = match probed {
             Probe::All => {
                 let mut all: Vec<usize> = self.codes.keys().copied().collect();

@@ -621,14 +621,70 @@ fn binary_codes_and_calibration_round_trip() {
     let meta = VectorMeta::calibrate(&vectors, 32);
     assert_eq!(VectorMeta::from_bytes(&meta.to_bytes(), 32).unwrap(), meta);
     assert!(VectorMeta::from_bytes(&meta.to_bytes(), 31).is_err());
-    let file = CodeFile {
+    let codes: Vec<u8> = vectors.iter().rev().flat_map(|v| meta.code(v)).collect();
+    let factors: Vec<f32> = vectors.iter().rev().map(|v| meta.factor(v)).collect();
+    let file = CodeFile::new(4, (0..40).rev().collect(), codes.clone(), &factors);
+    let bytes = file.to_bytes();
+    assert_eq!(&bytes[..4], b"SXvq");
+    let back = CodeFile::from_bytes(&bytes, 40, 32, 40).unwrap();
+    assert_eq!(back, file);
+    assert!(CodeFile::from_bytes(&bytes, 39, 32, 40).is_err(), "count");
+    assert!(
+        CodeFile::from_bytes(&bytes[..bytes.len() - 1], 40, 32, 40).is_err(),
+        "a level cut off"
+    );
+    // Each factor is kept within a 255th of the file's range.
+    let (lo, hi) = file.factors;
+    assert!(lo > 0.0 && hi > lo, "{lo} {hi}");
+    for (i, f) in factors.iter().enumerate() {
+        assert!(
+            (back.factor(i) - f).abs() <= (hi - lo) / 500.0,
+            "entry {i}: {} for {f}",
+            back.factor(i)
+        );
+    }
+    // A file from before 2.7 reads with every factor 1 and writes back byte for byte.
+    let old = CodeFile {
         code_len: 4,
         chunks: (0..40).rev().collect(),
-        codes: vectors.iter().rev().flat_map(|v| meta.code(v)).collect(),
+        codes,
+        factors: (1.0, 1.0),
+        levels: Vec::new(),
     };
-    let back = CodeFile::from_bytes(&file.to_bytes(), 40, 32, 40).unwrap();
-    assert_eq!(back, file);
-    assert!(CodeFile::from_bytes(&file.to_bytes(), 39, 32, 40).is_err(), "count");
+    let old_bytes = old.to_bytes();
+    assert_eq!(&old_bytes[..4], b"SXvc");
+    let read = CodeFile::from_bytes(&old_bytes, 40, 32, 40).unwrap();
+    assert_eq!(read.to_bytes(), old_bytes);
+    assert!(read.iter().all(|(_, _, f)| f == 1.0));
+    // Damaged factors: negative, or the least above the greatest.
+    for (lo, hi) in [(-1.0f32, 2.0f32), (3.0, 2.0), (f32::NAN, 1.0)] {
+        let mut bad = bytes.clone();
+        bad[8..12].copy_from_slice(&lo.to_le_bytes());
+        bad[12..16].copy_from_slice(&hi.to_le_bytes());
+        assert!(CodeFile::from_bytes(&bad, 40, 32, 40).is_err(), "{lo} {hi}");
+    }
+    // The factor makes the code score estimate the dot product with the vector less the mean:
+    // closer over these vectors than the code score alone scaled by one least-squares constant.
+    let q = &vectors[5];
+    let tables = meta.lookup_table(q);
+    let code_score = |v: &[f32]| -> f32 { meta.code(v).iter().zip(&tables).map(|(b, t)| t[*b as usize]).sum() };
+    let truth: Vec<f32> = vectors
+        .iter()
+        .map(|v| v.iter().zip(&meta.mean).zip(q).map(|((x, m), y)| (x - m) * y).sum())
+        .collect();
+    let error = |estimates: &[f32]| -> f32 {
+        let scale = estimates.iter().zip(&truth).map(|(e, t)| e * t).sum::<f32>()
+            / estimates.iter().map(|e| e * e).sum::<f32>();
+        estimates.iter().zip(&truth).map(|(e, t)| (scale * e - t).powi(2)).sum()
+    };
+    let plain: Vec<f32> = vectors.iter().map(|v| code_score(v)).collect();
+    let scaled: Vec<f32> = vectors.iter().map(|v| meta.factor(v) * code_score(v)).collect();
+    assert!(
+        error(&scaled) < error(&plain),
+        "{} vs {}",
+        error(&scaled),
+        error(&plain)
+    );
     // A vector's own code scores best among codes for it, against a far one.
     let tables = meta.lookup_table(&vectors[0]);
     let score = |code: &[u8]| -> f32 { code.iter().zip(&tables).map(|(b, t)| t[*b as usize]).sum() };

@@ -16,7 +16,7 @@ use super::files::DocumentInfo;
 use super::files::{file_name, keyword_to_bytes, partition_order, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::manifest::{
     crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
-    FACETS_MINOR, INDEX_MAJOR,
+    CODE_FACTORS_MINOR, INDEX_MAJOR,
 };
 
 /// A written index: its manifest and its files (name, bytes), each once: its packs, or (with
@@ -221,14 +221,10 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let centroids = BlockFile::quantize(&partitions, &means.iter().map(Vec::as_slice).collect::<Vec<_>>(), dims);
     let centroids_name = (!partitions.is_empty()).then(|| add("cent", "bin", centroids.to_bytes()));
     for run in order.chunks(layout.code_file_chunks) {
-        let file = CodeFile {
-            code_len,
-            chunks: run.to_vec(),
-            codes: run
-                .iter()
-                .flat_map(|&c| meta.code(&input.vectors[c as usize]))
-                .collect(),
-        };
+        let vectors = run.iter().map(|&c| input.vectors[c as usize].as_slice());
+        let bits = vectors.clone().flat_map(|v| meta.code(v)).collect();
+        let factors: Vec<f32> = vectors.map(|v| meta.factor(v)).collect();
+        let file = CodeFile::new(code_len, run.to_vec(), bits, &factors);
         codes.push(add("codes", "bin", file.to_bytes()));
     }
     let mut blocks = Vec::new();
@@ -252,10 +248,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let manifest = IndexManifest {
         format: FormatVersion {
             major: INDEX_MAJOR,
-            minor: match index_files.facets {
-                Some(_) => FACETS_MINOR,
-                None => FACETS_MINOR - 1,
-            },
+            minor: CODE_FACTORS_MINOR,
         },
         generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),
         crates: crate_versions(),
@@ -416,6 +409,7 @@ fn store_objects(
                 chunks_per_file: layout.code_file_chunks,
                 files: run(&code_pages),
             },
+            code_factors: true,
             blocks: FileRun {
                 chunks_per_file: layout.block_chunks,
                 files: run(&block_pages),

@@ -279,7 +279,7 @@ pub fn weighted_keyword_candidates(
 /// every chunk when `count` reaches their number.
 pub fn binary_candidates<'a>(
     meta: &VectorMeta,
-    codes: impl Iterator<Item = (u32, &'a [u8])>,
+    codes: impl Iterator<Item = (u32, &'a [u8], f32)>,
     query: &[f32],
     count: usize,
 ) -> Vec<u32> {
@@ -295,19 +295,19 @@ pub fn binary_candidates<'a>(
 /// first (ties to the lower chunk).
 pub fn binary_scored<'a>(
     meta: &VectorMeta,
-    codes: impl Iterator<Item = (u32, &'a [u8])>,
+    codes: impl Iterator<Item = (u32, &'a [u8], f32)>,
     query: &[f32],
     count: usize,
 ) -> Vec<(u32, f32)> {
     let tables = meta.lookup_table(query);
     let mut scored: Vec<(u32, f32)> = codes
-        .map(|(chunk, code)| {
+        .map(|(chunk, code, factor)| {
             let s: f32 = code
                 .iter()
                 .zip(&tables)
                 .map(|(byte, table)| table[*byte as usize])
                 .sum();
-            (chunk, s)
+            (chunk, factor * s)
         })
         .collect();
     let best = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));

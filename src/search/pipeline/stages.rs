@@ -255,7 +255,7 @@ impl Stages<'_> {
             let seen = self
                 .store
                 .codes_in(&probed)
-                .filter(|(c, _)| admissible.allows(*c))
+                .filter(|(c, _, _)| admissible.allows(*c))
                 .count();
             if seen >= target {
                 return Step::Done(Some(probed));
