@@ -2,8 +2,9 @@
 //! of the exact int8 top 10 (every chunk's vector scored) in the best R chunks by code score,
 //! every code read (no partitions), for R from 10 to 300. First the index's own codes as stored
 //! (`index`), then code schemes rebuilt from its int8 vectors, to compare: the signs around the
-//! mean weighted by the spread (`plain`, format 2.6), the same with each code's factor in 8 bits
-//! (`factor`, 2.7: what the index stores), and with the vectors rotated first, by a seeded random
+//! mean weighted by the spread (`plain`, the codes before format 2.7), the same with each code's
+//! factor in 8 bits (`factor`: what 2.7 stores, but from the int8 vectors and with one range for
+//! all the codes rather than one a file), and with the vectors rotated first, by a seeded random
 //! orthogonal matrix (`rotated`) or a randomized Hadamard transform on blocks of 128
 //! (`hadamard`), each with its factor (experiments, not in the format).
 //!

@@ -1,7 +1,8 @@
 //! The golden indexes stay readable: `tests/fixtures/golden-v2.sxt` (format 2, packed, built once
 //! from `tests/fixtures/tiny`, before identifiers were split and fields recorded) and
 //! `tests/fixtures/golden-v2-fields.sxt` (the same files, with both) are searched by every later
-//! version of sextant, and the format-1
+//! version of sextant, as are `golden-v2-packs.sxt` (2.4, packs) and `golden-v2-factors.sxt` (2.7,
+//! codes with factors), and the format-1
 //! bundle `tests/fixtures/golden-v1.sxt` is refused with a message naming `sextant upgrade`, which
 //! converts it into an index that answers as the format-2 build does.
 
@@ -139,4 +140,35 @@ fn golden_v1_is_refused_with_the_upgrade_command_and_upgrades() {
         };
         assert_eq!(ids(&a), ids(&b), "{query}");
     }
+}
+
+/// The tiny corpus in packs with codes before 2.7 (`golden-v2-packs.sxt`, format 2.4, `SXvc`) and
+/// with a factor to each code (`golden-v2-factors.sxt`, 2.7): both searched, by meaning too, and
+/// alike (every chunk of so small an index is rescored with its int8 vector).
+#[test]
+fn golden_indexes_with_codes_before_and_after_their_factors_answer_alike() {
+    let old = with_model(Engine::from_bytes(&fixture("golden-v2-packs.sxt")).unwrap());
+    let new = with_model(Engine::from_bytes(&fixture("golden-v2-factors.sxt")).unwrap());
+    let (om, nm) = (old.manifest(), new.manifest());
+    assert_eq!((om.format.minor, om.files.vectors.code_factors), (4, false));
+    assert_eq!((nm.format.minor, nm.files.vectors.code_factors), (7, true));
+    let ranked = |engine: &Engine, query: &str, mode: Mode| {
+        let options = SearchOptions {
+            k: 5,
+            mode,
+            ..Default::default()
+        };
+        let response = engine.search(query, &options, &NoClock).unwrap().done().unwrap();
+        response.results.iter().map(|r| r.chunk_id.clone()).collect::<Vec<_>>()
+    };
+    for (query, mode) in [
+        ("bad weather with storms", Mode::Dense),
+        ("how often should the bulb be changed", Mode::Hybrid),
+        ("lens cleaning", Mode::Dense),
+    ] {
+        let before = ranked(&old, query, mode);
+        assert_eq!(before.len(), 5, "{query}");
+        assert_eq!(before, ranked(&new, query, mode), "{query} ({mode:?})");
+    }
+    assert_eq!(top(&old, "bad weather with storms", Mode::Dense), "guide/search.mdx");
 }

@@ -455,8 +455,8 @@ impl CodeFile {
     }
 
     /// `SXvq`, count (u32), least and greatest factor (f32), then per entry its chunk (u32), code
-    /// and factor level (u8); a file read from before 2.7 is written back as it was (`SXvc`,
-    /// count, entries of chunk and code).
+    /// and factor level (u8); a file of entries read from before 2.7 is written back as it was
+    /// (`SXvc`, count, entries of chunk and code).
     pub fn to_bytes(&self) -> Vec<u8> {
         let scaled = !self.levels.is_empty() || self.chunks.is_empty();
         let mut out = if scaled { SCALED_CODES_MAGIC } else { CODES_MAGIC }.to_vec();
@@ -512,12 +512,7 @@ impl CodeFile {
         };
         let code_len = dims.div_ceil(8);
         let entry = code_len + 4 + usize::from(scaled);
-        backed(
-            &r,
-            entry.checked_mul(count).unwrap_or(usize::MAX),
-            "code file length",
-            offset,
-        )?;
+        backed(&r, entry.saturating_mul(count), "code file length", offset)?;
         let mut chunks = Vec::with_capacity(count);
         let mut codes = Vec::with_capacity(count.saturating_mul(code_len));
         let mut levels = Vec::with_capacity(if scaled { count } else { 0 });

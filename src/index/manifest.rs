@@ -28,8 +28,8 @@ pub const INDEX_MINOR: u16 = 7;
 pub const CODE_FACTORS_MINOR: u16 = 7;
 /// The minor that added the knowledge graph (`files.graph`).
 pub const GRAPH_MINOR: u16 = 6;
-/// The minor that added the facets file (`files.facets`). An index without one is written as
-/// 2.4, which readers of 2.4 still read.
+/// The minor that added the facets file (`files.facets`). Before 2.7 an index without one was
+/// written as 2.4, which readers of 2.4 still read.
 pub const FACETS_MINOR: u16 = 5;
 /// The first minor whose every document has a chunk (so the norms name every document number).
 pub const EVERY_DOCUMENT_HAS_CHUNKS: u16 = 2;
@@ -548,6 +548,15 @@ impl IndexManifest {
             });
         }
         manifest.check_files()?;
+        if manifest.files.vectors.code_factors && manifest.format.minor < CODE_FACTORS_MINOR {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: format!(
+                    "format 2.{} has no code factors (they came in 2.{CODE_FACTORS_MINOR}); build the index again",
+                    manifest.format.minor
+                ),
+            });
+        }
         if manifest.model.dims == 0 {
             return Err(IndexError::BadSection {
                 section: "manifest",

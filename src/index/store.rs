@@ -445,6 +445,16 @@ impl IndexStore {
                     let run = &self.manifest.files.vectors.codes;
                     let count = run.count(i, chunks);
                     let file = CodeFile::from_bytes(bytes, count, dims, chunks).map_err(|e| bad(e.to_string()))?;
+                    // Codes with factors and without would score on two scales: every file is
+                    // of the kind the manifest says.
+                    let factors = self.manifest.files.vectors.code_factors;
+                    if count > 0 && file.levels.is_empty() == factors {
+                        return Err(bad(format!(
+                            "its codes {} factors, but the manifest says they {}; build the index again",
+                            if factors { "have no" } else { "have" },
+                            if factors { "do" } else { "do not" }
+                        )));
+                    }
                     self.map_blocks(i, &file).map_err(bad)?;
                     self.codes.insert(i, file);
                     for (b, block) in &self.blocks {

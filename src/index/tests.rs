@@ -856,6 +856,28 @@ fn trimming_drops_the_least_recently_used_files_and_keeps_the_last_querys() {
     assert!(store.fragment(60).is_some());
 }
 
+#[test]
+fn code_files_are_of_the_kind_the_manifest_says() {
+    let built = tiny();
+    let files = || built.files.iter().map(|(n, b)| (n.as_str(), b.as_slice()));
+    assert!(built.manifest.files.vectors.code_factors);
+    IndexStore::new(built.manifest.clone()).load_files(files()).unwrap();
+    // A manifest that says the codes have no factors, over codes that have them: refused (the
+    // two would score on different scales), naming the code file.
+    let mut manifest = built.manifest.clone();
+    manifest.files.vectors.code_factors = false;
+    let e = IndexStore::new(manifest).load_files(files()).unwrap_err();
+    assert!(
+        e.to_string().contains("codes.") && e.to_string().contains("factors"),
+        "{e}"
+    );
+    // A manifest of a minor before the factors that claims them is refused when read.
+    let mut json = serde_json::to_value(&built.manifest).unwrap();
+    json["format"]["minor"] = 6.into();
+    let e = IndexManifest::from_json(&serde_json::to_vec(&json).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("code factors"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -866,6 +888,8 @@ proptest! {
         let _ = Fragment::from_bytes(&bytes, 0, n);
         let _ = VectorMeta::from_bytes(&bytes, n);
         let _ = CodeFile::from_bytes(&bytes, n, 16, n);
+        // Past the magic of a code file with factors, which random bytes hardly ever start with.
+        let _ = CodeFile::from_bytes(&[b"SXvq".as_slice(), &bytes].concat(), n, 16, n);
         let _ = BlockFile::from_bytes(&bytes, n, 4, n);
         let _ = IndexManifest::from_json(&bytes);
     }
@@ -932,6 +956,8 @@ fn a_document_count_the_chunks_do_not_bear_out_is_refused() {
         let mut manifest = built.manifest.clone();
         manifest.counts.documents = documents;
         manifest.format.minor = minor;
+        // Code factors came in 2.7: a manifest of an earlier minor cannot claim them.
+        manifest.files.vectors.code_factors = false;
         let manifest = IndexManifest::from_json(&serde_json::to_vec(&manifest).unwrap()).unwrap();
         let result = IndexStore::new(manifest).add(&norms, bytes_of(&built, &norms));
         assert_eq!(

@@ -766,6 +766,26 @@ mod tests {
     }
 
     #[test]
+    fn a_codes_factor_scales_its_score() {
+        let meta = VectorMeta {
+            mean: vec![0.0; 8],
+            spread: vec![1.0; 8],
+        };
+        let query = [1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0];
+        // The same code three times, bits 0–5 set: +4 from dimensions 0–3, −2 from 4–5 (set, the
+        // query negative), +2 from 6–7 (unset); only the factors differ, and the score follows.
+        let code = [0b0011_1111u8];
+        let codes = [(0u32, &code[..], 1.0f32), (1, &code[..], 2.5), (2, &code[..], 0.5)];
+        let scored = binary_scored(&meta, codes.iter().copied(), &query, 3);
+        let plain: f32 = 4.0 - 2.0 + 2.0;
+        assert_eq!(
+            scored,
+            [(1, 2.5 * plain), (0, plain), (2, 0.5 * plain)],
+            "best first, each its code score times its factor"
+        );
+    }
+
+    #[test]
     fn code_scores_are_mapped_onto_the_int8_scale_below_every_rescored_score() {
         // Rescored on the line y = 2x + 1: the others follow it, capped at the lowest (3.0).
         let pairs = [(3.0, 7.0), (2.0, 5.0), (1.0, 3.0)];
