@@ -209,7 +209,7 @@ fn frame_quotes_and_blocks_injected_delimiters() {
 fn inspect_verifies_and_reports_the_manifest() {
     let out = ok(&["inspect", s(tiny_bundle()), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["format"], "2.4");
+    assert_eq!(v["format"], "2.7");
     assert_eq!(v["manifest"]["model"]["dims"], 384);
     assert_eq!(
         v["manifest"]["model"]["sha256"],
