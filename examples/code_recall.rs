@@ -11,7 +11,6 @@
 //! `cargo run --example code_recall -- <index.sxt | manifest.json> <queries.jsonl> <model dir>`
 //! (BENCHMARKS.md, "Binary codes with a factor").
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
@@ -222,8 +221,7 @@ fn main() -> Result<(), Error> {
     if args[1].ends_with(".json") {
         let (manifest, files) = split_index(std::path::Path::new(&args[1]))?;
         store = IndexStore::new(manifest);
-        let files: HashMap<String, Vec<u8>> = files;
-        store.load_all(|n| files.get(n).cloned().ok_or(()), |n, ()| panic!("{n} missing"))?;
+        store.load_files(files.iter().map(|(n, b)| (n.as_str(), b.as_slice())))?;
     } else {
         let bytes = std::fs::read(&args[1])?;
         let packed = Packed::parse(&bytes)?;
@@ -234,7 +232,7 @@ fn main() -> Result<(), Error> {
     let vectors: Vec<Vec<f32>> = (0..n as u32)
         .map(|c| store.vector(c).ok_or("a chunk without a vector"))
         .collect::<Result<_, _>>()?;
-    let d = vectors[0].len();
+    let d = store.manifest().model.dims;
     let embedder = Arc::new(TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default())?);
     let qv: Vec<Vec<f32>> = queries
         .iter()
