@@ -2,16 +2,18 @@
 //! the exact int8 top 10 among the pages that pass (`vector_search: exact`) against the dense
 //! top 10 of the partitioned index, read as a browser reads a split index (only the files the
 //! engine asks for), with the index's own probe and with every partition read; the
-//! rounds of files a query waits for.
+//! rounds of files a query waits for; and how many partitions hold chunks of the pages that pass
+//! (the facets list them from format 2.8: a filtered query reads no other).
 //!
 //! `cargo run --release --example filter_probe -- <site>/sextant/index/manifest.*.json <queries.jsonl> <model dir> '<filters JSON>'`
 //! e.g. `'{"group": "g3"}'` or `'{"group": {"none": ["g3"]}}'`. Prints one JSON line per probe.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder};
 use sextant::eval::parse_queries;
+use sextant::filters::Filter;
 use sextant::index::{IndexManifest, IndexStore};
 use sextant::options::SearchOptions;
 use sextant::search::{Engine, NoClock, Step};
@@ -65,6 +67,14 @@ fn main() -> Result<(), Error> {
     let filters: serde_json::Value = serde_json::from_str(&args[4])?;
     let (manifest, files) = split_index(std::path::Path::new(&args[1]))?;
     let partitions = manifest.files.vectors.codes.objects(manifest.counts.chunks);
+    let mut store = IndexStore::new(manifest.clone());
+    store.load_files(files.iter().map(|(n, b)| (n.as_str(), b.as_slice())))?;
+    let by_name: BTreeMap<String, Filter> = serde_json::from_value(filters.clone())?;
+    let holding = store.facets().and_then(|f| {
+        let passing = f.passing(&by_name)?;
+        Some(f.partitions.as_ref()?.passing(&passing).len())
+    });
+    let holding = holding.map_or("null".to_string(), |n| n.to_string());
     let embedder = Arc::new(TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default())?);
     let options = |exact: bool| -> Result<SearchOptions, Error> {
         let search = if exact { "exact" } else { "auto" };
@@ -93,7 +103,7 @@ fn main() -> Result<(), Error> {
         }
         read.sort_by(f64::total_cmp);
         println!(
-            "{{\"probe\": {probe}, \"partitions\": {partitions}, \"filters\": {filters}, \"codes_read_median\": {:.3}, \"codes_read_mean\": {:.3}, \"recall_at_10\": {:.4}, \"rounds_mean\": {:.2}, \"results\": {wanted}, \"queries\": {}}}",
+            "{{\"probe\": {probe}, \"partitions\": {partitions}, \"partitions_passing\": {holding}, \"filters\": {filters}, \"codes_read_median\": {:.3}, \"codes_read_mean\": {:.3}, \"recall_at_10\": {:.4}, \"rounds_mean\": {:.2}, \"results\": {wanted}, \"queries\": {}}}",
             read[read.len() / 2],
             read.iter().sum::<f64>() / read.len().max(1) as f64,
             found as f64 / wanted.max(1) as f64,

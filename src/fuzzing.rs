@@ -68,7 +68,7 @@ pub fn index_files(data: &[u8]) {
     let _ = VectorMeta::from_bytes(rest, m);
     let _ = CodeFile::from_bytes(rest, n, m, n + m);
     let _ = BlockFile::from_bytes(rest, n, m, n + m);
-    let _ = crate::index::facets::Facets::from_bytes(rest, n);
+    let _ = crate::index::facets::Facets::from_bytes(rest, n, m);
     let _ = crate::index::directory::ObjectRef::parse(&String::from_utf8_lossy(rest), n);
     let place = crate::index::directory::Location {
         pack: 0,

@@ -1,11 +1,15 @@
 //! The facets file (format 2.5): each filter's values with the documents that have them, and
-//! each sort key's value of each document that has one. A query fetches it only when it filters,
-//! sorts or asks for filter counts; an index whose pages have none has no facets file.
+//! each sort key's value of each document that has one; from 2.8, also the partitions (code
+//! files) holding each document's chunks, so a filtered meaning search reads only partitions that
+//! hold chunks of pages that pass. A query fetches it only when it filters, sorts or asks for
+//! filter counts; an index whose pages have none has no facets file.
 //!
-//! Layout (`docs/FORMAT.md`): `SXfc`, then the filters — their count, and each filter's name, its
-//! values' count, and each value with its documents (count, then number deltas, increasing) —
-//! then the sort keys: their count, and each key's name, its entries' count and each entry's
-//! document delta (increasing) and value. Names and values are length-prefixed UTF-8.
+//! Layout (`docs/FORMAT.md`): `SXfc` (or, with partitions, `SXfp`), then the filters — their
+//! count, and each filter's name, its values' count, and each value with its documents (count,
+//! then number deltas, increasing) — then the sort keys: their count, and each key's name, its
+//! entries' count and each entry's document delta (increasing) and value; then (`SXfp` only) the
+//! partition count and, document by document, its partitions (count, then deltas, increasing).
+//! Names and values are length-prefixed UTF-8.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -16,6 +20,8 @@ use super::files::DocumentInfo;
 
 /// First bytes of a facets file.
 pub const FACETS_MAGIC: &[u8; 4] = b"SXfc";
+/// First bytes of a facets file that lists each document's partitions (2.8).
+pub const PARTITIONED_FACETS_MAGIC: &[u8; 4] = b"SXfp";
 
 /// One sort key's values: the documents that have one, in order, and how they compare.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -76,6 +82,59 @@ pub struct Facets {
     pub filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
     /// Sort key → its values.
     pub sort: BTreeMap<String, SortColumn>,
+    /// (2.8) The partitions (code files) holding each document's chunks, increasing, document by
+    /// document; `None` in a file from before.
+    pub partitions: Option<DocumentPartitions>,
+}
+
+/// Which partitions (code files) hold each document's chunks.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DocumentPartitions {
+    /// How many partitions the index has.
+    pub count: u32,
+    /// Document by document, its partitions, increasing.
+    pub of: Vec<Vec<u32>>,
+}
+
+impl DocumentPartitions {
+    /// From the chunks in partition order (`order[i]` is the chunk at position `i`; partition
+    /// `p` holds positions `p · per_partition …`) and each chunk's document.
+    pub fn new(order: &[u32], per_partition: usize, document_of: &[u32], documents: usize) -> Self {
+        let per_partition = per_partition.max(1);
+        let mut of = vec![Vec::new(); documents];
+        for (position, &chunk) in order.iter().enumerate() {
+            let p = (position / per_partition) as u32;
+            if let Some(list) = document_of.get(chunk as usize).and_then(|&d| of.get_mut(d as usize)) {
+                if list.last() != Some(&p) {
+                    list.push(p);
+                }
+            }
+        }
+        Self {
+            count: order.len().div_ceil(per_partition) as u32,
+            of,
+        }
+    }
+
+    /// The partitions holding chunks of the documents `passing` lets through, increasing.
+    pub fn passing(&self, passing: &Passing) -> Vec<u32> {
+        let mut hit = vec![false; self.count as usize];
+        let mut mark = |d: u32| {
+            for &p in self.of.get(d as usize).map_or(&[][..], Vec::as_slice) {
+                hit[p as usize] = true;
+            }
+        };
+        match &passing.required {
+            Some(required) => required
+                .iter()
+                .filter(|d| !passing.excluded.contains(d))
+                .for_each(|&d| mark(d)),
+            None => (0..self.of.len() as u32)
+                .filter(|d| !passing.excluded.contains(d))
+                .for_each(mark),
+        }
+        (0..self.count).filter(|&p| hit[p as usize]).collect()
+    }
 }
 
 impl Facets {
@@ -108,7 +167,11 @@ impl Facets {
 
     /// The bytes of the file.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = FACETS_MAGIC.to_vec();
+        let magic = match self.partitions {
+            Some(_) => PARTITIONED_FACETS_MAGIC,
+            None => FACETS_MAGIC,
+        };
+        let mut out = magic.to_vec();
         put_varint(&mut out, u64::from(self.documents));
         put_varint(&mut out, self.filters.len() as u64);
         for (name, values) in &self.filters {
@@ -130,20 +193,32 @@ impl Facets {
                 put_string(&mut out, value);
             }
         }
+        if let Some(partitions) = &self.partitions {
+            put_varint(&mut out, u64::from(partitions.count));
+            for list in &partitions.of {
+                put_deltas(&mut out, list.iter().copied());
+            }
+        }
         out
     }
 
-    /// Reads a facets file of an index of `documents` documents: every count bounded by the bytes
-    /// behind it, documents increasing and below the count, names and values UTF-8 and sorted.
-    pub fn from_bytes(bytes: &[u8], documents: usize) -> Result<Self, DecodeError> {
+    /// Reads a facets file of an index of `documents` documents and `partitions` partitions: every
+    /// count bounded by the bytes behind it, documents and partitions increasing and below their
+    /// counts, names and values UTF-8 and sorted. Both kinds of file are read (`SXfp` with each
+    /// document's partitions, `SXfc` without); which one the index must have is the store's check.
+    pub fn from_bytes(bytes: &[u8], documents: usize, partitions: usize) -> Result<Self, DecodeError> {
         let mut r = ByteReader::new(bytes);
         let offset = r.offset();
-        if r.take(4)? != FACETS_MAGIC {
-            return Err(DecodeError::Invalid {
-                what: "facets magic",
-                offset,
-            });
-        }
+        let partitioned = match r.take(4)? {
+            m if m == PARTITIONED_FACETS_MAGIC => true,
+            m if m == FACETS_MAGIC => false,
+            _ => {
+                return Err(DecodeError::Invalid {
+                    what: "facets magic",
+                    offset,
+                })
+            }
+        };
         let offset = r.offset();
         let count = r.varint_u32("facets document count")?;
         if count as usize != documents {
@@ -180,6 +255,21 @@ impl Facets {
                 values.push((doc, r.string("sort value")?.to_string()));
             }
             facets.sort.insert(key, SortColumn::new(values));
+        }
+        if partitioned {
+            let offset = r.offset();
+            let count = r.varint_u32("partition count")?;
+            if count as usize != partitions {
+                return Err(DecodeError::Invalid {
+                    what: "partition count",
+                    offset,
+                });
+            }
+            let mut of = Vec::with_capacity(documents.min(r.remaining()));
+            for _ in 0..documents {
+                of.push(read_deltas(&mut r, count)?);
+            }
+            facets.partitions = Some(DocumentPartitions { count, of });
         }
         r.finish("facets trailing bytes")?;
         Ok(facets)
@@ -327,35 +417,81 @@ mod tests {
         .unwrap()
     }
 
+    /// The sample with each document's partitions, as the writer lists them: 8 chunks in
+    /// partition order (3 partitions of 3), of documents 0 0 1 3 0 1 3 3 (document 2 has none).
+    fn partitioned() -> Facets {
+        let order = [5, 0, 2, 7, 1, 3, 6, 4];
+        let document_of = [0, 0, 1, 1, 3, 0, 3, 3];
+        Facets {
+            partitions: Some(DocumentPartitions::new(&order, 3, &document_of, 4)),
+            ..sample()
+        }
+    }
+
     #[test]
     fn round_trips_and_rejects_what_no_writer_writes() {
-        let facets = sample();
-        let bytes = facets.to_bytes();
-        assert_eq!(Facets::from_bytes(&bytes, 4).unwrap(), facets);
-        assert!(Facets::from_bytes(&bytes, 3).is_err(), "another index's document count");
-        for cut in 0..bytes.len() {
-            assert!(Facets::from_bytes(&bytes[..cut], 4).is_err(), "cut at {cut}");
+        for facets in [sample(), partitioned()] {
+            let bytes = facets.to_bytes();
+            assert_eq!(Facets::from_bytes(&bytes, 4, 3).unwrap(), facets);
+            assert!(
+                Facets::from_bytes(&bytes, 3, 3).is_err(),
+                "another index's document count"
+            );
+            for cut in 0..bytes.len() {
+                assert!(Facets::from_bytes(&bytes[..cut], 4, 3).is_err(), "cut at {cut}");
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(Facets::from_bytes(&longer, 4, 3).is_err(), "trailing bytes");
         }
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(Facets::from_bytes(&longer, 4).is_err(), "trailing bytes");
+        let bytes = partitioned().to_bytes();
+        assert_eq!(&bytes[..4], PARTITIONED_FACETS_MAGIC);
+        assert_eq!(&sample().to_bytes()[..4], FACETS_MAGIC, "without lists, the 2.5 file");
+        assert!(
+            Facets::from_bytes(&bytes, 4, 4).is_err(),
+            "another index's partition count"
+        );
+        // A partition past the count: the last document's list names partition 2 of 3; with the
+        // count said to be 2, it is past it.
+        let mut past = partitioned();
+        past.partitions.as_mut().unwrap().count = 2;
+        assert!(Facets::from_bytes(&past.to_bytes(), 4, 2).is_err());
         // A count claiming far more entries than the bytes behind it fails before allocating.
         let mut huge = FACETS_MAGIC.to_vec();
         put_varint(&mut huge, 4);
         put_varint(&mut huge, u64::from(u32::MAX));
-        assert!(Facets::from_bytes(&huge, 4).is_err());
+        assert!(Facets::from_bytes(&huge, 4, 3).is_err());
         assert_eq!(Facets::of_documents(&[document(&[], &[])]), None, "nothing to store");
     }
 
     #[test]
+    fn each_document_lists_the_partitions_of_its_chunks_and_filters_select_them() {
+        let lists = partitioned().partitions.unwrap();
+        assert_eq!(lists.count, 3);
+        // Positions 0-2 hold chunks 5 0 2 (documents 0 0 1), 3-5 chunks 7 1 3 (3 0 1), 6-7
+        // chunks 6 4 (3 3).
+        assert_eq!(lists.of, [vec![0, 1], vec![0, 1], vec![], vec![1, 2]]);
+        let f = sample();
+        let filters = |json: &str| serde_json::from_str::<BTreeMap<String, Filter>>(json).unwrap();
+        let of = |json: &str| lists.passing(&f.passing(&filters(json)).unwrap());
+        assert_eq!(of(r#"{"tags": "c"}"#), [1, 2]);
+        assert_eq!(of(r#"{"tags": "b"}"#), [0, 1]);
+        assert_eq!(of(r#"{"tags": {"none": ["a", "b"]}}"#), [1, 2], "pages 2 and 3");
+        assert_eq!(of(r#"{"tags": {"none": ["c"]}}"#), [0, 1]);
+        assert!(of(r#"{"missing": "x"}"#).is_empty());
+    }
+
+    #[test]
     fn every_byte_flipped_is_an_error_or_a_valid_file() {
-        let bytes = sample().to_bytes();
-        for i in 0..bytes.len() {
-            for bit in 0..8 {
-                let mut b = bytes.clone();
-                b[i] ^= 1 << bit;
-                if let Ok(f) = Facets::from_bytes(&b, 4) {
-                    assert_eq!(Facets::from_bytes(&f.to_bytes(), 4).unwrap(), f);
+        for facets in [sample(), partitioned()] {
+            let bytes = facets.to_bytes();
+            for i in 0..bytes.len() {
+                for bit in 0..8 {
+                    let mut b = bytes.clone();
+                    b[i] ^= 1 << bit;
+                    if let Ok(f) = Facets::from_bytes(&b, 4, 3) {
+                        assert_eq!(Facets::from_bytes(&f.to_bytes(), 4, 3).unwrap(), f);
+                    }
                 }
             }
         }

@@ -21,8 +21,13 @@ pub const INDEX_MAJOR: u16 = 2;
 /// `model.weights`; 2.4 stores objects in packs and lists runs in pages, `super::directory`; 2.5
 /// adds the facets file, and is written only by an index that has one; 2.6 adds the knowledge
 /// graph, written only by `sextant graph build`; 2.7 gives each binary code a factor,
-/// `files.vectors.code_factors`).
-pub const INDEX_MINOR: u16 = 7;
+/// `files.vectors.code_factors`; 2.8 lists each document's partitions in the facets file,
+/// `files.facet_partitions`, and is written only by an index that has one).
+pub const INDEX_MINOR: u16 = 8;
+/// The minor whose facets file lists the partitions holding each document's chunks
+/// (`files.facet_partitions`, facets files `SXfp`): every index with a facets file since; an
+/// index without one is written as 2.7.
+pub const FACET_PARTITIONS_MINOR: u16 = 8;
 /// The minor whose binary codes carry a factor each (`files.vectors.code_factors`, code files
 /// `SXvq`): every index written since.
 pub const CODE_FACTORS_MINOR: u16 = 7;
@@ -482,6 +487,10 @@ pub struct IndexFiles {
     /// has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facets: Option<String>,
+    /// (2.8) The facets file lists the partitions holding each document's chunks (`SXfp`). A
+    /// reader before 2.8 refuses the field, rather than the file.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub facet_partitions: bool,
     /// (2.6) The knowledge graph (`crate::graph`), `graph.<hash>.json`, fetched only by a search
     /// that asks for it; absent until `sextant graph build` adds one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -555,6 +564,21 @@ impl IndexManifest {
                     "format 2.{} has no code factors (they came in 2.{CODE_FACTORS_MINOR}); build the index again",
                     manifest.format.minor
                 ),
+            });
+        }
+        if manifest.files.facet_partitions && manifest.format.minor < FACET_PARTITIONS_MINOR {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: format!(
+                    "format 2.{} has no partition lists in its facets (they came in 2.{FACET_PARTITIONS_MINOR}); build the index again",
+                    manifest.format.minor
+                ),
+            });
+        }
+        if manifest.files.facet_partitions && manifest.files.facets.is_none() {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: "it says its facets list partitions but names no facets file; build the index again".into(),
             });
         }
         if manifest.model.dims == 0 {

@@ -47,10 +47,11 @@ pub(crate) mod tests;
 pub mod writer;
 
 pub use error::IndexError;
-pub use facets::Facets;
+pub use facets::{DocumentPartitions, Facets};
 pub use files::DocumentInfo;
 pub use manifest::{
     check_model, crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef,
-    VectorFiles, CODE_FACTORS_MINOR, FACETS_MINOR, GRAPH_MINOR, INDEX_MAJOR, INDEX_MINOR, OLDEST_READABLE_MAJOR,
+    VectorFiles, CODE_FACTORS_MINOR, FACETS_MINOR, FACET_PARTITIONS_MINOR, GRAPH_MINOR, INDEX_MAJOR, INDEX_MINOR,
+    OLDEST_READABLE_MAJOR,
 };
 pub use store::{IndexStore, Probe};

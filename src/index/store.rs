@@ -427,7 +427,19 @@ impl IndexStore {
                         .insert(i, Held::new(fragment, bytes.len(), self.clock.load(Ordering::Relaxed)));
                 }
                 Role::Facets => {
-                    self.facets = Some(Facets::from_bytes(bytes, documents).map_err(|e| bad(e.to_string()))?);
+                    let partitions = self.runs.codes.len();
+                    let facets = Facets::from_bytes(bytes, documents, partitions).map_err(|e| bad(e.to_string()))?;
+                    // A reader trusts the lists to skip partitions: the file is of the kind the
+                    // manifest says.
+                    let listed = self.manifest.files.facet_partitions;
+                    if facets.partitions.is_some() != listed {
+                        return Err(bad(format!(
+                            "its facets {} partition lists, but the manifest says they {}; build the index again",
+                            if listed { "have no" } else { "have" },
+                            if listed { "do" } else { "do not" }
+                        )));
+                    }
+                    self.facets = Some(facets);
                 }
                 Role::Centroids => {
                     let partitions = self.runs.codes.len();

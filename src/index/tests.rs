@@ -878,6 +878,91 @@ fn code_files_are_of_the_kind_the_manifest_says() {
     assert!(e.to_string().contains("code factors"), "{e}");
 }
 
+#[test]
+fn facets_files_are_of_the_kind_the_manifest_says() {
+    let texts: Vec<String> = (0..12).map(|i| format!("text {i}")).collect();
+    let vectors: Vec<Vec<f32>> = (0..12).map(|i| vec![1.0, i as f32, (i % 3) as f32]).collect();
+    let documents: Vec<DocumentInfo> = (0..6)
+        .map(|d| {
+            let mut doc = document(&format!("d{d}"));
+            doc.filters.insert("half".into(), vec![(d % 2).to_string()]);
+            doc
+        })
+        .collect();
+    // Each object a file of its own, so one can be swapped for a file of an earlier kind.
+    let layout = Layout {
+        code_file_chunks: 4,
+        block_chunks: 4,
+        pack_bytes: 0,
+        ..Layout::default()
+    };
+    let built = build_of(&documents, &texts, &vectors, 2, layout);
+    let files = || built.files.iter().map(|(n, b)| (n.as_str(), b.as_slice()));
+    assert!(built.manifest.files.facet_partitions);
+    assert_eq!(built.manifest.format.minor, FACET_PARTITIONS_MINOR);
+    let mut store = IndexStore::new(built.manifest.clone());
+    store.load_files(files()).unwrap();
+    let lists = store.facets().unwrap().partitions.as_ref().unwrap();
+    assert_eq!(lists.count, 3);
+    // Each document's two chunks are in the partitions the lists say, and every chunk's
+    // partition is listed for its document.
+    for p in 0..3 {
+        let probe = Probe::These(vec![p]);
+        for (chunk, _, _) in store.codes_in(&probe) {
+            assert!(
+                lists.of[chunk as usize / 2].contains(&(p as u32)),
+                "chunk {chunk} in {p}"
+            );
+        }
+    }
+    // A manifest that does not say the facets list partitions, over facets that do (or the
+    // reverse): refused, naming the facets file.
+    let mut manifest = built.manifest.clone();
+    manifest.files.facet_partitions = false;
+    let e = IndexStore::new(manifest).load_files(files()).unwrap_err();
+    assert!(
+        e.to_string().contains("facets.") && e.to_string().contains("partition lists"),
+        "{e}"
+    );
+    // A facets file from before 2.8 (`SXfc`, no lists) in an index that says so is read, and
+    // refused by a manifest that says it has lists.
+    let facets_name = built.manifest.files.facets.clone().unwrap();
+    let mut old = store.facets().unwrap().clone();
+    old.partitions = None;
+    let old_bytes = old.to_bytes();
+    let old_name = file_name("facets", "bin", &old_bytes);
+    let swapped: Vec<(String, Vec<u8>)> = built
+        .files
+        .iter()
+        .map(|(n, b)| match *n == facets_name {
+            true => (old_name.clone(), old_bytes.clone()),
+            false => (n.clone(), b.clone()),
+        })
+        .collect();
+    let swapped = || swapped.iter().map(|(n, b)| (n.as_str(), b.as_slice()));
+    let mut manifest = built.manifest.clone();
+    manifest.files.facets = Some(old_name);
+    let e = IndexStore::new(manifest.clone()).load_files(swapped()).unwrap_err();
+    assert!(e.to_string().contains("have no partition lists"), "{e}");
+    manifest.files.facet_partitions = false;
+    manifest.format.minor = 7;
+    let mut old_store = IndexStore::new(manifest);
+    old_store.load_files(swapped()).unwrap();
+    assert_eq!(old_store.facets(), Some(&old));
+    // A manifest of a minor before the lists that claims them is refused when read, as is one
+    // that claims them with no facets file.
+    let mut json = serde_json::to_value(&built.manifest).unwrap();
+    json["format"]["minor"] = 7.into();
+    let e = IndexManifest::from_json(&serde_json::to_vec(&json).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("partition lists"), "{e}");
+    let mut json = serde_json::to_value(&tiny().manifest).unwrap();
+    assert_eq!(json["format"]["minor"], 7, "an index without facets is written as 2.7");
+    json["format"]["minor"] = 8.into();
+    json["files"]["facet_partitions"] = true.into();
+    let e = IndexManifest::from_json(&serde_json::to_vec(&json).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("no facets file"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

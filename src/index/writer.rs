@@ -11,12 +11,12 @@ use crate::embed::ModelSpec;
 
 use super::directory::{page_to_bytes, Location, ObjectRef, PackWriter, PageEntry, Run};
 use super::error::IndexError;
-use super::facets::Facets;
+use super::facets::{DocumentPartitions, Facets};
 use super::files::DocumentInfo;
 use super::files::{file_name, keyword_to_bytes, partition_order, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::manifest::{
     crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
-    CODE_FACTORS_MINOR, INDEX_MAJOR,
+    CODE_FACTORS_MINOR, FACET_PARTITIONS_MINOR, INDEX_MAJOR,
 };
 
 /// A written index: its manifest and its files (name, bytes), each once: its packs, or (with
@@ -169,7 +169,6 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let (table, lengths) = TermTable::build(&terms);
     let norms = Norms::new(lengths, input.chunks.iter().map(|c| c.doc).collect());
     let norms_name = add("norms", "bin", norms.to_bytes());
-    let facets_name = Facets::of_documents(input.documents).map(|f| add("facets", "bin", f.to_bytes()));
     let keyword: Vec<ShardRef> = table
         .split(layout.keyword_shard_bytes)
         .into_iter()
@@ -210,6 +209,18 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     // Both in partition order (partitions clustered by k-means, each in cluster order), so a
     // query's best candidates fall in few partitions and share few blocks.
     let order = partition_order(input.vectors, dims, layout.code_file_chunks, layout.block_chunks);
+    // The facets (2.8) list the partitions holding each document's chunks, so a filtered meaning
+    // search reads only partitions that hold chunks of pages that pass.
+    let facets_name = Facets::of_documents(input.documents).map(|mut f| {
+        let document_of: Vec<u32> = input.chunks.iter().map(|c| c.doc).collect();
+        f.partitions = Some(DocumentPartitions::new(
+            &order,
+            layout.code_file_chunks,
+            &document_of,
+            input.documents.len(),
+        ));
+        add("facets", "bin", f.to_bytes())
+    });
     let code_len = dims.div_ceil(8);
     let mut codes = Vec::new();
     // Each code file is a partition: its centroid (the mean of its vectors) ranks it for a query.
@@ -234,6 +245,7 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
         blocks.push(add("vec", "bin", block.to_bytes()));
     }
 
+    let listed_facets = facets_name.is_some();
     let listed = Listed {
         norms: norms_name,
         facets: facets_name,
@@ -248,7 +260,12 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let manifest = IndexManifest {
         format: FormatVersion {
             major: INDEX_MAJOR,
-            minor: CODE_FACTORS_MINOR,
+            // 2.8 only where it adds something (a facets file), so a site without filter or sort
+            // values writes what a 2.7 reader reads.
+            minor: match listed_facets {
+                true => FACET_PARTITIONS_MINOR,
+                false => CODE_FACTORS_MINOR,
+            },
         },
         generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),
         crates: crate_versions(),
@@ -390,6 +407,7 @@ fn store_objects(
         keyword_shards: listed.keyword.len(),
         norms: encode(&listed.norms),
         facets: listed.facets.as_deref().map(encode),
+        facet_partitions: listed.facets.is_some(),
         graph: None,
         keyword: keyword_pages
             .iter()

@@ -153,10 +153,17 @@ impl Stages<'_> {
         need.extend(self.store.keyword_needs(&self.plan.excluded_terms()));
         need.extend(self.store.keyword_needs(&self.plan.phrase_terms()));
         if let Some(vector) = vector {
-            need.extend(match self.first_probe() {
-                Some(probe) => self.store.code_needs(Some(vector), probe),
+            need.extend(match (self.first_probe(), self.passing_order(vector)) {
+                // With filters and the facets' lists, the nearest partitions that hold pages
+                // that pass.
+                (Some(probe), Some(order)) => {
+                    let mut first = self.store.code_pages_needs();
+                    first.extend(self.store.partition_needs(&order[..probe.min(order.len())]));
+                    first
+                }
+                (Some(probe), None) => self.store.code_needs(Some(vector), probe),
                 // Filters are weighed once the facets are here: until then no codes.
-                None => self.store.code_pages_needs(),
+                (None, _) => self.store.code_pages_needs(),
             });
         }
         if self.options.uses_facets() {
@@ -185,24 +192,30 @@ impl Stages<'_> {
 
     /// How many partitions a dense query reads first: [`Stages::probe`]; with filters, once the
     /// facets and the norms are added (`None` before), that many for the share of the chunks
-    /// whose pages pass (as many as hold the same count of chunks that pass, if those are spread
-    /// evenly), and every one when the chunks that pass are no more than that many partitions
-    /// hold (every one of them is needed).
+    /// whose pages pass among those of the partitions that may hold them (as many as hold the same
+    /// count of chunks that pass, if those are spread evenly), and every one of those partitions
+    /// when the chunks that pass are no more than [`Stages::probe`] partitions hold (every one of
+    /// them is needed). The partitions that may hold them are those the facets list for the pages
+    /// that pass (2.8), else all.
     fn first_probe(&self) -> Option<usize> {
         let probe = self.probe();
         if self.options.filters.is_empty() || probe == usize::MAX {
             return Some(probe);
         }
         let passing = self.passing_chunks()?;
-        let per_partition = self.store.manifest().files.vectors.codes.chunks_per_file.max(1);
+        let manifest = self.store.manifest();
+        let per_partition = manifest.files.vectors.codes.chunks_per_file.max(1);
         if passing <= probe.saturating_mul(per_partition) {
             return Some(usize::MAX);
         }
-        Some(
-            probe
-                .saturating_mul(self.store.manifest().counts.chunks)
-                .div_ceil(passing),
-        )
+        let around = match self.passing_partitions() {
+            Some(partitions) => partitions
+                .len()
+                .saturating_mul(per_partition)
+                .min(manifest.counts.chunks),
+            None => manifest.counts.chunks,
+        };
+        Some(probe.saturating_mul(around).div_ceil(passing))
     }
 
     /// How many chunks belong to pages that pass the query's filters; `None` until the facets (if
@@ -223,22 +236,36 @@ impl Stages<'_> {
         })
     }
 
+    /// The partitions holding chunks of the pages that pass the query's filters, increasing, when
+    /// the facets list each page's partitions (2.8); `None` when they do not (any partition may
+    /// hold them), the query has no filters or the facets are not added.
+    fn passing_partitions(&self) -> Option<Vec<usize>> {
+        let partitions = self.store.facets()?.partitions.as_ref()?;
+        let passing = self.passing()?;
+        Some(partitions.passing(&passing).into_iter().map(|p| p as usize).collect())
+    }
+
     /// The partitions of binary codes a dense query reads: the [`Stages::first_probe`] nearest
-    /// it. With filters, the nearest may hold fewer chunks whose pages pass than the share
-    /// said, so partitions are read nearest first until those read hold as many admissible
-    /// chunks as [`Stages::probe`] partitions hold chunks: about what an unfiltered query reads
-    /// of all, read of those that pass around the query, and `k` results when `k` pass. Each
-    /// further round asks for as many partitions as the admissible chunks found so far say hold
-    /// that many. `Done(None)` before the centroids (and, with filters, the facets) are added.
+    /// it. With filters, only partitions that hold chunks of pages that pass are read (when the
+    /// facets list them, 2.8), and the nearest may hold fewer such chunks than the share said, so
+    /// partitions are read nearest first until those read hold as many admissible chunks as
+    /// [`Stages::probe`] partitions hold chunks: about what an unfiltered query reads of all, read
+    /// of those that pass around the query, and `k` results when `k` pass. Each further round
+    /// asks for as many partitions as the admissible chunks found so far say hold that many.
+    /// `Done(None)` before the centroids (and, with filters, the facets) are added.
     pub fn probed(&self, vector: &[f32], admissible: &Admissible) -> Step<Option<Probe>> {
         let Some(first) = self.first_probe() else {
             return Step::Done(None);
         };
         let probed = self.store.probed(vector, first);
-        let (Some(Probe::These(_)), false) = (&probed, self.options.filters.is_empty()) else {
+        if self.options.filters.is_empty() || self.options.vector_search == VectorSearch::Exact {
             return Step::Done(probed);
-        };
-        let Some(order) = self.store.nearest_partitions(vector) else {
+        }
+        let passing_order = self.passing_order(vector);
+        if passing_order.is_none() && !matches!(probed, Some(Probe::These(_))) {
+            return Step::Done(probed);
+        }
+        let Some(order) = passing_order.or_else(|| self.store.nearest_partitions(vector)) else {
             return Step::Done(probed);
         };
         let per_partition = self.store.manifest().files.vectors.codes.chunks_per_file.max(1);
@@ -268,11 +295,26 @@ impl Stages<'_> {
             n = wanted.max(n + 1);
         }
         let need = self.store.partition_needs(&order);
-        if need.is_empty() {
-            Step::Done(Some(Probe::All))
-        } else {
-            Step::Need(need)
+        if !need.is_empty() {
+            return Step::Need(need);
         }
+        Step::Done(Some(match self.passing_partitions() {
+            Some(passing) => Probe::These(passing),
+            None => Probe::All,
+        }))
+    }
+
+    /// The partitions holding chunks of pages that pass the query's filters, nearest `vector`
+    /// first, when the facets list them (2.8) and the centroids are added; `None` otherwise, and
+    /// without filters or with `vector_search: exact`.
+    fn passing_order(&self, vector: &[f32]) -> Option<Vec<usize>> {
+        if self.options.filters.is_empty() || self.options.vector_search == VectorSearch::Exact {
+            return None;
+        }
+        let passing = self.passing_partitions()?;
+        let mut order = self.store.nearest_partitions(vector)?;
+        order.retain(|p| passing.binary_search(p).is_ok());
+        Some(order)
     }
 
     /// The chunks that may be results. With phrases, when few chunks hold all their terms, their
