@@ -2,8 +2,8 @@
 //! the exact int8 top 10 among the pages that pass (`vector_search: exact`) against the dense
 //! top 10 of the partitioned index, read as a browser reads a split index (only the files the
 //! engine asks for), with the index's own probe and with every partition read; the
-//! rounds of files a query waits for; and how many partitions hold chunks of the pages that pass
-//! (the facets list them from format 2.8: a filtered query reads no other).
+//! rounds of files a query waits for; and how many partitions may hold chunks of the pages that
+//! pass (the facets list each value's from format 2.8: a filtered query reads no other).
 //!
 //! `cargo run --release --example filter_probe -- <site>/sextant/index/manifest.*.json <queries.jsonl> <model dir> '<filters JSON>'`
 //! e.g. `'{"group": "g3"}'` or `'{"group": {"none": ["g3"]}}'`. Prints one JSON line per probe.
@@ -70,10 +70,7 @@ fn main() -> Result<(), Error> {
     let mut store = IndexStore::new(manifest.clone());
     store.load_files(files.iter().map(|(n, b)| (n.as_str(), b.as_slice())))?;
     let by_name: BTreeMap<String, Filter> = serde_json::from_value(filters.clone())?;
-    let holding = store.facets().and_then(|f| {
-        let passing = f.passing(&by_name)?;
-        Some(f.partitions.as_ref()?.passing(&passing).len())
-    });
+    let holding = store.facets().and_then(|f| Some(f.passing_partitions(&by_name)?.len()));
     let holding = holding.map_or("null".to_string(), |n| n.to_string());
     let embedder = Arc::new(TractEmbedder::from_bytes(&model, &tokenizer, &ModelOptions::default())?);
     let options = |exact: bool| -> Result<SearchOptions, Error> {

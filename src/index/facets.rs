@@ -1,14 +1,15 @@
 //! The facets file (format 2.5): each filter's values with the documents that have them, and
 //! each sort key's value of each document that has one; from 2.8, also the partitions (code
-//! files) holding each document's chunks, so a filtered meaning search reads only partitions that
-//! hold chunks of pages that pass. A query fetches it only when it filters, sorts or asks for
+//! files) holding chunks of each value's documents, so a filtered meaning search reads only
+//! partitions that may hold chunks of pages that pass. A query fetches it only when it filters, sorts or asks for
 //! filter counts; an index whose pages have none has no facets file.
 //!
 //! Layout (`docs/FORMAT.md`): `SXfc` (or, with partitions, `SXfp`), then the filters — their
 //! count, and each filter's name, its values' count, and each value with its documents (count,
 //! then number deltas, increasing) — then the sort keys: their count, and each key's name, its
 //! entries' count and each entry's document delta (increasing) and value; then (`SXfp` only) the
-//! partition count and, document by document, its partitions (count, then deltas, increasing).
+//! partition count and, for each filter value in the order above, its partitions (count, then
+//! deltas, increasing).
 //! Names and values are length-prefixed UTF-8.
 
 use std::collections::{BTreeMap, HashSet};
@@ -20,7 +21,7 @@ use super::files::DocumentInfo;
 
 /// First bytes of a facets file.
 pub const FACETS_MAGIC: &[u8; 4] = b"SXfc";
-/// First bytes of a facets file that lists each document's partitions (2.8).
+/// First bytes of a facets file that lists each filter value's partitions (2.8).
 pub const PARTITIONED_FACETS_MAGIC: &[u8; 4] = b"SXfp";
 
 /// One sort key's values: the documents that have one, in order, and how they compare.
@@ -82,59 +83,19 @@ pub struct Facets {
     pub filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
     /// Sort key → its values.
     pub sort: BTreeMap<String, SortColumn>,
-    /// (2.8) The partitions (code files) holding each document's chunks, increasing, document by
-    /// document; `None` in a file from before.
-    pub partitions: Option<DocumentPartitions>,
+    /// (2.8) For every filter value, the partitions (code files) holding chunks of its documents;
+    /// `None` in a file from before.
+    pub partitions: Option<ValuePartitions>,
 }
 
-/// Which partitions (code files) hold each document's chunks.
+/// Which partitions (code files) hold chunks of each filter value's documents.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct DocumentPartitions {
+pub struct ValuePartitions {
     /// How many partitions the index has.
     pub count: u32,
-    /// Document by document, its partitions, increasing.
-    pub of: Vec<Vec<u32>>,
-}
-
-impl DocumentPartitions {
-    /// From the chunks in partition order (`order[i]` is the chunk at position `i`; partition
-    /// `p` holds positions `p · per_partition …`) and each chunk's document.
-    pub fn new(order: &[u32], per_partition: usize, document_of: &[u32], documents: usize) -> Self {
-        let per_partition = per_partition.max(1);
-        let mut of = vec![Vec::new(); documents];
-        for (position, &chunk) in order.iter().enumerate() {
-            let p = (position / per_partition) as u32;
-            if let Some(list) = document_of.get(chunk as usize).and_then(|&d| of.get_mut(d as usize)) {
-                if list.last() != Some(&p) {
-                    list.push(p);
-                }
-            }
-        }
-        Self {
-            count: order.len().div_ceil(per_partition) as u32,
-            of,
-        }
-    }
-
-    /// The partitions holding chunks of the documents `passing` lets through, increasing.
-    pub fn passing(&self, passing: &Passing) -> Vec<u32> {
-        let mut hit = vec![false; self.count as usize];
-        let mut mark = |d: u32| {
-            for &p in self.of.get(d as usize).map_or(&[][..], Vec::as_slice) {
-                hit[p as usize] = true;
-            }
-        };
-        match &passing.required {
-            Some(required) => required
-                .iter()
-                .filter(|d| !passing.excluded.contains(d))
-                .for_each(|&d| mark(d)),
-            None => (0..self.of.len() as u32)
-                .filter(|d| !passing.excluded.contains(d))
-                .for_each(mark),
-        }
-        (0..self.count).filter(|&p| hit[p as usize]).collect()
-    }
+    /// Filter name → value → its partitions, increasing (the same names and values as
+    /// [`Facets::filters`]).
+    pub of: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
 }
 
 impl Facets {
@@ -163,6 +124,79 @@ impl Facets {
         }
         facets.sort = sort.into_iter().map(|(k, v)| (k, SortColumn::new(v))).collect();
         (!facets.filters.is_empty() || !facets.sort.is_empty()).then_some(facets)
+    }
+
+    /// Lists, for every filter value, the partitions holding chunks of its documents: from the
+    /// chunks in partition order (`order[i]` is the chunk at position `i`; partition `p` holds
+    /// positions `p · per_partition …`) and each chunk's document.
+    pub fn list_partitions(&mut self, order: &[u32], per_partition: usize, document_of: &[u32]) {
+        let per_partition = per_partition.max(1);
+        let mut of_document: Vec<Vec<u32>> = vec![Vec::new(); self.documents as usize];
+        for (position, &chunk) in order.iter().enumerate() {
+            let p = (position / per_partition) as u32;
+            let list = document_of
+                .get(chunk as usize)
+                .and_then(|&d| of_document.get_mut(d as usize));
+            if let Some(list) = list.filter(|l| l.last() != Some(&p)) {
+                list.push(p);
+            }
+        }
+        let count = order.len().div_ceil(per_partition) as u32;
+        let of = self
+            .filters
+            .iter()
+            .map(|(name, values)| {
+                let lists = values
+                    .iter()
+                    .map(|(value, docs)| {
+                        let mut hit = vec![false; count as usize];
+                        for &d in docs {
+                            for &p in of_document.get(d as usize).map_or(&[][..], Vec::as_slice) {
+                                hit[p as usize] = true;
+                            }
+                        }
+                        (value.clone(), (0..count).filter(|&p| hit[p as usize]).collect())
+                    })
+                    .collect();
+                (name.clone(), lists)
+            })
+            .collect();
+        self.partitions = Some(ValuePartitions { count, of });
+    }
+
+    /// The partitions that may hold chunks of pages passing `filters`, increasing: for each
+    /// filter, those of any of its `any` values and of each of its `all` values, and of every
+    /// filter; `None` when the file lists no partitions or no filter requires a value (`none`
+    /// lists alone exclude pages, not partitions).
+    pub fn passing_partitions(&self, filters: &BTreeMap<String, Filter>) -> Option<Vec<u32>> {
+        let lists = self.partitions.as_ref()?;
+        let count = lists.count as usize;
+        let empty = Vec::new();
+        let mut allowed: Option<Vec<bool>> = None;
+        let mut keep = |this: Vec<bool>| match allowed.as_mut() {
+            None => allowed = Some(this),
+            Some(a) => a.iter_mut().zip(this).for_each(|(a, t)| *a &= t),
+        };
+        for (name, filter) in filters {
+            let by_value = lists.of.get(name);
+            let list = |v: &String| by_value.and_then(|b| b.get(v)).unwrap_or(&empty);
+            if !filter.any.is_empty() {
+                let mut any = vec![false; count];
+                for &p in filter.any.iter().flat_map(list) {
+                    any[p as usize] = true;
+                }
+                keep(any);
+            }
+            for v in &filter.all {
+                let mut has = vec![false; count];
+                for &p in list(v) {
+                    has[p as usize] = true;
+                }
+                keep(has);
+            }
+        }
+        let allowed = allowed?;
+        Some((0..lists.count).filter(|&p| allowed[p as usize]).collect())
     }
 
     /// The bytes of the file.
@@ -195,8 +229,11 @@ impl Facets {
         }
         if let Some(partitions) = &self.partitions {
             put_varint(&mut out, u64::from(partitions.count));
-            for list in &partitions.of {
-                put_deltas(&mut out, list.iter().copied());
+            for (name, values) in &self.filters {
+                for value in values.keys() {
+                    let list = partitions.of.get(name).and_then(|v| v.get(value));
+                    put_deltas(&mut out, list.map_or(&[][..], Vec::as_slice).iter().copied());
+                }
             }
         }
         out
@@ -205,7 +242,8 @@ impl Facets {
     /// Reads a facets file of an index of `documents` documents and `partitions` partitions: every
     /// count bounded by the bytes behind it, documents and partitions increasing and below their
     /// counts, names and values UTF-8 and sorted. Both kinds of file are read (`SXfp` with each
-    /// document's partitions, `SXfc` without); which one the index must have is the store's check.
+    /// filter value's partitions, `SXfc` without); which one the index must have is the store's
+    /// check.
     pub fn from_bytes(bytes: &[u8], documents: usize, partitions: usize) -> Result<Self, DecodeError> {
         let mut r = ByteReader::new(bytes);
         let offset = r.offset();
@@ -265,11 +303,15 @@ impl Facets {
                     offset,
                 });
             }
-            let mut of = Vec::with_capacity(documents.min(r.remaining()));
-            for _ in 0..documents {
-                of.push(read_deltas(&mut r, count)?);
+            let mut of: BTreeMap<String, BTreeMap<String, Vec<u32>>> = BTreeMap::new();
+            for (name, values) in &facets.filters {
+                let mut lists = BTreeMap::new();
+                for value in values.keys() {
+                    lists.insert(value.clone(), read_deltas(&mut r, count)?);
+                }
+                of.insert(name.clone(), lists);
             }
-            facets.partitions = Some(DocumentPartitions { count, of });
+            facets.partitions = Some(ValuePartitions { count, of });
         }
         r.finish("facets trailing bytes")?;
         Ok(facets)
@@ -417,15 +459,12 @@ mod tests {
         .unwrap()
     }
 
-    /// The sample with each document's partitions, as the writer lists them: 8 chunks in
+    /// The sample with each filter value's partitions, as the writer lists them: 8 chunks in
     /// partition order (3 partitions of 3), of documents 0 0 1 3 0 1 3 3 (document 2 has none).
     fn partitioned() -> Facets {
-        let order = [5, 0, 2, 7, 1, 3, 6, 4];
-        let document_of = [0, 0, 1, 1, 3, 0, 3, 3];
-        Facets {
-            partitions: Some(DocumentPartitions::new(&order, 3, &document_of, 4)),
-            ..sample()
-        }
+        let mut facets = sample();
+        facets.list_partitions(&[5, 0, 2, 7, 1, 3, 6, 4], 3, &[0, 0, 1, 1, 3, 0, 3, 3]);
+        facets
     }
 
     #[test]
@@ -451,7 +490,7 @@ mod tests {
             Facets::from_bytes(&bytes, 4, 4).is_err(),
             "another index's partition count"
         );
-        // A partition past the count: the last document's list names partition 2 of 3; with the
+        // A partition past the count: value c lists partition 2 of 3; with the
         // count said to be 2, it is past it.
         let mut past = partitioned();
         past.partitions.as_mut().unwrap().count = 2;
@@ -465,20 +504,51 @@ mod tests {
     }
 
     #[test]
-    fn each_document_lists_the_partitions_of_its_chunks_and_filters_select_them() {
-        let lists = partitioned().partitions.unwrap();
+    fn each_value_lists_the_partitions_of_its_pages_and_filters_select_them() {
+        let f = partitioned();
+        let lists = f.partitions.as_ref().unwrap();
         assert_eq!(lists.count, 3);
         // Positions 0-2 hold chunks 5 0 2 (documents 0 0 1), 3-5 chunks 7 1 3 (3 0 1), 6-7
-        // chunks 6 4 (3 3).
-        assert_eq!(lists.of, [vec![0, 1], vec![0, 1], vec![], vec![1, 2]]);
-        let f = sample();
+        // chunks 6 4 (3 3): document 0 is in partitions 0 1, 1 in 0 1, 3 in 1 2.
+        let of = |name: &str, value: &str| lists.of[name][value].clone();
+        assert_eq!(of("tags", "a"), [0, 1]);
+        assert_eq!(of("tags", "b"), [0, 1]);
+        assert_eq!(of("tags", "c"), [1, 2]);
+        assert_eq!(of("lang", "en"), [0, 1]);
+        assert_eq!(of("lang", "fr"), [1, 2]);
         let filters = |json: &str| serde_json::from_str::<BTreeMap<String, Filter>>(json).unwrap();
-        let of = |json: &str| lists.passing(&f.passing(&filters(json)).unwrap());
-        assert_eq!(of(r#"{"tags": "c"}"#), [1, 2]);
-        assert_eq!(of(r#"{"tags": "b"}"#), [0, 1]);
-        assert_eq!(of(r#"{"tags": {"none": ["a", "b"]}}"#), [1, 2], "pages 2 and 3");
-        assert_eq!(of(r#"{"tags": {"none": ["c"]}}"#), [0, 1]);
-        assert!(of(r#"{"missing": "x"}"#).is_empty());
+        let passing = |json: &str| f.passing_partitions(&filters(json));
+        assert_eq!(passing(r#"{"tags": "c"}"#), Some(vec![1, 2]));
+        assert_eq!(passing(r#"{"tags": {"any": ["a", "c"]}}"#), Some(vec![0, 1, 2]));
+        assert_eq!(passing(r#"{"tags": ["b", "c"]}"#), Some(vec![1]), "all: each value's");
+        assert_eq!(
+            passing(r#"{"tags": "b", "lang": "fr"}"#),
+            Some(vec![1]),
+            "every filter's"
+        );
+        assert_eq!(passing(r#"{"missing": "x"}"#), Some(vec![]));
+        assert_eq!(
+            passing(r#"{"tags": {"none": ["c"]}}"#),
+            None,
+            "none lists exclude pages only"
+        );
+        assert_eq!(
+            sample().passing_partitions(&filters(r#"{"tags": "c"}"#)),
+            None,
+            "no lists"
+        );
+        // Every page that passes has its chunks in the partitions said (the lists are a superset).
+        let pages = [vec![0, 1], vec![0, 1], vec![], vec![1, 2]];
+        for json in [
+            r#"{"tags": ["b", "c"]}"#,
+            r#"{"tags": {"any": ["a", "c"]}, "lang": "fr"}"#,
+        ] {
+            let said = passing(json).unwrap();
+            let pass = f.passing(&filters(json)).unwrap();
+            for (d, holding) in pages.iter().enumerate().filter(|(d, _)| pass.allows(*d as u32)) {
+                assert!(holding.iter().all(|p| said.contains(p)), "{json}: page {d}");
+            }
+        }
     }
 
     #[test]

@@ -21,10 +21,10 @@ pub const INDEX_MAJOR: u16 = 2;
 /// `model.weights`; 2.4 stores objects in packs and lists runs in pages, `super::directory`; 2.5
 /// adds the facets file, and is written only by an index that has one; 2.6 adds the knowledge
 /// graph, written only by `sextant graph build`; 2.7 gives each binary code a factor,
-/// `files.vectors.code_factors`; 2.8 lists each document's partitions in the facets file,
+/// `files.vectors.code_factors`; 2.8 lists each filter value's partitions in the facets file,
 /// `files.facet_partitions`, and is written only by an index that has one).
 pub const INDEX_MINOR: u16 = 8;
-/// The minor whose facets file lists the partitions holding each document's chunks
+/// The minor whose facets file lists the partitions holding chunks of each filter value's pages
 /// (`files.facet_partitions`, facets files `SXfp`): every index with a facets file since; an
 /// index without one is written as 2.7.
 pub const FACET_PARTITIONS_MINOR: u16 = 8;
@@ -487,8 +487,8 @@ pub struct IndexFiles {
     /// has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facets: Option<String>,
-    /// (2.8) The facets file lists the partitions holding each document's chunks (`SXfp`). A
-    /// reader before 2.8 refuses the field, rather than the file.
+    /// (2.8) The facets file lists the partitions holding chunks of each filter value's pages
+    /// (`SXfp`). A reader before 2.8 refuses the field, rather than the file.
     #[serde(default, skip_serializing_if = "is_false")]
     pub facet_partitions: bool,
     /// (2.6) The knowledge graph (`crate::graph`), `graph.<hash>.json`, fetched only by a search

@@ -47,7 +47,7 @@ pub(crate) mod tests;
 pub mod writer;
 
 pub use error::IndexError;
-pub use facets::{DocumentPartitions, Facets};
+pub use facets::{Facets, ValuePartitions};
 pub use files::DocumentInfo;
 pub use manifest::{
     check_model, crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef,

@@ -904,16 +904,17 @@ fn facets_files_are_of_the_kind_the_manifest_says() {
     store.load_files(files()).unwrap();
     let lists = store.facets().unwrap().partitions.as_ref().unwrap();
     assert_eq!(lists.count, 3);
-    // Each document's two chunks are in the partitions the lists say, and every chunk's
-    // partition is listed for its document.
-    for p in 0..3 {
-        let probe = Probe::These(vec![p]);
-        for (chunk, _, _) in store.codes_in(&probe) {
-            assert!(
-                lists.of[chunk as usize / 2].contains(&(p as u32)),
-                "chunk {chunk} in {p}"
-            );
-        }
+    // Each value lists exactly the partitions holding a chunk of one of its pages (chunk `c` is
+    // page `c / 2`'s, whose value is its number mod 2).
+    for value in ["0", "1"] {
+        let holding: Vec<u32> = (0..3u32)
+            .filter(|&p| {
+                let probe = Probe::These(vec![p as usize]);
+                let chunks: Vec<u32> = store.codes_in(&probe).map(|(c, _, _)| c).collect();
+                chunks.iter().any(|c| (c / 2 % 2).to_string() == value)
+            })
+            .collect();
+        assert_eq!(lists.of["half"][value], holding, "value {value}");
     }
     // A manifest that does not say the facets list partitions, over facets that do (or the
     // reverse): refused, naming the facets file.
@@ -977,6 +978,9 @@ proptest! {
         let _ = CodeFile::from_bytes(&[b"SXvq".as_slice(), &bytes].concat(), n, 16, n);
         let _ = BlockFile::from_bytes(&bytes, n, 4, n);
         let _ = IndexManifest::from_json(&bytes);
+        // Past either magic of a facets file.
+        let _ = Facets::from_bytes(&[b"SXfc".as_slice(), &bytes].concat(), n, n);
+        let _ = Facets::from_bytes(&[b"SXfp".as_slice(), &bytes].concat(), n, n);
     }
 
     #[test]

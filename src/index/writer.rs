@@ -11,7 +11,7 @@ use crate::embed::ModelSpec;
 
 use super::directory::{page_to_bytes, Location, ObjectRef, PackWriter, PageEntry, Run};
 use super::error::IndexError;
-use super::facets::{DocumentPartitions, Facets};
+use super::facets::Facets;
 use super::files::DocumentInfo;
 use super::files::{file_name, keyword_to_bytes, partition_order, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::manifest::{
@@ -209,16 +209,11 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     // Both in partition order (partitions clustered by k-means, each in cluster order), so a
     // query's best candidates fall in few partitions and share few blocks.
     let order = partition_order(input.vectors, dims, layout.code_file_chunks, layout.block_chunks);
-    // The facets (2.8) list the partitions holding each document's chunks, so a filtered meaning
-    // search reads only partitions that hold chunks of pages that pass.
+    // The facets (2.8) list the partitions holding chunks of each filter value's pages, so a
+    // filtered meaning search reads only partitions that may hold pages that pass.
     let facets_name = Facets::of_documents(input.documents).map(|mut f| {
         let document_of: Vec<u32> = input.chunks.iter().map(|c| c.doc).collect();
-        f.partitions = Some(DocumentPartitions::new(
-            &order,
-            layout.code_file_chunks,
-            &document_of,
-            input.documents.len(),
-        ));
+        f.list_partitions(&order, layout.code_file_chunks, &document_of);
         add("facets", "bin", f.to_bytes())
     });
     let code_len = dims.div_ceil(8);

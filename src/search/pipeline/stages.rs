@@ -236,13 +236,12 @@ impl Stages<'_> {
         })
     }
 
-    /// The partitions holding chunks of the pages that pass the query's filters, increasing, when
-    /// the facets list each page's partitions (2.8); `None` when they do not (any partition may
-    /// hold them), the query has no filters or the facets are not added.
+    /// The partitions that may hold chunks of the pages that pass the query's filters,
+    /// increasing, when the facets list each filter value's partitions (2.8) and a filter requires
+    /// a value; `None` otherwise (any partition may hold them), and before the facets are added.
     fn passing_partitions(&self) -> Option<Vec<usize>> {
-        let partitions = self.store.facets()?.partitions.as_ref()?;
-        let passing = self.passing()?;
-        Some(partitions.passing(&passing).into_iter().map(|p| p as usize).collect())
+        let partitions = self.store.facets()?.passing_partitions(&self.options.filters)?;
+        Some(partitions.into_iter().map(|p| p as usize).collect())
     }
 
     /// The partitions of binary codes a dense query reads: the [`Stages::first_probe`] nearest
