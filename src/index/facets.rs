@@ -1,16 +1,15 @@
 //! The facets file (format 2.5): each filter's values with the documents that have them, and
 //! each sort key's value of each document that has one; from 2.8, also the partitions (code
 //! files) holding chunks of each value's documents, so a filtered meaning search reads only
-//! partitions that may hold chunks of pages that pass. A query fetches it only when it filters, sorts or asks for
-//! filter counts; an index whose pages have none has no facets file.
+//! partitions that may hold chunks of pages that pass. A query fetches it only when it filters,
+//! sorts or asks for filter counts; an index whose pages have none has no facets file.
 //!
 //! Layout (`docs/FORMAT.md`): `SXfc` (or, with partitions, `SXfp`), then the filters — their
 //! count, and each filter's name, its values' count, and each value with its documents (count,
 //! then number deltas, increasing) — then the sort keys: their count, and each key's name, its
 //! entries' count and each entry's document delta (increasing) and value; then (`SXfp` only) the
 //! partition count and, for each filter value in the order above, its partitions (count, then
-//! deltas, increasing).
-//! Names and values are length-prefixed UTF-8.
+//! deltas, increasing). Names and values are length-prefixed UTF-8.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -490,8 +489,7 @@ mod tests {
             Facets::from_bytes(&bytes, 4, 4).is_err(),
             "another index's partition count"
         );
-        // A partition past the count: value c lists partition 2 of 3; with the
-        // count said to be 2, it is past it.
+        // A partition past the count: value c lists partition 2 of 3, past a count of 2.
         let mut past = partitioned();
         past.partitions.as_mut().unwrap().count = 2;
         assert!(Facets::from_bytes(&past.to_bytes(), 4, 2).is_err());
