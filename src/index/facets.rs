@@ -178,20 +178,22 @@ impl Facets {
         };
         for (name, filter) in filters {
             let by_value = lists.of.get(name);
-            let list = |v: &String| by_value.and_then(|b| b.get(v)).unwrap_or(&empty);
-            if !filter.any.is_empty() {
-                let mut any = vec![false; count];
-                for &p in filter.any.iter().flat_map(list) {
-                    any[p as usize] = true;
+            // The partitions of any of `values`.
+            let of_any = |values: &[String]| {
+                let mut hit = vec![false; count];
+                for &p in values
+                    .iter()
+                    .flat_map(|v| by_value.and_then(|b| b.get(v)).unwrap_or(&empty))
+                {
+                    hit[p as usize] = true;
                 }
-                keep(any);
+                hit
+            };
+            if !filter.any.is_empty() {
+                keep(of_any(&filter.any));
             }
             for v in &filter.all {
-                let mut has = vec![false; count];
-                for &p in list(v) {
-                    has[p as usize] = true;
-                }
-                keep(has);
+                keep(of_any(std::slice::from_ref(v)));
             }
         }
         let allowed = allowed?;

@@ -256,16 +256,17 @@ impl Stages<'_> {
         let Some(first) = self.first_probe() else {
             return Step::Done(None);
         };
-        let probed = self.store.probed(vector, first);
-        if self.options.filters.is_empty() || self.options.vector_search == VectorSearch::Exact {
-            return Step::Done(probed);
-        }
+        // With the facets' lists, only the partitions that may hold pages that pass.
         let passing_order = self.passing_order(vector);
-        if passing_order.is_none() && !matches!(probed, Some(Probe::These(_))) {
-            return Step::Done(probed);
+        let restricted = passing_order.is_some();
+        if !restricted {
+            let probed = self.store.probed(vector, first);
+            if self.options.filters.is_empty() || !matches!(probed, Some(Probe::These(_))) {
+                return Step::Done(probed);
+            }
         }
         let Some(order) = passing_order.or_else(|| self.store.nearest_partitions(vector)) else {
-            return Step::Done(probed);
+            return Step::Done(None);
         };
         let per_partition = self.store.manifest().files.vectors.codes.chunks_per_file.max(1);
         let target = self.probe().saturating_mul(per_partition);
@@ -297,9 +298,13 @@ impl Stages<'_> {
         if !need.is_empty() {
             return Step::Need(need);
         }
-        Step::Done(Some(match self.passing_partitions() {
-            Some(passing) => Probe::These(passing),
-            None => Probe::All,
+        Step::Done(Some(match restricted {
+            true => {
+                let mut these = order;
+                these.sort_unstable();
+                Probe::These(these)
+            }
+            false => Probe::All,
         }))
     }
 
