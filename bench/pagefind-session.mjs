@@ -13,6 +13,10 @@
 // Playwright types); the time after the last keystroke is reported beside the total.
 // SESSION_PAUSE_MS=<ms> is the pause after each query's results (default 1000);
 // SESSION_ENGINES="sextant" runs one engine only (default: sextant pagefind).
+// A site named in FILTERED (python-sections: bench/sectioned-site.py's copy of the Python docs)
+// is searched with a filter: after the first query's results the visitor ticks one value in the
+// engine's filter panel and keeps it for the other nine queries; what the tick fetches is a row
+// of its own.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -58,6 +62,11 @@ const QUERIES = {
     'rate limits',
     'hybrid search',
   ],
+};
+// Sites searched with a filter ticked after the first query: the queries of `queries`, then
+// `name: value` ticked in the UI's panel.
+const FILTERED = {
+  'python-sections': { queries: 'python', name: 'section', value: 'library' },
 };
 const CONNECTIONS = [
   ['loopback', null],
@@ -226,7 +235,29 @@ function armWatcher({ engine, query }) {
   observer.observe(document.documentElement, { subtree: true, childList: true, attributes: true, characterData: true });
 }
 
-async function session(site, engine, queries, conditions) {
+/**
+ * Ticks `value` of filter `name` in the engine's panel as a visitor would (opening Pagefind's
+ * collapsed filter block first), then waits until the UI has fetched what it needs: no request for
+ * 1.5 s. Returns the milliseconds from the click to that quiet.
+ */
+async function tick(page, server, engine, { name, value }) {
+  const started = performance.now();
+  if (engine.startsWith('sextant')) {
+    await page.locator(`.sextant-filters input[data-filter="${name}"][data-value="${value}"]`).check();
+  } else {
+    const box = page.locator(`input.pagefind-ui__filter-checkbox[id="${name}-${value}"]`);
+    if (!(await box.isVisible())) await page.locator('.pagefind-ui__filter-name', { hasText: name }).click();
+    await box.check();
+  }
+  let last = performance.now();
+  for (let seen = server.log.length; performance.now() - last < 1500; ) {
+    await new Promise((r) => setTimeout(r, 100));
+    if (server.log.length !== seen) [seen, last] = [server.log.length, performance.now()];
+  }
+  return Math.round(last - started);
+}
+
+async function session(site, engine, queries, conditions, filter) {
   writeFileSync(path.join(site, 'bench-probe.bin'), randomBytes(PROBE_BYTES));
   writeFileSync(path.join(site, 'bench-probe-worker.js'), PROBE_WORKER);
   const server = await startStaticServer(site, { gzip: true });
@@ -271,6 +302,12 @@ async function session(site, engine, queries, conditions) {
         bytes: sumBytes(engine, [...server.log.slice(mark, end), ...embedded]),
       });
       mark = end;
+      if (i === 0 && filter) {
+        const quiet = await tick(page, server, engine, filter);
+        const ticked = server.log.length;
+        results.push({ query: `(tick ${filter.name}: ${filter.value})`, tick: true, results: null, ms: quiet, bytes: sumBytes(engine, [...server.log.slice(mark, ticked), ...(embed ? embed.log.splice(0) : [])]) });
+        mark = ticked;
+      }
     }
     const seconds = (performance.now() - started) / 1000;
     // Whatever the UI still fetches after the last result (prefetches, fragments) counts too.
@@ -309,7 +346,8 @@ const ms = (x) => `${Math.round(x).toLocaleString('en-US')} ms`;
 const report = [];
 for (const arg of siteArgs) {
   const [name, dir] = arg.split('=');
-  const queries = QUERIES[name] ?? QUERIES.demo;
+  const filter = FILTERED[name];
+  const queries = QUERIES[filter?.queries ?? name] ?? QUERIES.demo;
   // name=SEXTANT_SITE,PAGEFIND_SITE: two sites already indexed, one by each engine.
   const [sxDir, pfDir] = dir.split(',');
   const sites = pfDir ? prebuiltSites(name, sxDir, pfDir) : prepareSites(name, dir, sextantBin);
@@ -317,7 +355,7 @@ for (const arg of siteArgs) {
     for (const engine of RUN_ENGINES) {
       for (const [connection, conditions] of CONNECTIONS) {
         console.error(`session: ${name} ${engine} ${connection}`);
-        const run = await session(sites[engine].site, engine, queries, conditions);
+        const run = await session(sites[engine].site, engine, queries, conditions, filter);
         report.push({ site: name, engine, connection, ...run });
         if (conditions) {
           // The probe's 1 MB cannot arrive faster than the emulated link, from the page or a worker.
@@ -341,11 +379,14 @@ console.log(JSON.stringify(report, null, 1));
 for (const name of [...new Set(report.map((r) => r.site))]) {
   const runs = report.filter((r) => r.site === name);
   const typing = TYPING_MS > 0;
-  console.log(`\n### ${name}: ${runs[0].results.length}-query session${typing ? ` (typing ${TYPING_MS} ms a key; after the last keystroke in brackets)` : ''}\n`);
+  const filter = FILTERED[name];
+  const asked = runs[0].results.filter((x) => !x.tick).length;
+  const ticked = filter ? `, \`${filter.name}: ${filter.value}\` ticked after the first` : '';
+  console.log(`\n### ${name}: ${asked}-query session${ticked}${typing ? ` (typing ${TYPING_MS} ms a key; after the last keystroke in brackets)` : ''}\n`);
   console.log('| engine | connection | query 1: first result | queries 2–10: median | index | wasm | model | code | total |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of runs) {
-    const later = r.results.slice(1);
+    const later = r.results.slice(1).filter((x) => !x.tick);
     const q1 = ms(r.results[0].ms) + (typing ? ` (${ms(r.results[0].after_typing_ms)})` : '');
     const rest = ms(median(later.map((x) => x.ms))) + (typing ? ` (${ms(median(later.map((x) => x.after_typing_ms)))})` : '');
     const b = r.session;
@@ -359,6 +400,7 @@ for (const name of [...new Set(report.map((r) => r.site))]) {
     const cells = runs.map((r) => {
       const x = r.results[i];
       const mode = x.first_mode ? ` · ${x.first_mode === x.mode ? x.mode : `${x.first_mode}→${x.mode}`}` : '';
+      if (x.tick) return `quiet after ${ms(x.ms)} / ${size(x.bytes.total)}`;
       return `${ms(x.ms)} / ${size(x.bytes.total)}${mode}${x.results === 0 ? ' (no results)' : ''}`;
     });
     console.log(`| ${q.query} | ${cells.join(' | ')} |`);
