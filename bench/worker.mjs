@@ -92,6 +92,8 @@ for (const files of FILES) {
           max_index_bytes: health.max_index_bytes,
           ...(worker.pid ? { workerd_rss_mb: { start: rssStart / 1e6, loaded: rss(worker.pid) / 1e6 } } : {}),
           index_read: { files: health.index_files_read, mb: health.index_bytes_read / 1e6, of: indexTotal },
+          // What the bound counts, held after the queries (every base's).
+          index_held_mb: health.bases.reduce((n, b) => n + (b.index_bytes_held ?? 0), 0) / 1e6,
           chunks: health.chunks,
         }),
       );

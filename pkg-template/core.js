@@ -354,6 +354,12 @@ export function makeApi(wasm, initialise) {
     }
 
     /** Whether a model is attached. */
+    /** Bytes of the index files held that `max_index_bytes` bounds (shards, fragments, codes,
+     * vector blocks); the manifest, norms, centroids and facets are held besides. */
+    get heldBytes() {
+      return this.#engine.heldBytes();
+    }
+
     get hasModel() {
       return this.#engine.hasModel();
     }
@@ -674,7 +680,7 @@ export function makeApi(wasm, initialise) {
           return { base, loaded: false, code, message };
         }
         const m = sextant.manifest();
-        return { base, loaded: true, documents: m.counts.documents, chunks: m.counts.chunks, has_model: sextant.hasModel, model: { sha256: m.model.sha256, dims: m.model.dims }, format: m.format };
+        return { base, loaded: true, documents: m.counts.documents, chunks: m.counts.chunks, has_model: sextant.hasModel, index_bytes_held: sextant.heldBytes, model: { sha256: m.model.sha256, dims: m.model.dims }, format: m.format };
       });
     }
 

@@ -588,6 +588,8 @@ export class Sextant {
   loadReranker(options: { model: Source; tokenizer: Source; max_tokens?: number; on_progress?: (p: Progress) => void; fetch?: typeof fetch }): Promise<void>;
   /** Whether a model is attached (dense and hybrid search, framing, ask). */
   readonly hasModel: boolean;
+  /** Bytes of index files held that `max_index_bytes` bounds (keyword shards, fragments, codes, vector blocks). */
+  readonly heldBytes: number;
   /** Where this engine's spans go (`otlp` at load), or null. */
   readonly otlp: OtlpExporter | null;
   /** Fetches every file of a split index not fetched yet (for offline use). */
@@ -675,7 +677,7 @@ export interface BaseChoice {
 }
 
 export type BaseInfo =
-  | { base: string; loaded: true; documents: number; chunks: number; has_model: boolean; model: { sha256: string; dims: number }; format: { major: number; minor: number } }
+  | { base: string; loaded: true; documents: number; chunks: number; has_model: boolean; index_bytes_held: number; model: { sha256: string; dims: number }; format: { major: number; minor: number } }
   | { base: string; loaded: false; code: ErrorCode; message: string };
 
 /** Several knowledge bases built with the same model, searched alone or together. */

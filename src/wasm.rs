@@ -373,6 +373,13 @@ impl Engine {
         self.inner.trim(max) as u32
     }
 
+    /// `heldBytes()`: bytes of the index files `trim` may let go that are held now (keyword
+    /// shards, fragments, code files, vector blocks).
+    #[wasm_bindgen(js_name = heldBytes)]
+    pub fn held_bytes(&self) -> f64 {
+        self.inner.held_bytes() as f64
+    }
+
     /// `loadModel(model, tokenizer, {weights?})`: attaches the index's model (digests checked
     /// first). `weights: "f32"` multiplies in f32, as the CLI does, for more memory and time.
     #[cfg(feature = "encoder")]

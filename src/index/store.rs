@@ -125,8 +125,12 @@ fn check_block(block_of: &HashMap<u32, u32>, b: usize, block: &BlockFile) -> Res
     }
 }
 
-/// A file a query may touch (keyword shard, fragment, vector block), with its size and the
-/// query that last used it, so [`IndexStore::trim`] can let go of the least recently used.
+/// What a chunk's entry in [`IndexStore`]'s block map costs, counted with its code file.
+const BLOCK_ENTRY_BYTES: usize = 2 * std::mem::size_of::<u32>();
+
+/// A file a query may touch (keyword shard, fragment, code file, vector block), with its size
+/// and the query that last used it, so [`IndexStore::trim`] can let go of the least recently
+/// used.
 #[derive(Debug)]
 struct Held<T> {
     value: T,
@@ -169,10 +173,10 @@ pub struct IndexStore {
     keyword: HashMap<usize, Held<TermTable>>,
     fragments: HashMap<usize, Held<Fragment>>,
     meta: Option<VectorMeta>,
-    codes: HashMap<usize, CodeFile>,
-    /// Once every code file is added: the vector block of each chunk.
-    /// The vector block of each chunk whose code file is added (a map: what it holds is
-    /// bounded by the code files' bytes, not by the count the manifest claims).
+    codes: HashMap<usize, Held<CodeFile>>,
+    /// The vector block of each chunk whose code file is held (a map: what it holds is bounded
+    /// by the code files' bytes, not by the count the manifest claims; a code file let go takes
+    /// its chunks' entries with it).
     block_of: HashMap<u32, u32>,
     /// The centroids of the code files (partitions), once added (indexes that have them).
     centroids: Option<BlockFile>,
@@ -291,17 +295,20 @@ impl IndexStore {
         self.clock.load(Ordering::Relaxed)
     }
 
-    /// Bytes of the keyword shards, fragments and vector blocks held.
+    /// Bytes of the keyword shards, fragments, code files (with their chunks' entries in the
+    /// block map) and vector blocks held.
     pub fn held_bytes(&self) -> usize {
         self.keyword.values().map(|h| h.bytes).sum::<usize>()
             + self.fragments.values().map(|h| h.bytes).sum::<usize>()
+            + self.codes.values().map(|h| h.bytes).sum::<usize>()
             + self.blocks.values().map(|h| h.bytes).sum::<usize>()
     }
 
-    /// Lets go of the least recently used keyword shards, fragments and vector blocks until those
-    /// held take at most `max_bytes`, keeping the ones the latest query used (a later query that
-    /// needs a dropped file asks for it again). The norms, calibration and codes stay. Returns how
-    /// many files were dropped. Only for split indexes, whose files can be fetched again.
+    /// Lets go of the least recently used keyword shards, fragments, code files and vector blocks
+    /// until those held take at most `max_bytes`, keeping the ones the latest query used (a later
+    /// query that needs a dropped file asks for it again). The norms, calibration, centroids,
+    /// facets and directory pages stay. Returns how many files were dropped. Only for split
+    /// indexes, whose files can be fetched again.
     pub fn trim(&mut self, max_bytes: usize) -> usize {
         let mut held = self.held_bytes();
         if held <= max_bytes {
@@ -320,6 +327,7 @@ impl IndexStore {
             .iter()
             .for_each(|(i, h)| collect(1, &h.used, *i, h.bytes));
         self.blocks.iter().for_each(|(i, h)| collect(2, &h.used, *i, h.bytes));
+        self.codes.iter().for_each(|(i, h)| collect(3, &h.used, *i, h.bytes));
         candidates.sort_unstable();
         let mut dropped = 0;
         for (_, kind, i, bytes) in candidates {
@@ -329,7 +337,13 @@ impl IndexStore {
             match kind {
                 0 => self.keyword.remove(&i).map(|_| ()),
                 1 => self.fragments.remove(&i).map(|_| ()),
-                _ => self.blocks.remove(&i).map(|_| ()),
+                2 => self.blocks.remove(&i).map(|_| ()),
+                _ => self.codes.remove(&i).map(|file| {
+                    // Its chunks' blocks are known again when it is added again.
+                    for chunk in &file.value.chunks {
+                        self.block_of.remove(chunk);
+                    }
+                }),
             };
             held -= bytes;
             dropped += 1;
@@ -468,7 +482,10 @@ impl IndexStore {
                         )));
                     }
                     self.map_blocks(i, &file).map_err(bad)?;
-                    self.codes.insert(i, file);
+                    // Held with its chunks' entries in the block map, which go with it.
+                    let held = bytes.len() + file.chunks.len() * BLOCK_ENTRY_BYTES;
+                    self.codes
+                        .insert(i, Held::new(file, held, self.clock.load(Ordering::Relaxed)));
                     for (b, block) in &self.blocks {
                         if self.block_checkable(*b) {
                             check_block(&self.block_of, *b, &block.value).map_err(bad)?;
@@ -664,9 +681,10 @@ impl IndexStore {
 
     /// Every chunk's binary code, in chunk order (once every code file is added).
     pub fn codes(&self) -> impl Iterator<Item = (u32, &[u8], f32)> {
+        let now = self.now();
         (0..self.runs.codes.len())
-            .filter_map(|i| self.codes.get(&i))
-            .flat_map(CodeFile::iter)
+            .filter_map(move |i| self.codes.get(&i))
+            .flat_map(move |h| h.get(now).iter())
     }
 
     /// Records the vector block of each chunk of code file `i` (its entries are at positions
@@ -752,10 +770,11 @@ impl IndexStore {
             }
             Probe::These(these) => these.clone(),
         };
+        let now = self.now();
         partitions
             .into_iter()
             .filter_map(|i| self.codes.get(&i))
-            .flat_map(CodeFile::iter)
+            .flat_map(move |h| h.get(now).iter())
     }
 
     /// The vector blocks holding `chunks` that are not added yet (of the chunks whose code file

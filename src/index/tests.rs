@@ -839,8 +839,10 @@ fn trimming_drops_the_least_recently_used_files_and_keeps_the_last_querys() {
     let all = store.held_bytes();
     assert!(all > 0);
     assert_eq!(store.trim(all), 0, "within the limit: nothing dropped");
-    // A "query" that uses chunk 5's fragment and vector block.
+    // A "query" that reads every code (as an exact search does), chunk 5's fragment and its
+    // vector block.
     store.begin_query();
+    assert_eq!(store.codes().count(), 64);
     assert!(store.fragment(5).is_some());
     assert!(store.dot(5, &vectors[5]).is_some());
     let dropped = store.trim(0);
@@ -849,11 +851,66 @@ fn trimming_drops_the_least_recently_used_files_and_keeps_the_last_querys() {
     assert!(store.dot(5, &vectors[5]).is_some(), "and its block");
     assert!(store.fragment(60).is_none(), "others go");
     assert_eq!(store.fragment_needs([60]).len(), 1, "and are asked for again");
-    assert!(store.norms().is_some() && store.meta().is_some() && store.codes().count() == 64);
+    assert!(store.norms().is_some() && store.meta().is_some());
+    assert!(store.held_bytes() < all);
     // Added again, a dropped file is usable again.
     let name = &store.fragment_needs([60])[0].clone();
     store.add(name, bytes_of(&built, name)).unwrap();
     assert!(store.fragment(60).is_some());
+}
+
+#[test]
+fn trimming_lets_code_files_go_and_a_query_reads_them_again() {
+    let (texts, vectors, _) = clustered(9, 64, 4);
+    let layout = Layout {
+        code_file_chunks: 8,
+        ..Layout::default()
+    };
+    let built = build(&texts, &vectors, 4, layout);
+    let mut store = full_store(&built);
+    let partitions = built.manifest.files.vectors.codes.objects(64);
+    assert!(partitions > 2, "{partitions} code files");
+    // A "query" that probes the partition nearest chunk 5's vector, and scores a chunk of it.
+    store.begin_query();
+    let Some(Probe::These(probed)) = store.probed(&vectors[5], 1) else {
+        panic!("one partition probed")
+    };
+    let read: Vec<u32> = store.codes_in(&Probe::These(probed.clone())).map(|(c, ..)| c).collect();
+    let c = read[0];
+    assert!(store.dot(c, &vectors[c as usize]).is_some());
+    store.trim(0);
+    // The probed code file stays with its chunks' blocks; every other goes, with its entries in
+    // the block map, and is asked for again.
+    assert!(
+        store.partition_needs(&probed).is_empty(),
+        "the last query's code file stays"
+    );
+    assert!(
+        store.dot(c, &vectors[c as usize]).is_some(),
+        "and its chunk's block and place in it"
+    );
+    let others: Vec<usize> = (0..partitions).filter(|p| !probed.contains(p)).collect();
+    let needs = store.partition_needs(&others);
+    assert_eq!(needs.len(), others.len(), "every other code file is let go: {needs:?}");
+    let elsewhere = (0..64u32).find(|c| !read.contains(c)).unwrap();
+    assert!(store.dot(elsewhere, &vectors[elsewhere as usize]).is_none());
+    assert_eq!(
+        store.codes_in(&Probe::All).count(),
+        read.len(),
+        "only the held codes are read"
+    );
+    // Read again, the codes are whole again and each chunk has its block: an exact search over
+    // every code sees all 64 chunks, each once.
+    for name in store.code_needs(None, 0) {
+        store.add(&name, bytes_of(&built, &name)).unwrap();
+    }
+    let mut chunks: Vec<u32> = store.codes().map(|(c, ..)| c).collect();
+    chunks.sort_unstable();
+    assert_eq!(chunks, (0..64).collect::<Vec<_>>());
+    for name in store.block_needs(0..64) {
+        store.add(&name, bytes_of(&built, &name)).unwrap();
+    }
+    assert!((0..64u32).all(|c| store.dot(c, &vectors[c as usize]).is_some()));
 }
 
 #[test]

@@ -201,11 +201,16 @@ impl Engine {
     }
 
     /// Bounds the memory of a split index: lets go of the least recently used keyword shards,
-    /// fragments and vector blocks until those held take at most `max_bytes`, keeping what the
+    /// fragments, code files and vector blocks until those held take at most `max_bytes`, keeping what the
     /// last query used (see [`IndexStore::trim`]). Returns how many files were dropped; a later
     /// query that needs one answers `Need` for it again.
     pub fn trim(&mut self, max_bytes: usize) -> usize {
         self.store.trim(max_bytes)
+    }
+
+    /// Bytes of the files [`Engine::trim`] may let go that are held now.
+    pub fn held_bytes(&self) -> usize {
+        self.store.held_bytes()
     }
 
     /// Loads the index's model from the bytes of `model.onnx` and `tokenizer.json` and attaches

@@ -212,8 +212,32 @@ test('max_index_bytes lets go of the least recently used files, which later quer
   const counts = new Map();
   for (const name of fetched(start).filter((n) => /^(kw|frag)\./.test(n))) counts.set(name, (counts.get(name) ?? 0) + 1);
   assert.ok([...counts.values()].some((n) => n >= 3), 'no file was fetched again after being let go');
+  assert.ok(bounded.heldBytes > 0 && bounded.heldBytes < unbounded.heldBytes, `held ${bounded.heldBytes} bounded, ${unbounded.heldBytes} not`);
   // A packed index holds every file and is never trimmed.
   await assert.rejects(api.Sextant.load({ index: indexUrl(), max_index_bytes: -1 }), (e) => e.code === 'BAD_ARGUMENT' && /max_index_bytes/.test(e.message));
+  bounded.free();
+  unbounded.free();
+});
+
+test('max_index_bytes covers the binary codes: a keyword query lets them go, the next hybrid one reads them again', async () => {
+  const unbounded = await api.Sextant.load({ index: indexUrl(), model, tokenizer });
+  const bounded = await api.Sextant.load({ index: indexUrl(), model, tokenizer, max_index_bytes: 0 });
+  const start = server.log.length;
+  const steps = [['what stops prompt injection', 'hybrid'], ['bundle checksums', 'keyword'], ['what stops prompt injection', 'hybrid']];
+  const held = [];
+  for (const [q, mode] of steps) {
+    const a = await bounded.search(q, { mode, k: 5 });
+    const b = await unbounded.search(q, { mode, k: 5 });
+    assert.deepEqual(a.results.map((r) => r.chunk_id), b.results.map((r) => r.chunk_id), `${mode}: ${q}`);
+    held.push(bounded.heldBytes);
+  }
+  // The keyword query held no codes or blocks, so it holds less than the hybrid one before it;
+  // the unbounded engine fetched each code file once, the bounded one twice.
+  assert.ok(held[1] < held[0], `held after each query: ${held}`);
+  const codes = fetched(start).filter((n) => n.startsWith('codes.'));
+  const times = new Map();
+  for (const name of codes) times.set(name, (times.get(name) ?? 0) + 1);
+  assert.ok(times.size > 0 && [...times.values()].every((n) => n === 3), `code files fetched: ${JSON.stringify([...times])}`);
   bounded.free();
   unbounded.free();
 });

@@ -96,6 +96,8 @@ test('assets load lazily on the first request, and memory stays well under 128 M
   // less than half the index's bytes, whatever the number of reads.
   assert.ok(loaded.index_files_read > 0, `${loaded.index_files_read} reads`);
   assert.ok(loaded.index_bytes_read < total / 2, `${loaded.index_bytes_read} bytes read`);
+  // What the memory bound counts is held, within the bound (24 MB by default).
+  assert.ok(loaded.bases[0].index_bytes_held > 0 && loaded.bases[0].index_bytes_held <= loaded.max_index_bytes, `${loaded.bases[0].index_bytes_held} bytes held`);
 });
 
 test('/search gives the native CLI top 10 for Cranfield queries', async () => {
