@@ -470,6 +470,7 @@ impl IndexStore {
                     }
                     let run = &self.manifest.files.vectors.codes;
                     let count = run.count(i, chunks);
+                    let per_file = run.chunks_per_file.max(1);
                     let file = CodeFile::from_bytes(bytes, count, dims, chunks).map_err(|e| bad(e.to_string()))?;
                     // Codes with factors and without would score on two scales: every file is
                     // of the kind the manifest says.
@@ -486,9 +487,16 @@ impl IndexStore {
                     let held = bytes.len() + file.chunks.len() * BLOCK_ENTRY_BYTES;
                     self.codes
                         .insert(i, Held::new(file, held, self.clock.load(Ordering::Relaxed)));
-                    for (b, block) in &self.blocks {
-                        if self.block_checkable(*b) {
-                            check_block(&self.block_of, *b, &block.value).map_err(bad)?;
+                    // Only blocks holding positions of this file can have become checkable (a
+                    // file let go and read again is checked against the blocks held again).
+                    let per_block = self.manifest.files.vectors.blocks.chunks_per_file.max(1);
+                    let first = i.saturating_mul(per_file);
+                    let end = first.saturating_add(count).min(chunks);
+                    for b in first / per_block..end.div_ceil(per_block) {
+                        if let Some(block) = self.blocks.get(&b) {
+                            if self.block_checkable(b) {
+                                check_block(&self.block_of, b, &block.value).map_err(bad)?;
+                            }
                         }
                     }
                 }
