@@ -238,9 +238,9 @@ function armWatcher({ engine, query }) {
 /**
  * Ticks `value` of filter `name` in the engine's panel as a visitor would (opening Pagefind's
  * collapsed filter block first), then waits until the UI has fetched what it needs: no request for
- * 1.5 s. Returns the milliseconds from the click to that quiet.
+ * 1.5 s. Returns the milliseconds from the click to the last request before that quiet.
  */
-async function tick(page, server, engine, { name, value }) {
+async function tick(page, requests, engine, { name, value }) {
   const started = performance.now();
   if (engine.startsWith('sextant')) {
     await page.locator(`.sextant-filters input[data-filter="${name}"][data-value="${value}"]`).check();
@@ -250,9 +250,9 @@ async function tick(page, server, engine, { name, value }) {
     await box.check();
   }
   let last = performance.now();
-  for (let seen = server.log.length; performance.now() - last < 1500; ) {
+  for (let seen = requests(); performance.now() - last < 1500; ) {
     await new Promise((r) => setTimeout(r, 100));
-    if (server.log.length !== seen) [seen, last] = [server.log.length, performance.now()];
+    if (requests() !== seen) [seen, last] = [requests(), performance.now()];
   }
   return Math.round(last - started);
 }
@@ -303,7 +303,7 @@ async function session(site, engine, queries, conditions, filter) {
       });
       mark = end;
       if (i === 0 && filter) {
-        const quiet = await tick(page, server, engine, filter);
+        const quiet = await tick(page, () => logOf().length, engine, filter);
         const ticked = server.log.length;
         results.push({ query: `(tick ${filter.name}: ${filter.value})`, tick: true, results: null, ms: quiet, bytes: sumBytes(engine, [...server.log.slice(mark, ticked), ...(embed ? embed.log.splice(0) : [])]) });
         mark = ticked;

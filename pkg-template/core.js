@@ -353,13 +353,14 @@ export function makeApi(wasm, initialise) {
       return this.#modelFiles ? new WithModelFiles(this.#files, this.#modelFiles.files, this.#modelFiles.rows) : this.#files;
     }
 
-    /** Whether a model is attached. */
-    /** Bytes of the index files held that `max_index_bytes` bounds (shards, fragments, codes,
-     * vector blocks); the manifest, norms, centroids and facets are held besides. */
+    /** Bytes of the index files held that `max_index_bytes` bounds (keyword shards, fragments,
+     * binary codes, vector blocks, as decoded); the manifest, norms, centroids, facets and the
+     * directory pages read are held besides. */
     get heldBytes() {
       return this.#engine.heldBytes();
     }
 
+    /** Whether a model is attached. */
     get hasModel() {
       return this.#engine.hasModel();
     }
@@ -671,7 +672,7 @@ export function makeApi(wasm, initialise) {
       return this.#bases.get(name);
     }
 
-    /** Each base: {base, loaded, documents, chunks, model, format} or {base, loaded: false, code, message}. */
+    /** Each base: {base, loaded, documents, chunks, has_model, index_bytes_held, model, format} or {base, loaded: false, code, message}. */
     describe() {
       return this.#names.map((base) => {
         const sextant = this.#bases.get(base);

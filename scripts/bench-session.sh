@@ -2,10 +2,11 @@
 # sextant against Pagefind over a 10-query visitor session (bench/pagefind-session.mjs): each
 # engine's drop-in UI in headless Chromium, gzip-compressed like a real host, on loopback and on
 # an emulated phone connection (10 Mbit/s down, 5 up, 40 ms). Sites: the demo docs and Python
-# 3.11's HTML documentation (Debian's python3.11-doc), and the same docs with a `section` filter on
-# every page (bench/sectioned-site.py), searched with `section: library` ticked after the first query.
+# 3.11's HTML documentation (Debian's python3.11-doc); on request (SESSION_SITES), python-sections:
+# the same docs with a `section` filter on every page (bench/sectioned-site.py), searched with
+# `section: library` ticked after the first query.
 # Usage: scripts/bench-session.sh   (release CLI; for BENCHMARKS.md)
-#   SESSION_SITES="demo"            only some of the sites (default: demo python; python-sections too)
+#   SESSION_SITES="demo"            the sites to run (default: demo python; also python-sections)
 #   SESSION_SEXTANT=path/to/sextant  use this CLI instead of building the release one
 #   SESSION_TYPING_MS=100           a delay between keystrokes (default 0)
 set -euo pipefail

@@ -125,8 +125,10 @@ fn check_block(block_of: &HashMap<u32, u32>, b: usize, block: &BlockFile) -> Res
     }
 }
 
-/// What a chunk's entry in [`IndexStore`]'s block map costs, counted with its code file.
-const BLOCK_ENTRY_BYTES: usize = 2 * std::mem::size_of::<u32>();
+/// What a chunk's entry in [`IndexStore`]'s block map costs, counted with its code file: the
+/// two numbers, the table's control byte and its share of the table's spare room (a table is
+/// at most 7/8 full, and shrunk when trimming leaves it a quarter full).
+const BLOCK_ENTRY_BYTES: usize = 16;
 
 /// A file a query may touch (keyword shard, fragment, code file, vector block), with its size
 /// and the query that last used it, so [`IndexStore::trim`] can let go of the least recently
@@ -347,6 +349,10 @@ impl IndexStore {
             };
             held -= bytes;
             dropped += 1;
+        }
+        // A map emptied by trimming keeps its table: give the room back.
+        if self.block_of.len() <= self.block_of.capacity() / 4 {
+            self.block_of.shrink_to_fit();
         }
         dropped
     }
