@@ -245,7 +245,7 @@ pub fn build_index(
     let chunked = chunk_documents(documents, config, &embedder)?;
     let (vectors, stats) = embed_chunks(&chunked, &embedder, cache_dir, &|_| true)?;
     let assembling = busy("assembling the index");
-    let built = indexer::assemble_owned(documents, chunked, vectors, embedder.spec(), config)?;
+    let built = indexer::assemble_owned(documents, chunked, vectors, embedder.spec(), config, &Rayon)?;
     assembling.finish_and_clear();
     Ok((built, stats))
 }

@@ -358,7 +358,14 @@ pub fn merge_index(
     }
     let chunks = chunked.keys.len();
     let assembling = crate::indexing::busy("assembling the index");
-    let built = assemble_owned(documents, chunked, vectors, embedder.spec(), config)?;
+    let built = assemble_owned(
+        documents,
+        chunked,
+        vectors,
+        embedder.spec(),
+        config,
+        &crate::indexing::Rayon,
+    )?;
     assembling.finish_and_clear();
     let stats = BuildStats {
         chunks,

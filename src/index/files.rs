@@ -671,11 +671,14 @@ impl BlockFile {
     }
 }
 
+#[cfg(feature = "collection")]
 /// Rounds of balanced k-means in [`partition_order`] at most (it stops when no chunk moves).
 const PARTITION_ROUNDS: usize = 8;
+#[cfg(feature = "collection")]
 /// The nearest partitions each chunk asks for in a round of [`partition_order`], best first; a
 /// chunk all of whose are full goes to the nearest with room.
 const PARTITION_CHOICES: usize = 4;
+#[cfg(feature = "collection")]
 /// The partitions a chunk is compared with in a round of [`partition_order`]: those whose
 /// centroids are nearest its own partition's (itself included), so a round costs chunks × this
 /// many dot products however many partitions there are (every one when there are no more).
@@ -690,9 +693,28 @@ const PARTITION_NEIGHBOURS: usize = 32;
 /// [`PARTITION_ROUNDS`] rounds. Within a partition chunks keep
 /// their cluster order, so a vector block (a multiple of which a partition is) still holds similar
 /// vectors. Deterministic: sums in one order, ties broken by partition and chunk number. With one
-/// partition, the cluster order itself.
+/// partition, the cluster order itself. One thread ([`partition_order_on`] takes a pool).
+#[cfg(feature = "collection")]
 pub fn partition_order(vectors: &[Vec<f32>], dims: usize, part: usize, leaf: usize) -> Vec<u32> {
-    let order = cluster_order(vectors, dims, leaf);
+    partition_order_on(vectors, dims, part, leaf, &crate::indexer::OneThread)
+}
+
+/// Chunks a job of [`partition_order_on`] scores against their partitions' neighbours.
+#[cfg(feature = "collection")]
+const PARTITION_JOB_CHUNKS: usize = 1024;
+
+/// [`partition_order`] with its independent work on `executor`: the cluster order's nodes of a
+/// level, each partition's nearest partitions, and the chunks' scores against them. Every job
+/// sums in the order one thread does, so the order is the same on any executor.
+#[cfg(feature = "collection")]
+pub fn partition_order_on(
+    vectors: &[Vec<f32>],
+    dims: usize,
+    part: usize,
+    leaf: usize,
+    executor: &impl crate::indexer::Executor,
+) -> Vec<u32> {
+    let order = cluster_order_on(vectors, dims, leaf, executor);
     let n = order.len();
     let part = part.max(1);
     let count = n.div_ceil(part);
@@ -723,29 +745,32 @@ pub fn partition_order(vectors: &[Vec<f32>], dims: usize, part: usize, leaf: usi
             .collect();
         let choices = PARTITION_CHOICES.min(count);
         // Each partition's nearest partitions by centroid, best first (itself among them).
-        let neighbours: Vec<Vec<u32>> = centroids
-            .iter()
-            .map(|m| {
-                let mut near: Vec<(f32, u32)> = centroids
-                    .iter()
-                    .enumerate()
-                    .map(|(p, o)| (dot(m, o), p as u32))
-                    .collect();
-                near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-                near.truncate(PARTITION_NEIGHBOURS);
-                near.into_iter().map(|(_, p)| p).collect()
-            })
-            .collect();
-        // (score, chunk, partition): each chunk's nearest partitions.
-        let mut pairs: Vec<(f32, u32, u32)> = Vec::with_capacity(n * choices);
-        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(count.min(PARTITION_NEIGHBOURS));
-        for (c, v) in vectors.iter().enumerate() {
-            scored.clear();
-            let near = &neighbours[assigned[c]];
-            scored.extend(near.iter().map(|&p| (dot(v, &centroids[p as usize]), p)));
-            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            pairs.extend(scored.iter().take(choices).map(|&(score, p)| (score, c as u32, p)));
-        }
+        let neighbours: Vec<Vec<u32>> = executor.map(count, &|m| {
+            let mut near: Vec<(f32, u32)> = centroids
+                .iter()
+                .enumerate()
+                .map(|(p, o)| (dot(&centroids[m], o), p as u32))
+                .collect();
+            near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            near.truncate(PARTITION_NEIGHBOURS);
+            near.into_iter().map(|(_, p)| p).collect()
+        });
+        // (score, chunk, partition): each chunk's nearest partitions, a job a run of chunks.
+        let jobs = n.div_ceil(PARTITION_JOB_CHUNKS);
+        let scored_runs: Vec<Vec<(f32, u32, u32)>> = executor.map(jobs, &|j| {
+            let chunks = j * PARTITION_JOB_CHUNKS..((j + 1) * PARTITION_JOB_CHUNKS).min(n);
+            let mut pairs = Vec::with_capacity(chunks.len() * choices);
+            let mut scored: Vec<(f32, u32)> = Vec::with_capacity(count.min(PARTITION_NEIGHBOURS));
+            for c in chunks {
+                scored.clear();
+                let near = &neighbours[assigned[c]];
+                scored.extend(near.iter().map(|&p| (dot(&vectors[c], &centroids[p as usize]), p)));
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                pairs.extend(scored.iter().take(choices).map(|&(score, p)| (score, c as u32, p)));
+            }
+            pairs
+        });
+        let mut pairs: Vec<(f32, u32, u32)> = scored_runs.concat();
         pairs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         let mut next = vec![usize::MAX; n];
         let mut room = capacity.clone();
@@ -789,63 +814,93 @@ pub fn partition_order(vectors: &[Vec<f32>], dims: usize, part: usize, leaf: usi
 /// Chunks in cluster order: a balanced binary tree cut along each node's principal direction,
 /// down to leaves of at most `leaf` chunks aligned on multiples of `leaf`, so that a vector block
 /// holds similar vectors and a query's candidates fall in few blocks. Deterministic (fixed
-/// starting direction, ties broken by chunk number).
+/// starting direction, ties broken by chunk number). One thread.
+#[cfg(feature = "collection")]
 pub fn cluster_order(vectors: &[Vec<f32>], dims: usize, leaf: usize) -> Vec<u32> {
+    cluster_order_on(vectors, dims, leaf, &crate::indexer::OneThread)
+}
+
+/// [`cluster_order`] a level of the tree at a time, the level's nodes (disjoint runs of chunks,
+/// each cut as one thread cuts it) on `executor`: the same order on any executor.
+#[cfg(feature = "collection")]
+pub fn cluster_order_on(
+    vectors: &[Vec<f32>],
+    dims: usize,
+    leaf: usize,
+    executor: &impl crate::indexer::Executor,
+) -> Vec<u32> {
     let mut order: Vec<u32> = (0..vectors.len() as u32).collect();
-    let mut stack = vec![(0usize, order.len())];
     let leaf = leaf.max(1);
-    while let Some((start, end)) = stack.pop() {
-        let n = end - start;
-        if n <= leaf {
-            continue;
+    let mut level = vec![(0usize, order.len())];
+    while !level.is_empty() {
+        let cut: Vec<Option<(Vec<u32>, usize)>> = executor.map(level.len(), &|i| {
+            let (start, end) = level[i];
+            if end - start <= leaf {
+                return None;
+            }
+            let mut items = order[start..end].to_vec();
+            let mid = start + cut_node(vectors, dims, leaf, &mut items);
+            Some((items, mid))
+        });
+        let mut next = Vec::new();
+        for (&(start, end), cut) in level.iter().zip(cut) {
+            if let Some((items, mid)) = cut {
+                order[start..end].copy_from_slice(&items);
+                next.push((start, mid));
+                next.push((mid, end));
+            }
         }
-        let items = &mut order[start..end];
-        let mut mean = vec![0f64; dims];
+        level = next;
+    }
+    order
+}
+
+/// Sorts the chunks of a node along their principal direction (power iteration from a fixed
+/// start, sums in the items' order) and returns where the node is cut: a multiple of `leaf`
+/// from its start, the first half the larger.
+#[cfg(feature = "collection")]
+fn cut_node(vectors: &[Vec<f32>], dims: usize, leaf: usize, items: &mut [u32]) -> usize {
+    let n = items.len();
+    let mut mean = vec![0f64; dims];
+    for &c in items.iter() {
+        for (m, x) in mean.iter_mut().zip(&vectors[c as usize]) {
+            *m += f64::from(*x);
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f64);
+    let mut direction: Vec<f64> = (0..dims).map(|i| 1.0 + (i % 7) as f64 / 7.0).collect();
+    for _ in 0..8 {
+        let mut next = vec![0f64; dims];
         for &c in items.iter() {
-            for (m, x) in mean.iter_mut().zip(&vectors[c as usize]) {
-                *m += f64::from(*x);
-            }
-        }
-        mean.iter_mut().for_each(|m| *m /= n as f64);
-        // Power iteration for the principal direction, from a fixed start.
-        let mut direction: Vec<f64> = (0..dims).map(|i| 1.0 + (i % 7) as f64 / 7.0).collect();
-        for _ in 0..8 {
-            let mut next = vec![0f64; dims];
-            for &c in items.iter() {
-                let v = &vectors[c as usize];
-                let along: f64 = v
-                    .iter()
-                    .zip(&mean)
-                    .zip(&direction)
-                    .map(|((x, m), d)| (f64::from(*x) - m) * d)
-                    .sum();
-                for ((acc, x), m) in next.iter_mut().zip(v).zip(&mean) {
-                    *acc += along * (f64::from(*x) - m);
-                }
-            }
-            let norm = next.iter().map(|x| x * x).sum::<f64>().sqrt();
-            if norm == 0.0 {
-                break;
-            }
-            direction = next.into_iter().map(|x| x / norm).collect();
-        }
-        let projection = |c: u32| -> f64 {
-            vectors[c as usize]
+            let v = &vectors[c as usize];
+            let along: f64 = v
                 .iter()
                 .zip(&mean)
                 .zip(&direction)
                 .map(|((x, m), d)| (f64::from(*x) - m) * d)
-                .sum()
-        };
-        let mut keyed: Vec<(f64, u32)> = items.iter().map(|&c| (projection(c), c)).collect();
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        for (slot, (_, c)) in items.iter_mut().zip(keyed) {
-            *slot = c;
+                .sum();
+            for ((acc, x), m) in next.iter_mut().zip(v).zip(&mean) {
+                *acc += along * (f64::from(*x) - m);
+            }
         }
-        let mid = start + leaf * n.div_ceil(2 * leaf);
-        let mid = mid.min(end);
-        stack.push((start, mid));
-        stack.push((mid, end));
+        let norm = next.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            break;
+        }
+        direction = next.into_iter().map(|x| x / norm).collect();
     }
-    order
+    let projection = |c: u32| -> f64 {
+        vectors[c as usize]
+            .iter()
+            .zip(&mean)
+            .zip(&direction)
+            .map(|((x, m), d)| (f64::from(*x) - m) * d)
+            .sum()
+    };
+    let mut keyed: Vec<(f64, u32)> = items.iter().map(|&c| (projection(c), c)).collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    for (slot, (_, c)) in items.iter_mut().zip(keyed) {
+        *slot = c;
+    }
+    (leaf * n.div_ceil(2 * leaf)).min(n)
 }

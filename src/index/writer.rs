@@ -13,11 +13,12 @@ use super::directory::{page_to_bytes, Location, ObjectRef, PackWriter, PageEntry
 use super::error::IndexError;
 use super::facets::Facets;
 use super::files::DocumentInfo;
-use super::files::{file_name, keyword_to_bytes, partition_order, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
+use super::files::{file_name, keyword_to_bytes, partition_order_on, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
 use super::manifest::{
     crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
     CODE_FACTORS_MINOR, FACET_PARTITIONS_MINOR, INDEX_MAJOR,
 };
+use crate::indexer::{Executor, OneThread};
 
 /// A written index: its manifest and its files (name, bytes), each once: its packs, or (with
 /// `layout.pack_bytes` 0) every object and page as a file of its own.
@@ -103,8 +104,14 @@ fn documents_with_chunks(input: &IndexInput) -> Result<(Vec<DocumentInfo>, Vec<C
     Ok((documents, chunks))
 }
 
-/// Builds every file and the manifest.
+/// Builds every file and the manifest, on one thread.
 pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
+    write_index_on(input, &OneThread)
+}
+
+/// [`write_index`] with the vectors' partitioning (the most work after embedding) on `executor`:
+/// the same bytes on any executor.
+pub fn write_index_on(input: IndexInput, executor: &impl Executor) -> Result<BuiltIndex, IndexError> {
     let (documents, chunks) = documents_with_chunks(&input)?;
     let input = IndexInput {
         documents: &documents,
@@ -208,7 +215,13 @@ pub fn write_index(input: IndexInput) -> Result<BuiltIndex, IndexError> {
     let meta_name = add("vmeta", "bin", meta.to_bytes());
     // Both in partition order (partitions clustered by k-means, each in cluster order), so a
     // query's best candidates fall in few partitions and share few blocks.
-    let order = partition_order(input.vectors, dims, layout.code_file_chunks, layout.block_chunks);
+    let order = partition_order_on(
+        input.vectors,
+        dims,
+        layout.code_file_chunks,
+        layout.block_chunks,
+        executor,
+    );
     // The facets (2.8) list the partitions holding chunks of each filter value's pages, so a
     // filtered meaning search reads only partitions that may hold pages that pass.
     let facets_name = Facets::of_documents(input.documents).map(|mut f| {
