@@ -581,15 +581,17 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
         };
-        // 2,500 vectors around 40 directions: 40 partitions of 64, and three jobs of chunks.
+        // 2,500 vectors around 40 directions: 40 partitions of 64, and three jobs of chunks; leaves
+        // of 16, so the deepest level of the cluster tree is some 160 jobs (Backwards runs each on
+        // a thread of its own).
         let centres: Vec<Vec<f32>> = (0..40).map(|_| (0..24).map(|_| next()).collect()).collect();
         let vectors: Vec<Vec<f32>> = (0..2500)
             .map(|i| centres[(i * 7) % 40].iter().map(|x| x + 0.2 * next()).collect())
             .collect();
-        let one = cluster_order(&vectors, 24, 4);
-        assert_eq!(cluster_order_on(&vectors, 24, 4, &Backwards), one);
-        let serial = partition_order(&vectors, 24, 64, 4);
-        assert_eq!(partition_order_on(&vectors, 24, 64, 4, &Backwards), serial);
+        let one = cluster_order(&vectors, 24, 16);
+        assert_eq!(cluster_order_on(&vectors, 24, 16, &Backwards), one);
+        let serial = partition_order(&vectors, 24, 64, 16);
+        assert_eq!(partition_order_on(&vectors, 24, 64, 16, &Backwards), serial);
         let mut sorted = serial.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..2500).collect::<Vec<u32>>(), "a permutation");
