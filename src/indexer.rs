@@ -429,7 +429,7 @@ pub fn upgrade(v1: &[u8], layout: Layout) -> Result<BuiltIndex, BuildError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::chunk::Section;
     use crate::embed::Embedder;
@@ -509,7 +509,7 @@ mod tests {
     }
 
     /// Runs the jobs last to first on threads of its own, as a pool may finish them.
-    struct Backwards;
+    pub(crate) struct Backwards;
 
     impl Executor for Backwards {
         fn map<T: Send>(&self, n: usize, job: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
@@ -567,35 +567,6 @@ mod tests {
         // Only the chunks wanted, less those the store has.
         let half: HashMap<[u8; 32], Vec<f32>> = [(one.keys[2], vec![0.5; model.spec().dims])].into();
         assert_eq!(one.pending(&half, &|i| i != 0), vec![1]);
-    }
-
-    #[test]
-    fn the_vectors_are_partitioned_the_same_on_any_executor() {
-        use crate::index::files::{cluster_order, cluster_order_on, partition_order, partition_order_on};
-        let seed = 7u64;
-        println!("seed {seed}");
-        let mut state = seed;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        };
-        // 2,500 vectors around 40 directions: 40 partitions of 64, and three jobs of chunks; leaves
-        // of 16, so the deepest level of the cluster tree is some 160 jobs (Backwards runs each on
-        // a thread of its own).
-        let centres: Vec<Vec<f32>> = (0..40).map(|_| (0..24).map(|_| next()).collect()).collect();
-        let vectors: Vec<Vec<f32>> = (0..2500)
-            .map(|i| centres[(i * 7) % 40].iter().map(|x| x + 0.2 * next()).collect())
-            .collect();
-        let one = cluster_order(&vectors, 24, 16);
-        assert_eq!(cluster_order_on(&vectors, 24, 16, &Backwards), one);
-        let serial = partition_order(&vectors, 24, 64, 16);
-        assert_eq!(partition_order_on(&vectors, 24, 64, 16, &Backwards), serial);
-        let mut sorted = serial.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (0..2500).collect::<Vec<u32>>(), "a permutation");
-        assert_ne!(serial, one, "the k-means rounds moved chunks between partitions");
     }
 
     #[cfg(feature = "indexer")]

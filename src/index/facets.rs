@@ -258,14 +258,7 @@ impl Facets {
                 })
             }
         };
-        let offset = r.offset();
-        let count = r.varint_u32("facets document count")?;
-        if count as usize != documents {
-            return Err(DecodeError::Invalid {
-                what: "facets document count",
-                offset,
-            });
-        }
+        let count = expect_count(&mut r, "facets document count", documents)?;
         let mut facets = Facets {
             documents: count,
             ..Facets::default()
@@ -296,14 +289,7 @@ impl Facets {
             facets.sort.insert(key, SortColumn::new(values));
         }
         if partitioned {
-            let offset = r.offset();
-            let count = r.varint_u32("partition count")?;
-            if count as usize != partitions {
-                return Err(DecodeError::Invalid {
-                    what: "partition count",
-                    offset,
-                });
-            }
+            let count = expect_count(&mut r, "partition count", partitions)?;
             let mut of: BTreeMap<String, BTreeMap<String, Vec<u32>>> = BTreeMap::new();
             for (name, values) in &facets.filters {
                 let mut lists = BTreeMap::new();
@@ -411,6 +397,16 @@ fn next_document(r: &mut ByteReader, previous: Option<u32>, count: u32) -> Resul
             what: "document number",
             offset,
         })
+}
+
+/// A count that must be `expected` (the index's documents or partitions), read as a varint.
+fn expect_count(r: &mut ByteReader, what: &'static str, expected: usize) -> Result<u32, DecodeError> {
+    let offset = r.offset();
+    let count = r.varint_u32(what)?;
+    if count as usize != expected {
+        return Err(DecodeError::Invalid { what, offset });
+    }
+    Ok(count)
 }
 
 fn read_deltas(r: &mut ByteReader, count: u32) -> Result<Vec<u32>, DecodeError> {

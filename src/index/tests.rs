@@ -749,6 +749,21 @@ fn partitions_are_clusters_of_their_own_each_keeping_its_size() {
 }
 
 #[test]
+fn the_vectors_are_partitioned_the_same_on_any_executor() {
+    use crate::indexer::tests::Backwards;
+    let seed = 7;
+    println!("seed {seed}");
+    // 2,500 vectors in 40 clusters: 40 partitions of 64 and three jobs of chunks; leaves of 16, so
+    // the deepest level of the cluster tree is some 160 jobs (Backwards runs each on a thread).
+    let (_, vectors, _) = clustered(seed, 2500, 40);
+    let one = cluster_order(&vectors, 32, 16);
+    assert_eq!(cluster_order_on(&vectors, 32, 16, &Backwards), one);
+    let serial = partition_order(&vectors, 32, 64, 16);
+    assert_eq!(partition_order_on(&vectors, 32, 64, 16, &Backwards), serial);
+    assert_ne!(serial, one, "the k-means rounds moved chunks between partitions");
+}
+
+#[test]
 fn a_query_near_one_cluster_needs_few_blocks() {
     let seed = 5;
     println!("seed {seed}");
