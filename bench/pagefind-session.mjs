@@ -192,8 +192,9 @@ async function profileDir(context) {
  * "no results"), never an earlier query's.
  */
 function armWatcher({ engine, query }) {
-  const state = { query, firstKey: null, lastKey: null, done: null, count: null, error: null };
+  const state = { query, firstKey: null, lastKey: null, done: null, hybrid: null, count: null, error: null };
   window.benchQuery = state;
+  window.benchObserver?.disconnect();
   if (!window.benchKeys) {
     window.benchKeys = true;
     document.addEventListener(
@@ -223,15 +224,21 @@ function armWatcher({ engine, query }) {
     const titles = [...document.querySelectorAll('.pagefind-ui__results .pagefind-ui__result-link')].filter((a) => a.textContent.trim());
     return titles.length ? { count: Number(m[1].replace(/\D/g, '')) } : null;
   };
+  // sextant's box shows keyword results first and the same query's hybrid ones once its full
+  // engine is in: the watcher stays until those are on screen (or the next query's watcher).
   const observer = new MutationObserver(() => {
     const seen = shown();
-    if (!seen || state.done !== null) return;
-    state.done = performance.now();
-    state.count = seen.count ?? null;
-    state.error = seen.error ?? null;
-    state.mode = seen.mode ?? null;
-    observer.disconnect();
+    if (!seen) return;
+    if (state.done === null) {
+      state.done = performance.now();
+      state.count = seen.count ?? null;
+      state.error = seen.error ?? null;
+      state.mode = seen.mode ?? null;
+    }
+    if (seen.mode === 'hybrid') state.hybrid ??= performance.now();
+    if (!engine.startsWith('sextant') || state.hybrid !== null || state.error) observer.disconnect();
   });
+  window.benchObserver = observer;
   observer.observe(document.documentElement, { subtree: true, childList: true, attributes: true, characterData: true });
 }
 
@@ -286,9 +293,10 @@ async function session(site, engine, queries, conditions, filter) {
       else await page.locator(input).selectText(); // the visitor types over the last query
       await page.keyboard.type(query, { delay: TYPING_MS });
       await page.waitForFunction(() => window.benchQuery.done !== null, null, { timeout: i === 0 ? 900_000 : 300_000, polling: 20 });
-      const s = await page.evaluate(() => window.benchQuery);
+      let s = await page.evaluate(() => window.benchQuery);
       if (s.error) throw new Error(`${engine}: ${s.error}`);
       await page.waitForTimeout(PAUSE_MS);
+      s = await page.evaluate(() => window.benchQuery);
       // sextant shows keyword results until its full engine is ready, then the same query's hybrid ones.
       const finalMode = engine.startsWith('sextant') ? await page.evaluate(() => document.querySelector('.sextant-results')?.dataset.mode ?? null) : null;
       const end = server.log.length;
@@ -298,6 +306,8 @@ async function session(site, engine, queries, conditions, filter) {
         results: s.count,
         ms: Math.round(s.done - s.firstKey),
         after_typing_ms: Math.round(s.done - s.lastKey),
+        // From the first keystroke to hybrid results on screen, when they came within the pause.
+        ...(s.hybrid !== null ? { hybrid_ms: Math.round(s.hybrid - s.firstKey) } : {}),
         ...(engine.startsWith('sextant') ? { first_mode: s.mode, mode: finalMode } : {}),
         bytes: sumBytes(engine, [...server.log.slice(mark, end), ...embedded]),
       });
@@ -345,18 +355,20 @@ const ms = (x) => `${Math.round(x).toLocaleString('en-US')} ms`;
 
 const report = [];
 for (const arg of siteArgs) {
-  const [name, dir] = arg.split('=');
+  // name@label=…: the site `name`'s queries (and filter), reported as `label` (two builds of one site).
+  const [label, dir] = arg.split('=');
+  const name = label.split('@')[0];
   const filter = FILTERED[name];
   const queries = QUERIES[filter?.queries ?? name] ?? QUERIES.demo;
   // name=SEXTANT_SITE,PAGEFIND_SITE: two sites already indexed, one by each engine.
   const [sxDir, pfDir] = dir.split(',');
-  const sites = pfDir ? prebuiltSites(name, sxDir, pfDir) : prepareSites(name, dir, sextantBin);
+  const sites = pfDir ? prebuiltSites(label, sxDir, pfDir) : prepareSites(label, dir, sextantBin);
   try {
     for (const engine of RUN_ENGINES) {
       for (const [connection, conditions] of CONNECTIONS) {
-        console.error(`session: ${name} ${engine} ${connection}`);
+        console.error(`session: ${label} ${engine} ${connection}`);
         const run = await session(sites[engine].site, engine, queries, conditions, filter);
-        report.push({ site: name, engine, connection, ...run });
+        report.push({ site: label, engine, connection, ...run });
         if (conditions) {
           // The probe's 1 MB cannot arrive faster than the emulated link, from the page or a worker.
           const link = (PROBE_BYTES / conditions.downloadThroughput) * 1000;
@@ -379,7 +391,7 @@ console.log(JSON.stringify(report, null, 1));
 for (const name of [...new Set(report.map((r) => r.site))]) {
   const runs = report.filter((r) => r.site === name);
   const typing = TYPING_MS > 0;
-  const filter = FILTERED[name];
+  const filter = FILTERED[name.split('@')[0]];
   const asked = runs[0].results.filter((x) => !x.tick).length;
   const ticked = filter ? `, \`${filter.name}: ${filter.value}\` ticked after the first` : '';
   console.log(`\n### ${name}: ${asked}-query session${ticked}${typing ? ` (typing ${TYPING_MS} ms a key; after the last keystroke in brackets)` : ''}\n`);
@@ -392,6 +404,10 @@ for (const name of [...new Set(report.map((r) => r.site))]) {
     const b = r.session;
     const other = (b.embed ? ` (+${size(b.embed)} /embed)` : '') + (b.other ? ` (+${size(b.other)} other)` : '');
     console.log(`| ${r.engine === 'pagefind' ? 'Pagefind' : r.engine === 'sextant-embed' ? 'sextant, /embed' : 'sextant'} | ${r.connection} | ${q1} | ${rest} | ${size(b.index)} | ${size(b.wasm)} | ${size(b.model)} | ${size(b.code)} | ${size(b.total)}${other} |`);
+  }
+  for (const r of runs.filter((x) => x.engine.startsWith('sextant'))) {
+    const hybrid = r.results.filter((x) => !x.tick && x.hybrid_ms !== undefined).map((x) => x.hybrid_ms);
+    if (hybrid.length) console.log(`\n${r.engine} ${r.connection}: hybrid results on screen ${ms(median(hybrid))} after the first keystroke, median of the ${hybrid.length} queries that had them within the pause`);
   }
   console.log('\nPer query (time to first result / bytes on the wire; page load in query 1; for sextant the mode of the first results → after the pause):\n');
   console.log(`| query | ${runs.map((r) => `${r.engine} ${r.connection.split(' ')[0]}`).join(' | ')} |`);

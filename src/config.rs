@@ -24,9 +24,9 @@
 //!
 //! [layout]     # see index::Layout: how the index is cut into files
 //! keyword_shard_bytes = 8192
-//! fragment_chunks = 8
+//! fragment_chunks = 4
 //! code_file_chunks = 0   # chunks per partition of binary codes; 0: chosen from the chunk count
-//! block_chunks = 4
+//! block_chunks = 2
 //! rescore = 75
 //!
 //! [rerank]     # optional: a cross-encoder of yours reranks the best results (see RerankConfig)

@@ -699,6 +699,12 @@ pub fn partition_order(vectors: &[Vec<f32>], dims: usize, part: usize, leaf: usi
     partition_order_on(vectors, dims, part, leaf, &crate::indexer::OneThread)
 }
 
+/// The most chunks of a leaf of the cluster order when vector blocks are smaller: the writer cuts
+/// blocks of 1 or 2 chunks from leaves of 4, so the order, the partitions and every result are
+/// those of blocks of 4, and the block size only decides how many bytes a rescored candidate
+/// fetches (BENCHMARKS.md, "Smaller fragments and vector blocks").
+pub const CLUSTER_LEAF_CHUNKS: usize = 4;
+
 /// Chunks a job of [`partition_order_on`] scores against their partitions' neighbours.
 #[cfg(feature = "collection")]
 const PARTITION_JOB_CHUNKS: usize = 1024;

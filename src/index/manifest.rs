@@ -263,14 +263,16 @@ pub struct Layout {
     /// Target bytes of one keyword shard (a term whose postings alone are larger gets its own).
     /// Default 8192.
     pub keyword_shard_bytes: usize,
-    /// Chunks per text fragment. Default 8.
+    /// Chunks per text fragment. Default 4 (BENCHMARKS.md, "Smaller fragments and vector blocks").
     pub fragment_chunks: usize,
     /// Chunks per file of binary codes, a partition of the chunks in cluster order with its
     /// centroid: a dense query reads the `probe` partitions nearest it. A multiple of
     /// `block_chunks`, or 0 (the default): chosen from the chunk count when the index is built
     /// ([`Layout::for_chunks`]), and the number chosen recorded in the manifest.
     pub code_file_chunks: usize,
-    /// Chunks per block of int8 vectors. Default 4.
+    /// Chunks per block of int8 vectors. Default 2: blocks smaller than 4 are cut from the cluster
+    /// order's leaves of 4 ([`super::files::CLUSTER_LEAF_CHUNKS`]), so they change only the bytes a
+    /// rescored candidate fetches, not the results.
     pub block_chunks: usize,
     /// Candidates of the binary stage rescored with int8 vectors, at least
     /// [`crate::options::RESCORE_PER_RESULT`] per result asked for; the rest of the query's depth
@@ -295,9 +297,9 @@ impl Default for Layout {
     fn default() -> Self {
         Self {
             keyword_shard_bytes: 8192,
-            fragment_chunks: 8,
+            fragment_chunks: 4,
             code_file_chunks: 0,
-            block_chunks: 4,
+            block_chunks: 2,
             rescore: 75,
             pack_bytes: 4 << 20,
             page_entries: 128,
@@ -731,8 +733,9 @@ mod tests {
             let layout = auto.for_chunks(chunks);
             assert!(layout.validate().is_ok() && layout.code_file_chunks.is_multiple_of(layout.block_chunks));
         }
+        // Not a multiple of the default block (2).
         assert!(Layout {
-            code_file_chunks: 30,
+            code_file_chunks: 31,
             ..auto
         }
         .validate()

@@ -764,6 +764,43 @@ fn the_vectors_are_partitioned_the_same_on_any_executor() {
 }
 
 #[test]
+fn blocks_smaller_than_a_leaf_change_the_files_not_the_order_or_the_scores() {
+    let seed = 11;
+    println!("seed {seed}");
+    // 600 vectors in 12 clusters, partitions of 64: the k-means rounds run, and a leaf of the
+    // cluster order is CLUSTER_LEAF_CHUNKS whatever the block size below it.
+    let (texts, vectors, _) = clustered(seed, 600, 12);
+    let of = |block_chunks: usize| {
+        let built = build(
+            &texts,
+            &vectors,
+            4,
+            Layout {
+                code_file_chunks: 64,
+                block_chunks,
+                ..Layout::default()
+            },
+        );
+        let store = full_store(&built);
+        let order: Vec<u32> = store.codes_in(&Probe::All).map(|(c, _, _)| c).collect();
+        let dots: Vec<f32> = (0..600).map(|c| store.dot(c, &vectors[0]).unwrap()).collect();
+        (order, dots, built.manifest.layout.block_chunks)
+    };
+    let four = of(super::files::CLUSTER_LEAF_CHUNKS);
+    for block_chunks in [1, 2] {
+        let smaller = of(block_chunks);
+        assert_eq!(smaller.2, block_chunks);
+        assert_eq!(
+            smaller.0, four.0,
+            "blocks of {block_chunks}: the same partitions in the same order"
+        );
+        assert_eq!(smaller.1, four.1, "blocks of {block_chunks}: the same int8 scores");
+    }
+    // A larger block is a larger leaf: another order.
+    assert_ne!(of(16).0, four.0);
+}
+
+#[test]
 fn a_query_near_one_cluster_needs_few_blocks() {
     let seed = 5;
     println!("seed {seed}");
@@ -808,7 +845,7 @@ fn a_block_that_disagrees_with_the_codes_is_refused() {
             .manifest
             .counts
             .chunks
-            .div_ceil(4)
+            .div_ceil(built.manifest.layout.block_chunks)
             .min(built.manifest.files.page_entries),
         built.manifest.files.packs.len(),
     )

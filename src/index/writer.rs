@@ -13,7 +13,10 @@ use super::directory::{page_to_bytes, Location, ObjectRef, PackWriter, PageEntry
 use super::error::IndexError;
 use super::facets::Facets;
 use super::files::DocumentInfo;
-use super::files::{file_name, keyword_to_bytes, partition_order_on, BlockFile, CodeFile, Fragment, Norms, VectorMeta};
+use super::files::{
+    file_name, keyword_to_bytes, partition_order_on, BlockFile, CodeFile, Fragment, Norms, VectorMeta,
+    CLUSTER_LEAF_CHUNKS,
+};
 use super::manifest::{
     crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
     CODE_FACTORS_MINOR, FACET_PARTITIONS_MINOR, INDEX_MAJOR,
@@ -214,12 +217,13 @@ pub fn write_index_on(input: IndexInput, executor: &impl Executor) -> Result<Bui
     let meta = VectorMeta::calibrate(input.vectors, dims);
     let meta_name = add("vmeta", "bin", meta.to_bytes());
     // Both in partition order (partitions clustered by k-means, each in cluster order), so a
-    // query's best candidates fall in few partitions and share few blocks.
+    // query's best candidates fall in few partitions and share few blocks; blocks smaller than a
+    // leaf are cut from leaves of CLUSTER_LEAF_CHUNKS.
     let order = partition_order_on(
         input.vectors,
         dims,
         layout.code_file_chunks,
-        layout.block_chunks,
+        layout.block_chunks.max(CLUSTER_LEAF_CHUNKS),
         executor,
     );
     // The facets (2.8) list the partitions holding chunks of each filter value's pages, so a
