@@ -12,7 +12,8 @@
 // SESSION_TYPING_MS=<ms> types with that delay between keystrokes (default 0: as fast as
 // Playwright types); the time after the last keystroke is reported beside the total.
 // SESSION_PAUSE_MS=<ms> is the pause after each query's results (default 1000);
-// SESSION_ENGINES="sextant" runs one engine only (default: sextant pagefind).
+// SESSION_ENGINES="sextant" runs one engine only (default: sextant pagefind); SESSION_CONNECTIONS
+// likewise ("loopback", "phone"; default both).
 // A site named in FILTERED (python-sections: bench/sectioned-site.py's copy of the Python docs)
 // is searched with a filter: after the first query's results the visitor ticks one value in the
 // engine's filter panel and keeps it for the other nine queries; what the tick fetches is a row
@@ -68,10 +69,11 @@ const QUERIES = {
 const FILTERED = {
   'python-sections': { queries: 'python', name: 'section', value: 'library' },
 };
+// SESSION_CONNECTIONS="phone" (or "loopback") runs one connection only.
 const CONNECTIONS = [
   ['loopback', null],
   ['phone 10/5 Mbit/s, 40 ms', PHONE],
-];
+].filter(([name]) => (process.env.SESSION_CONNECTIONS ?? 'loopback phone').split(/[\s,]+/).includes(name.split(' ')[0]));
 const TYPING_MS = Number(process.env.SESSION_TYPING_MS ?? 0);
 // The visitor reads each query's results this long before typing the next; what the UI fetches
 // meanwhile (result fragments, prefetches) counts toward the query it belongs to.

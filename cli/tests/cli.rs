@@ -220,7 +220,7 @@ fn inspect_verifies_and_reports_the_manifest() {
     let human = ok(&["inspect", s(tiny_bundle())]);
     assert!(human.contains("all digests verified"));
     assert!(
-        human.contains("1 packs") && human.contains("pages of 128 objects"),
+        human.contains("1 packs") && human.contains("pages of 256 objects"),
         "{human}"
     );
 

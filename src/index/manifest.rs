@@ -283,7 +283,10 @@ pub struct Layout {
     /// of its own, for hosts that do not answer `Range`. Default 4 MiB (at most 24 MiB: hosts
     /// cap a file at 25 MiB).
     pub pack_bytes: usize,
-    /// Objects listed by one page of a run's directory. Default 128.
+    /// Objects listed by one page of a run's directory. Default 256: with fragments of 4 and blocks
+    /// of 2, a page covers the chunks one of 128 did with fragments of 8 and blocks of 4, so a
+    /// query waits for as few pages and the manifest names as many (BENCHMARKS.md, "Smaller
+    /// fragments and vector blocks").
     pub page_entries: usize,
     /// Partitions (code files) a dense query for 10 results reads: those whose centroids are
     /// nearest the query (a query for `k` reads `probe · k / 10`, at least `probe`). An index of
@@ -302,7 +305,7 @@ impl Default for Layout {
             block_chunks: 2,
             rescore: 75,
             pack_bytes: 4 << 20,
-            page_entries: 128,
+            page_entries: 256,
             probe: 32,
         }
     }

@@ -558,7 +558,7 @@ fn manifests_that_do_not_add_up_are_refused() {
         mutate(&|v| v["format"]["major"] = 3.into()),
         Err(IndexError::UnsupportedVersion { .. })
     ));
-    // Runs cover the chunks: 513 chunks in objects of 2 need 3 pages of 128, not 1.
+    // Runs cover the chunks: 513 chunks in objects of 2 need 2 pages of 256, not 1.
     assert!(
         mutate(&|v| v["counts"]["chunks"] = 513.into()).is_err(),
         "runs cover the chunks"
