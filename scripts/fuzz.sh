@@ -29,7 +29,7 @@ seed() {
     for f in "$@"; do cp "$f" "fuzz/corpus/$target/seed-$(basename "$f")"; done
   fi
 }
-seed index_files tests/fixtures/golden-v2.sxt tests/fixtures/golden-v2-fields.sxt tests/fixtures/golden-v2-packs.sxt tests/fixtures/golden-v2-factors.sxt tests/fixtures/golden-v1.sxt
+seed index_files tests/fixtures/golden-v2.sxt tests/fixtures/golden-v2-fields.sxt tests/fixtures/golden-v2-packs.sxt tests/fixtures/golden-v2-factors.sxt tests/fixtures/golden-v2-layout.sxt tests/fixtures/golden-v1.sxt
 seed loaders tests/fixtures/tiny/pages/security.html tests/fixtures/tiny/guide/install.md tests/fixtures/tiny/guide/search.mdx tests/fixtures/tiny/faq.jsonl tests/fixtures/tiny/notes.txt
 seed chunker tests/fixtures/tiny/notes.txt tests/fixtures/tiny/guide/install.md
 seed framing tests/fixtures/tiny/pages/security.html tests/fixtures/tiny/notes.txt

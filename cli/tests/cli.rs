@@ -992,16 +992,83 @@ fn every_search_option_has_its_flag() {
 
 #[test]
 fn a_build_of_the_tiny_corpus_is_the_golden_index() {
-    // The golden index of format 2.7 (golden-v2-factors.sxt: packs, and a factor with each
-    // binary code) was built from tests/fixtures/tiny with the defaults and no embedding cache.
-    // The same inputs give the same bytes, vectors included: int8 passages have the same bits
-    // on every CPU.
-    let golden = std::fs::read(fixtures().join("golden-v2-factors.sxt")).unwrap();
-    let built = std::fs::read(tiny_bundle()).unwrap();
+    // The golden index of today's defaults (golden-v2-layout.sxt: fragments of 4 chunks, int8
+    // blocks of 2, pages of 256) was built from tests/fixtures/tiny with no embedding cache. The
+    // same inputs give the same bytes, vectors included: int8 passages have the same bits on
+    // every CPU.
+    let golden = std::fs::read(fixtures().join("golden-v2-layout.sxt")).unwrap();
+    let defaults = std::fs::read(tiny_bundle()).unwrap();
     assert!(
-        golden == built,
-        "the tiny corpus no longer builds to golden-v2-factors.sxt"
+        golden == defaults,
+        "the tiny corpus no longer builds to golden-v2-layout.sxt"
     );
+    // The golden index of format 2.7 (golden-v2-factors.sxt: packs, and a factor with each
+    // binary code) was built with the layout of its day, which still builds it byte for byte.
+    let config = tmp("layout-2.7.toml");
+    std::fs::write(
+        &config,
+        "[layout]\nfragment_chunks = 8\nblock_chunks = 4\npage_entries = 128\n",
+    )
+    .unwrap();
+    let out = tmp("tiny-2.7.sxt");
+    let tiny = fixtures().join("tiny");
+    ok(&["build", s(&tiny), "-o", s(&out), "--config", s(&config)]);
+    let built = std::fs::read(&out).unwrap();
+    assert!(
+        std::fs::read(fixtures().join("golden-v2-factors.sxt")).unwrap() == built,
+        "the tiny corpus with 2.7's layout no longer builds to golden-v2-factors.sxt"
+    );
+    // The finer layout cuts the same index into smaller objects: the same codes in the same
+    // order (blocks of 2 are cut from the cluster order's leaves of 4) and the same int8 vectors.
+    {
+        use sextant::index::files::BlockFile;
+        let (old, new) = (unpack(&built).unwrap(), unpack(&defaults).unwrap());
+        let (dims, chunks) = (new.manifest().model.dims, new.manifest().counts.chunks);
+        let objects = |packed: &[u8], prefix: &str| -> Vec<Vec<u8>> {
+            let parsed = Packed::parse(packed).unwrap();
+            let store = unpack(packed).unwrap();
+            let mut names = store.object_names();
+            names.retain(|n| n.starts_with(prefix));
+            let packs = &store.manifest().files.packs;
+            names.sort_by_key(|n| {
+                let (pack, at) = store.location(n).unwrap();
+                (packs.iter().position(|p| p == pack), at.offset)
+            });
+            names
+                .iter()
+                .map(|n| {
+                    let (pack, at) = store.location(n).unwrap();
+                    let pack = parsed.files.iter().find(|(p, _)| *p == pack).unwrap().1;
+                    at.object(&pack[at.offset as usize..(at.offset + at.len) as usize])
+                        .unwrap()
+                        .into_owned()
+                })
+                .collect()
+        };
+        assert_eq!(objects(&built, "codes."), objects(&defaults, "codes."));
+        let vectors = |packed: &[u8]| -> Vec<(u32, u32, Vec<i8>)> {
+            objects(packed, "vec.")
+                .iter()
+                .flat_map(|b| {
+                    let count = u32::from_le_bytes(b[4..8].try_into().unwrap()) as usize;
+                    let block = BlockFile::from_bytes(b, count, dims, chunks).unwrap();
+                    (0..count)
+                        .map(|i| {
+                            let values = block.values[i * dims..(i + 1) * dims].to_vec();
+                            (block.chunks[i], block.scales[i].to_bits(), values)
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(vectors(&built), vectors(&defaults));
+        assert_eq!(
+            (old.manifest().layout.block_chunks, new.manifest().layout.block_chunks),
+            (4, 2)
+        );
+    }
     // Format 2.4 (golden-v2-packs.sxt) stored the same objects as 2.3 did (golden-v2-int8.sxt),
     // byte for byte, and 2.7 stores them again, but for the binary codes, which now carry a
     // factor each: the same chunks in the same order with the same codes.
