@@ -145,17 +145,40 @@ export const NO_FILES = {
   },
 };
 
+/** Per engine, the queries in flight under a bound, each with the clock it began at. */
+const inFlight = new WeakMap();
+
 /**
  * Runs a step of the engine until it needs no more files, fetching what it asks for; then, with
- * `maxIndexBytes`, lets the engine drop the least recently used files beyond it.
+ * `maxIndexBytes`, lets the engine drop the least recently used files beyond it, but none that a
+ * query still in flight on the same engine used.
  */
 export async function untilDone(engine, files, step, maxIndexBytes, rounds = 16) {
+  // Under a bound, this query's clock reading while it is in flight: a query that ends before it
+  // trims only what neither of them used (a Worker answers requests side by side on one engine).
+  const mine = maxIndexBytes != null ? { since: engine.clock() } : null;
+  if (mine) {
+    if (!inFlight.has(engine)) inFlight.set(engine, new Set());
+    inFlight.get(engine).add(mine);
+  }
+  try {
+    return await stepUntilDone(engine, files, step, maxIndexBytes, rounds, mine);
+  } finally {
+    inFlight.get(engine)?.delete(mine);
+  }
+}
+
+/** [`untilDone`]'s rounds; `mine`: this query among those in flight, under a bound. */
+async function stepUntilDone(engine, files, step, maxIndexBytes, rounds, mine) {
   let fetchMs = 0;
   let fetched = 0;
   for (let round = 0; round < rounds; round++) {
     const result = call(step);
     if (!result || !Array.isArray(result.need)) {
-      if (maxIndexBytes != null) engine.trim(maxIndexBytes);
+      if (mine) {
+        const others = [...inFlight.get(engine)].filter((q) => q !== mine).map((q) => q.since);
+        engine.trim(maxIndexBytes, others.length ? Math.min(...others) : undefined);
+      }
       // Waiting for index files is the host's time, not the core's: beside its stages.
       if (result?.timings) Object.assign(result.timings, { fetch_ms: fetchMs, files_fetched: fetched });
       return result;

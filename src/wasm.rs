@@ -362,15 +362,23 @@ impl Engine {
         self.inner.add_file(name, bytes).map_err(|e| js_error(e.code(), e))
     }
 
-    /// `trim(maxBytes)`: lets go of the least recently used files of a split index until those
-    /// held take at most `maxBytes` (the last query's stay); returns how many were dropped.
-    pub fn trim(&mut self, max_bytes: f64) -> u32 {
+    /// `trim(maxBytes, since?)`: lets go of the least recently used files of a split index until
+    /// those held take at most `maxBytes` (the last query's stay, and with `since`, a `clock()`
+    /// reading, what every query begun after it used); returns how many were dropped.
+    pub fn trim(&mut self, max_bytes: f64, since: Option<f64>) -> u32 {
         let max = if max_bytes.is_finite() && max_bytes > 0.0 {
             max_bytes as usize
         } else {
             0
         };
-        self.inner.trim(max) as u32
+        let since = since.filter(|s| s.is_finite() && *s >= 0.0).map(|s| s as u64);
+        self.inner.trim_keeping(max, since) as u32
+    }
+
+    /// `clock()`: the split index's clock, read as a query begins so that `trim` keeps what it
+    /// uses while it is in flight (a whole number below 2^53 for any session's queries).
+    pub fn clock(&self) -> f64 {
+        self.inner.clock() as f64
     }
 
     /// `heldBytes()`: bytes of the index files `trim` may let go that are held now (keyword

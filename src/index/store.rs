@@ -297,6 +297,13 @@ impl IndexStore {
         self.clock.load(Ordering::Relaxed)
     }
 
+    /// The clock's reading: every file a query that begins after it uses is stamped later. A host
+    /// running queries side by side reads it as each begins, and keeps what those still in flight
+    /// used ([`IndexStore::trim_keeping`]).
+    pub fn clock(&self) -> u64 {
+        self.now()
+    }
+
     /// Bytes of the keyword shards, fragments, code files (with their chunks' entries in the
     /// block map) and vector blocks held.
     pub fn held_bytes(&self) -> usize {
@@ -312,11 +319,19 @@ impl IndexStore {
     /// facets and directory pages stay. Returns how many files were dropped. Only for split
     /// indexes, whose files can be fetched again.
     pub fn trim(&mut self, max_bytes: usize) -> usize {
+        self.trim_keeping(max_bytes, None)
+    }
+
+    /// [`IndexStore::trim`], also keeping every file used after the clock read `since` (the
+    /// [`IndexStore::clock`] when the oldest query still in flight began): a query waiting for
+    /// its files while another ends keeps what its earlier attempts used, instead of asking for
+    /// it again.
+    pub fn trim_keeping(&mut self, max_bytes: usize, since: Option<u64>) -> usize {
         let mut held = self.held_bytes();
         if held <= max_bytes {
             return 0;
         }
-        let now = self.now();
+        let now = since.map_or(self.now(), |s| self.now().min(s.saturating_add(1)));
         let mut candidates: Vec<(u64, u8, usize, usize)> = Vec::new();
         let mut collect = |kind: u8, used: &AtomicU64, i: usize, bytes: usize| {
             let used = used.load(Ordering::Relaxed);

@@ -912,6 +912,38 @@ fn trimming_drops_the_least_recently_used_files_and_keeps_the_last_querys() {
 }
 
 #[test]
+fn trimming_keeps_what_a_query_still_in_flight_used() {
+    let (texts, vectors, _) = clustered(9, 64, 4);
+    let built = build(&texts, &vectors, 4, Layout::default());
+    let mut store = full_store(&built);
+    // Query B begins and reads chunk 5's fragment, then waits for files; query A begins after
+    // it, reads chunk 60's and ends: its trim keeps what B used since B began.
+    let b_began = store.clock();
+    store.begin_query();
+    assert!(store.fragment(5).is_some());
+    store.begin_query();
+    assert!(store.fragment(60).is_some());
+    let before_b = store.clock();
+    store.trim_keeping(0, Some(b_began));
+    assert!(store.fragment(5).is_some(), "B's fragment stays while B is in flight");
+    assert!(store.fragment(60).is_some(), "and A's, the last query's");
+    assert!(store.fragment(30).is_none(), "one neither query used goes");
+    // Without B in flight, only the last query's stay.
+    let mut alone = full_store(&built);
+    alone.begin_query();
+    assert!(alone.fragment(5).is_some());
+    alone.begin_query();
+    assert!(alone.fragment(60).is_some());
+    alone.trim_keeping(0, None);
+    assert!(alone.fragment(5).is_none() && alone.fragment(60).is_some());
+    // What was used before B began goes: a reading of the clock keeps only what came after it.
+    store.begin_query();
+    assert!(store.fragment(60).is_some());
+    store.trim_keeping(0, Some(before_b));
+    assert!(store.fragment(5).is_none() && store.fragment(60).is_some());
+}
+
+#[test]
 fn trimming_lets_code_files_go_and_a_query_reads_them_again() {
     let (texts, vectors, _) = clustered(9, 64, 4);
     let layout = Layout {

@@ -208,6 +208,18 @@ impl Engine {
         self.store.trim(max_bytes)
     }
 
+    /// [`Engine::trim`], also keeping what queries begun after the clock read `since` used (see
+    /// [`IndexStore::trim_keeping`]): for a host with queries in flight side by side.
+    pub fn trim_keeping(&mut self, max_bytes: usize, since: Option<u64>) -> usize {
+        self.store.trim_keeping(max_bytes, since)
+    }
+
+    /// The split index's clock ([`IndexStore::clock`]): read as a query begins, it is what
+    /// [`Engine::trim_keeping`] keeps from.
+    pub fn clock(&self) -> u64 {
+        self.store.clock()
+    }
+
     /// Bytes of the files [`Engine::trim`] may let go that are held now.
     pub fn held_bytes(&self) -> usize {
         self.store.held_bytes()

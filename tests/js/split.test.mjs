@@ -242,6 +242,51 @@ test('max_index_bytes covers the binary codes: a keyword query lets them go, the
   unbounded.free();
 });
 
+test('max_index_bytes: a query waiting for its files while another ends keeps what it used and fetches nothing twice', async () => {
+  // Query B's fragments (those query A does not read: A must not wait on them) are held back
+  // until A, begun after B, has ended and trimmed to the bound of 0; B's keyword shards, read in
+  // its earlier rounds, must still be held then.
+  const [qa, qb] = ['prompt injection', 'bundle checksums'];
+  const aReads = new Set();
+  const probe = await api.Sextant.load({ index: indexUrl(), fetch: (url, init) => (aReads.add(path.basename(new URL(url).pathname)), fetch(url, init)) });
+  await probe.search(qa, { mode: 'keyword', k: 5 });
+  probe.free();
+  let hold = null;
+  let held;
+  const waiting = new Promise((resolve) => (held = resolve));
+  const boundedReads = [];
+  const gated = async (url, init) => {
+    const name = path.basename(new URL(url).pathname);
+    boundedReads.push(name);
+    if (hold && name.startsWith('frag.') && !aReads.has(name)) {
+      held();
+      await hold;
+    }
+    return fetch(url, init);
+  };
+  const unbounded = await api.Sextant.load({ index: indexUrl() });
+  const bounded = await api.Sextant.load({ index: indexUrl(), max_index_bytes: 0, fetch: gated });
+  let release;
+  hold = new Promise((resolve) => (release = resolve));
+  const b = bounded.search(qb, { mode: 'keyword', k: 5 });
+  await waiting;
+  hold = null;
+  const a = await bounded.search(qa, { mode: 'keyword', k: 5 });
+  release();
+  const results = { [qa]: a, [qb]: await b };
+  for (const q of [qa, qb]) {
+    const want = await unbounded.search(q, { mode: 'keyword', k: 5 });
+    assert.deepEqual(results[q].results.map((r) => r.chunk_id), want.results.map((r) => r.chunk_id), q);
+  }
+  const counts = new Map();
+  for (const name of boundedReads.filter((n) => /^(kw|frag)\./.test(n))) counts.set(name, (counts.get(name) ?? 0) + 1);
+  assert.ok(counts.size > 0 && [...counts.values()].every((n) => n === 1), `fetched more than once: ${JSON.stringify([...counts].filter(([, n]) => n > 1))}`);
+  // Once nothing is in flight, the bound holds again: only the last query's files stay.
+  assert.ok(bounded.heldBytes < unbounded.heldBytes, `held ${bounded.heldBytes} bounded, ${unbounded.heldBytes} not`);
+  bounded.free();
+  unbounded.free();
+});
+
 /** The packed index's requests since `from`: [path, range or null]. */
 const packedRequests = (from) => packedServer.log.slice(from).map((e) => [path.basename(e.path), e.range ?? null, e.status ?? 200]);
 
