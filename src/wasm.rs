@@ -372,7 +372,7 @@ impl Engine {
             0
         };
         let since = since.filter(|s| s.is_finite() && *s >= 0.0).map(|s| s as u64);
-        self.inner.trim_keeping(max, since) as u32
+        self.inner.trim(max, since) as u32
     }
 
     /// `clock()`: the split index's clock, read as a query begins so that `trim` keeps what it

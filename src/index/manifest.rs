@@ -284,8 +284,8 @@ pub struct Layout {
     /// cap a file at 25 MiB).
     pub pack_bytes: usize,
     /// Objects listed by one page of a run's directory. Default 256: with fragments of 4 and blocks
-    /// of 2, a page covers the chunks one of 128 did with fragments of 8 and blocks of 4, so a
-    /// query waits for as few pages and the manifest names as many (BENCHMARKS.md, "Smaller
+    /// of 2, a fragment or block page covers the chunks one of 128 did with fragments of 8 and
+    /// blocks of 4, so a query waits for as few pages and the manifest names about as many (BENCHMARKS.md, "Smaller
     /// fragments and vector blocks").
     pub page_entries: usize,
     /// Partitions (code files) a dense query for 10 results reads: those whose centroids are

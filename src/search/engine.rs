@@ -202,20 +202,16 @@ impl Engine {
 
     /// Bounds the memory of a split index: lets go of the least recently used keyword shards,
     /// fragments, code files and vector blocks until those held take at most `max_bytes`, keeping what the
-    /// last query used (see [`IndexStore::trim`]). Returns how many files were dropped; a later
-    /// query that needs one answers `Need` for it again.
-    pub fn trim(&mut self, max_bytes: usize) -> usize {
-        self.store.trim(max_bytes)
-    }
-
-    /// [`Engine::trim`], also keeping what queries begun after the clock read `since` used (see
-    /// [`IndexStore::trim_keeping`]): for a host with queries in flight side by side.
-    pub fn trim_keeping(&mut self, max_bytes: usize, since: Option<u64>) -> usize {
+    /// last query used and, with `since` (an [`Engine::clock`] reading), what every query begun
+    /// after it used: a host with queries in flight side by side passes the oldest one's (see
+    /// [`IndexStore::trim_keeping`]). Returns how many files were dropped; a later query that
+    /// needs one answers `Need` for it again.
+    pub fn trim(&mut self, max_bytes: usize, since: Option<u64>) -> usize {
         self.store.trim_keeping(max_bytes, since)
     }
 
     /// The split index's clock ([`IndexStore::clock`]): read as a query begins, it is what
-    /// [`Engine::trim_keeping`] keeps from.
+    /// [`Engine::trim`] keeps from.
     pub fn clock(&self) -> u64 {
         self.store.clock()
     }

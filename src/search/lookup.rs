@@ -331,7 +331,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(engine.trim(0), 2, "both fragments were only read through");
+        assert_eq!(engine.trim(0, None), 2, "both fragments were only read through");
     }
 
     #[test]
