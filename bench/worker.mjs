@@ -58,12 +58,18 @@ for (const files of FILES) {
     const worker = files === 'r2' ? await fromR2(weights) : await fromAssets(weights);
     try {
       const rssStart = worker.pid ? rss(worker.pid) : null;
+      // The index reads (subrequests to the ASSETS binding or R2) each request made: requests go
+      // one at a time, so the count /healthz reports grows by that request's own.
+      const readsSoFar = async () => (await (await fetch(`${worker.base}/healthz`)).json()).index_files_read ?? 0;
       let t = performance.now();
       const cold = await fetch(`${worker.base}/search?q=${encodeURIComponent(queries[0])}&k=10`);
       const coldBody = await cold.json();
       if (!cold.ok) throw new Error(`${files}: ${cold.status} ${JSON.stringify(coldBody).slice(0, 300)}`);
       const coldMs = performance.now() - t;
+      const coldReads = await readsSoFar();
       const warm = [];
+      const reads = [];
+      let before = coldReads;
       for (let r = 0; r < rounds; r++) {
         for (const q of queries) {
           t = performance.now();
@@ -71,6 +77,9 @@ for (const files of FILES) {
           await response.json();
           if (!response.ok) throw new Error(`${files}: ${response.status} for ${q}`);
           warm.push(performance.now() - t);
+          const after = await readsSoFar();
+          reads.push(after - before);
+          before = after;
         }
       }
       const health = await (await fetch(`${worker.base}/healthz`)).json();
@@ -92,6 +101,9 @@ for (const files of FILES) {
           max_index_bytes: health.max_index_bytes,
           ...(worker.pid ? { workerd_rss_mb: { start: rssStart / 1e6, loaded: rss(worker.pid) / 1e6 } } : {}),
           index_read: { files: health.index_files_read, mb: health.index_bytes_read / 1e6, of: indexTotal },
+          // Index reads a request made (each a subrequest): the cold one, and the most and the
+          // median of the rest (the first round's are the queries' own first reads).
+          reads_per_request: { cold: coldReads, max: Math.max(0, ...reads), p50: reads.length ? pct(reads, 50) : 0 },
           // What the bound counts, held after the queries (every base's).
           index_held_mb: health.bases.reduce((n, b) => n + (b.index_bytes_held ?? 0), 0) / 1e6,
           chunks: health.chunks,
