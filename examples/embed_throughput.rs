@@ -4,9 +4,12 @@
 //! embedded as passages with int8 weights on `threads` threads (each a text at a time, as the
 //! build does), chunks/s and tokens/s printed as JSON. With `--dump FILE` those inputs are
 //! written as JSONL (`{"text": …}`) for `scripts/bench-onnxruntime-passages.py`, so onnxruntime
-//! embeds exactly the same texts.
+//! embeds exactly the same texts; with `--weights f32`, tract multiplies in f32 instead (what
+//! `[model] weights = "f32"` builds with, and every build did before int8 passages); with
+//! `--weights encoder`, sextant's own encoder (`embed::bert`, what the search box runs) made from
+//! the model's body and rows, int8 weights: the same vectors as int8, without tract.
 //!
-//! cargo run --release --example embed_throughput -- <corpus.jsonl | site dir> <model dir> <threads> <limit> [--dump FILE]
+//! cargo run --release --example embed_throughput -- <corpus.jsonl | site dir> <model dir> <threads> <limit> [--dump FILE] [--weights int8|f32|encoder]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -17,12 +20,38 @@ use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, corpus, model_dir, threads, limit, rest @ ..] = args.as_slice() else {
-        return Err("usage: embed_throughput <corpus.jsonl> <model dir> <threads> <limit> [--dump FILE]".into());
+        return Err(
+            "usage: embed_throughput <corpus.jsonl> <model dir> <threads> <limit> [--dump FILE] [--weights int8|f32|encoder]"
+                .into(),
+        );
     };
     let (threads, limit): (usize, usize) = (threads.parse()?, limit.parse()?);
+    let (mut dump, mut weights, mut encoder) = (None, Weights::Int8, false);
+    for option in rest.chunks(2) {
+        match option {
+            [flag, file] if flag == "--dump" => dump = Some(file),
+            [flag, w] if flag == "--weights" && w == "int8" => weights = Weights::Int8,
+            [flag, w] if flag == "--weights" && w == "f32" => weights = Weights::F32,
+            [flag, w] if flag == "--weights" && w == "encoder" => encoder = true,
+            _ => {
+                return Err(format!("unknown option {option:?}: give --dump FILE or --weights int8|f32|encoder").into())
+            }
+        }
+    }
     let model = std::fs::read(format!("{model_dir}/model.onnx"))?;
     let tokenizer = std::fs::read(format!("{model_dir}/tokenizer.json"))?;
-    let embedder = TractEmbedder::from_vec_with(model, &tokenizer, &ModelOptions::default(), Weights::Int8)?;
+    let options = ModelOptions::default();
+    let embedder: Box<dyn Embedder + Sync> = if encoder {
+        let parts = sextant::embed::rows::split_model(&model)?;
+        let file = sextant::embed::bert::write_encoder(&parts.body, options.max_tokens)?;
+        let ours = sextant::embed::bert::BertEncoder::from_bytes(&file, &tokenizer, &options)?;
+        for (name, bytes) in &parts.row_files {
+            ours.add_file(name, bytes)?;
+        }
+        Box::new(ours)
+    } else {
+        Box::new(TractEmbedder::from_vec_with(model, &tokenizer, &options, weights)?)
+    };
     let config = BuildConfig::default();
     let documents = if std::path::Path::new(corpus).is_dir() {
         site_pages(std::path::Path::new(corpus), &config)?
@@ -32,16 +61,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chunked = sextant::indexer::chunk_documents(
         &documents,
         &config,
-        embedder.tokenizer(),
+        &sextant::embed::ModelTokenizer::from_bytes(&tokenizer, options.max_tokens)?,
         "",
         &sextant::indexer::OneThread,
         &|| (),
     )?;
     let texts: Vec<&str> = chunked.inputs.iter().take(limit).map(String::as_str).collect();
-    if let [flag, file] = rest {
-        if flag != "--dump" {
-            return Err(format!("unknown option {flag}").into());
-        }
+    if let Some(file) = dump {
         let lines: Vec<String> = texts
             .iter()
             .map(|t| serde_json::json!({ "text": t }).to_string())
@@ -64,7 +90,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{}",
         serde_json::json!({
-            "engine": "sextant (tract, int8 passages)",
+            "engine": match (encoder, weights) {
+                (true, _) => "sextant (own encoder, int8 passages)",
+                (_, Weights::F32) => "sextant (tract, f32 passages)",
+                _ => "sextant (tract, int8 passages)",
+            },
             "threads": threads,
             "chunks": texts.len(),
             "tokens": tokens,
