@@ -1,12 +1,16 @@
-//! Times `exact::matmul` and `exact::softmax` at attention's shapes (12 heads, 256 tokens, 32
-//! dimensions per head): `cargo run --release -p sextant-kernels --example exact_bench`.
+//! Times `exact::matmul` and `exact::softmax` at attention's shapes (12 heads, 256 tokens or as
+//! many as given, 32 dimensions per head): `cargo run --release -p sextant-kernels --example
+//! exact_bench [tokens]`.
 
 use std::time::Instant;
 
 use sextant_kernels::exact;
 
 fn main() {
-    let (heads, s, d) = (12, 256, 32);
+    let s: usize = std::env::args()
+        .nth(1)
+        .map_or(256, |t| t.parse().expect("tokens: a number"));
+    let (heads, d) = (12, 32);
     let a: Vec<f32> = (0..s * d).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
     let b: Vec<f32> = (0..d * s)
         .map(|i| ((i * 104_729) % 1000) as f32 / 1000.0 - 0.5)

@@ -235,93 +235,179 @@ pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     out
 }
 
-/// [`matmul_into`] compiled for AVX2 (the same operations, wider registers).
+/// [`matmul_into`]'s products on AVX2: tiles of up to [`ROWS`] rows and [`COLUMNS`] columns,
+/// the last tile of a row of tiles through masked loads and stores, so no value is left to a
+/// scalar loop (at attention's shapes, `n` or `m` a few over a multiple of the tile, those
+/// loops took about as long as the tiles). Each value is still `((a₀b₀ + a₁b₁) + a₂b₂) + …`:
+/// one product and one sum a lane, in the order of `k`.
 ///
 /// # Safety
 ///
-/// The CPU must have AVX2.
+/// The CPU must have AVX2; `a`, `b` and `out` are `m × k`, `k × n` and `m × n`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn matmul_avx2(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
-    use std::arch::x86_64::*;
-    let full_rows = m - m % ROWS;
-    let full_columns = n - n % COLUMNS;
-    for row in (0..full_rows).step_by(ROWS) {
-        for column in (0..full_columns).step_by(COLUMNS) {
-            let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
-            for i in 0..k {
-                // SAFETY: `i < k`, `column + 16 <= n` and `row + 4 <= m`, and the slices are
-                // `m × k` and `k × n` (asserted by `matmul`).
-                unsafe {
-                    let b_low = _mm256_loadu_ps(b.as_ptr().add(i * n + column));
-                    let b_high = _mm256_loadu_ps(b.as_ptr().add(i * n + column + 8));
-                    for (r, acc) in acc.iter_mut().enumerate() {
-                        let a_value = _mm256_set1_ps(*a.get_unchecked((row + r) * k + i));
-                        acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(a_value, b_low));
-                        acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(a_value, b_high));
-                    }
-                }
+    let mut row = 0;
+    while row < m {
+        let rows = ROWS.min(m - row);
+        // SAFETY: the caller's contract; `row + rows <= m`.
+        unsafe {
+            match rows {
+                4 => rows_avx2::<4>(a, b, out, row, k, n),
+                3 => rows_avx2::<3>(a, b, out, row, k, n),
+                2 => rows_avx2::<2>(a, b, out, row, k, n),
+                _ => rows_avx2::<1>(a, b, out, row, k, n),
             }
-            for (r, acc) in acc.iter().enumerate() {
-                // SAFETY: 16 values at `(row + r) * n + column`, inside `m × n`.
-                unsafe {
-                    _mm256_storeu_ps(out.as_mut_ptr().add((row + r) * n + column), acc[0]);
-                    _mm256_storeu_ps(out.as_mut_ptr().add((row + r) * n + column + 8), acc[1]);
-                }
+        }
+        row += rows;
+    }
+}
+
+/// Rows `row..row + R` of the product, every column: [`COLUMNS`] at a time, then the rest.
+///
+/// # Safety
+///
+/// [`matmul_avx2`]'s, and `row + R <= m`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rows_avx2<const R: usize>(a: &[f32], b: &[f32], out: &mut [f32], row: usize, k: usize, n: usize) {
+    use std::arch::x86_64::*;
+    let full = n - n % COLUMNS;
+    for column in (0..full).step_by(COLUMNS) {
+        // SAFETY: `column + 16 <= n`.
+        unsafe { tile_avx2::<R>(a, b, out, row, column, k, n, None) };
+    }
+    if full < n {
+        // Lane j of each half is read and written only if its column is below n.
+        let left = (n - full) as i32;
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let masks = (
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lanes),
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(left - 8), lanes),
+        );
+        // SAFETY: the masks cover only columns below n.
+        unsafe { tile_avx2::<R>(a, b, out, row, full, k, n, Some(masks)) };
+    }
+}
+
+/// One tile: rows `row..row + R`, columns `column..column + 16` (those of `masks` only, where
+/// given).
+///
+/// # Safety
+///
+/// [`rows_avx2`]'s, and `column + 16 <= n` unless `masks` leaves out every lane at or past `n`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+#[inline]
+unsafe fn tile_avx2<const R: usize>(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [f32],
+    row: usize,
+    column: usize,
+    k: usize,
+    n: usize,
+    masks: Option<(std::arch::x86_64::__m256i, std::arch::x86_64::__m256i)>,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for i in 0..k {
+        // SAFETY: `i < k` and `row + r < m`; the loads are inside `b`'s row `i` (masked lanes
+        // read nothing; `wrapping_add` so that a pointer past the end is never formed by `add`).
+        unsafe {
+            let p = b.as_ptr().add(i * n + column);
+            let (b_low, b_high) = match masks {
+                None => (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))),
+                Some((low, high)) => (_mm256_maskload_ps(p, low), _mm256_maskload_ps(p.wrapping_add(8), high)),
+            };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let a_value = _mm256_set1_ps(*a.get_unchecked((row + r) * k + i));
+                acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(a_value, b_low));
+                acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(a_value, b_high));
             }
         }
     }
-    // The edges: the same order of operations, one value at a time.
-    for r in 0..m {
-        let columns = if r < full_rows { full_columns..n } else { 0..n };
-        for c in columns {
-            let mut s = 0f32;
-            for i in 0..k {
-                s += a[r * k + i] * b[i * n + c];
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: 16 values at `(row + r) * n + column`, inside `m × n` (or those of `masks`).
+        unsafe {
+            let p = out.as_mut_ptr().add((row + r) * n + column);
+            match masks {
+                None => {
+                    _mm256_storeu_ps(p, acc[0]);
+                    _mm256_storeu_ps(p.add(8), acc[1]);
+                }
+                Some((low, high)) => {
+                    _mm256_maskstore_ps(p, low, acc[0]);
+                    _mm256_maskstore_ps(p.wrapping_add(8), high, acc[1]);
+                }
             }
-            out[r * n + c] = s;
         }
     }
 }
 
 #[inline(always)]
 fn matmul_into(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
+    // The last columns of `b` when `n` is not a multiple of a tile, padded with zeros to one, so
+    // that they take the tiles' loop too (a scalar loop a value took about as long as the tiles
+    // at attention's shapes); the padding's lanes are never stored.
+    let full = n - n % COLUMNS;
+    let mut padded = Vec::new();
+    if full < n {
+        padded = vec![0f32; k * COLUMNS];
+        for (i, to) in padded.chunks_exact_mut(COLUMNS).enumerate() {
+            to[..n - full].copy_from_slice(&b[i * n + full..(i + 1) * n]);
+        }
+    }
     let mut row = 0;
     while row < m {
         let rows = ROWS.min(m - row);
-        let mut column = 0;
-        while column < n {
-            let columns = COLUMNS.min(n - column);
-            if rows == ROWS && columns == COLUMNS {
-                let a_rows: [&[f32]; ROWS] = std::array::from_fn(|r| &a[(row + r) * k..][..k]);
-                let mut acc = [[0f32; COLUMNS]; ROWS];
-                for (i, b_row) in b.chunks_exact(n).enumerate() {
-                    let b_tile = &b_row[column..column + COLUMNS];
-                    for (acc, a_row) in acc.iter_mut().zip(a_rows) {
-                        let a_value = a_row[i];
-                        for (s, &bv) in acc.iter_mut().zip(b_tile) {
-                            *s += a_value * bv;
-                        }
-                    }
-                }
-                for (r, acc) in acc.iter().enumerate() {
-                    out[(row + r) * n + column..][..COLUMNS].copy_from_slice(acc);
-                }
-            } else {
-                for r in row..row + rows {
-                    for c in column..column + columns {
-                        let mut s = 0f32;
-                        for i in 0..k {
-                            s += a[r * k + i] * b[i * n + c];
-                        }
-                        out[r * n + c] = s;
-                    }
-                }
-            }
-            column += columns;
+        match rows {
+            4 => rows_into::<4>(a, b, &padded, out, row, k, n),
+            3 => rows_into::<3>(a, b, &padded, out, row, k, n),
+            2 => rows_into::<2>(a, b, &padded, out, row, k, n),
+            _ => rows_into::<1>(a, b, &padded, out, row, k, n),
         }
         row += rows;
     }
+}
+
+/// Rows `row..row + R` of [`matmul_into`]'s product, every column (`padded`: the last columns of
+/// `b`, padded to a tile, when `n` is not a multiple of one).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rows_into<const R: usize>(a: &[f32], b: &[f32], padded: &[f32], out: &mut [f32], row: usize, k: usize, n: usize) {
+    let a_rows: [&[f32]; R] = std::array::from_fn(|r| &a[(row + r) * k..][..k]);
+    let full = n - n % COLUMNS;
+    for column in (0..full).step_by(COLUMNS) {
+        let acc = tile::<R>(a_rows, k, |i| &b[i * n + column..][..COLUMNS]);
+        for (r, acc) in acc.iter().enumerate() {
+            out[(row + r) * n + column..][..COLUMNS].copy_from_slice(acc);
+        }
+    }
+    if full < n {
+        let acc = tile::<R>(a_rows, k, |i| &padded[i * COLUMNS..][..COLUMNS]);
+        for (r, acc) in acc.iter().enumerate() {
+            out[(row + r) * n + full..(row + r + 1) * n].copy_from_slice(&acc[..n - full]);
+        }
+    }
+}
+
+/// One tile of [`matmul_into`]: `R` rows of `a` against the [`COLUMNS`] columns `b_row(i)` gives
+/// for each `i` of `k`, each sum in the order of `k`.
+#[inline(always)]
+fn tile<'b, const R: usize>(a_rows: [&[f32]; R], k: usize, b_row: impl Fn(usize) -> &'b [f32]) -> [[f32; COLUMNS]; R] {
+    let mut acc = [[0f32; COLUMNS]; R];
+    for i in 0..k {
+        let b_tile = b_row(i);
+        for (acc, a_row) in acc.iter_mut().zip(a_rows) {
+            let a_value = a_row[i];
+            for (s, &bv) in acc.iter_mut().zip(b_tile) {
+                *s += a_value * bv;
+            }
+        }
+    }
+    acc
 }
 
 #[cfg(test)]
@@ -405,7 +491,17 @@ mod tests {
             state ^= state << 17;
             (state % 20_001) as f32 / 7_000.0 - 1.4
         };
-        for (m, k, n) in [(1, 1, 1), (4, 32, 16), (5, 33, 17), (9, 7, 40), (8, 64, 32)] {
+        // Attention's shapes at 190 tokens too: tiles that end past every edge.
+        for (m, k, n) in [
+            (1, 1, 1),
+            (4, 32, 16),
+            (5, 33, 17),
+            (9, 7, 40),
+            (8, 64, 32),
+            (3, 5, 7),
+            (190, 32, 190),
+            (190, 190, 32),
+        ] {
             let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
             let b: Vec<f32> = (0..k * n).map(|_| next()).collect();
             let got = matmul(&a, &b, m, k, n);
