@@ -604,12 +604,19 @@ function showGraphProgress(p) {
   $('graph-text').textContent = `Reading chunks for the graph: ${p.done} of ${p.total} · ${p.calls} LLM calls, ${p.tokens} tokens${left}`;
 }
 
+// While a build this page started runs, "Pause graph" stays: a state asked for before it began
+// (when embedding went idle, or for a build refused as NOT_READY) can answer after it did, and is
+// dropped.
+let graphBuilds = 0;
+let graphBuilding = false;
 async function showGraph() {
+  const asked = graphBuilds;
   const g = await request('graph_state').catch(() => null);
-  if (!g) return;
-  $('build-graph').hidden = g.building;
-  $('pause-graph').hidden = !g.building;
-  if (g.building) return;
+  if (!g || asked !== graphBuilds) return;
+  const building = g.building || graphBuilding;
+  $('build-graph').hidden = building;
+  $('pause-graph').hidden = !building;
+  if (building) return;
   $('graph-progress').hidden = true;
   const last = g.last ? ` · ${g.last.entities} entities, ${g.last.relations} relations from ${g.last.chunks} chunks (${g.last.cached} already read, ${g.last.skipped} skipped; ${g.last.calls} LLM calls, ${g.last.tokens} tokens)` : '';
   $('graph-text').textContent = !g.built ? 'No graph yet: build one to follow names across documents.' : g.current ? `Graph built${last}.` : 'The graph is out of date: build it again (only new chunks are read).';
@@ -623,6 +630,8 @@ $('build-graph').addEventListener('click', async () => {
     return say('Set the LLM endpoint first (base URL and model): it reads the chunks.', true);
   }
   // The worker knows whether every chunk is embedded (NOT_READY says so otherwise).
+  graphBuilds++;
+  graphBuilding = true;
   $('build-graph').hidden = true;
   $('pause-graph').hidden = false;
   try {
@@ -631,6 +640,8 @@ $('build-graph').addEventListener('click', async () => {
   } catch (e) {
     say(e.code === 'ABORTED' ? 'Graph paused: what was read is kept; build again to go on.' : `The graph could not be built: ${e.code}: ${e.message}`, e.code !== 'ABORTED');
   }
+  graphBuilds++;
+  graphBuilding = false;
   await showGraph();
 });
 $('pause-graph').addEventListener('click', () => request('graph_pause'));
