@@ -4,37 +4,37 @@
 //! embedded as passages with int8 weights on `threads` threads (each a text at a time, as the
 //! build does), chunks/s and tokens/s printed as JSON. With `--dump FILE` those inputs are
 //! written as JSONL (`{"text": …}`) for `scripts/bench-onnxruntime-passages.py`, so onnxruntime
-//! embeds exactly the same texts; with `--weights f32`, tract multiplies in f32 instead (what
-//! `[model] weights = "f32"` builds with, and every build did before int8 passages); with
-//! `--weights encoder`, sextant's own encoder (`embed::bert`, what the search box runs) made from
-//! the model's body and rows, int8 weights: the same vectors as int8, without tract.
+//! embeds exactly the same texts. The model runs as `sextant build` runs it (`ModelEmbedder`:
+//! sextant's own encoder, int8 weights); with `--weights int8`, tract's plan of it instead (the
+//! same vectors: what builds ran before 2026-12-07); with `--weights f32`, tract multiplying in
+//! f32 (what `[model] weights = "f32"` builds with, and every build did before int8 passages).
 //!
-//! cargo run --release --example embed_throughput -- <corpus.jsonl | site dir> <model dir> <threads> <limit> [--dump FILE] [--weights int8|f32|encoder]
+//! cargo run --release --example embed_throughput -- <corpus.jsonl | site dir> <model dir> <threads> <limit> [--dump FILE] [--weights encoder|int8|f32]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use sextant::config::BuildConfig;
-use sextant::embed::{Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
+use sextant::embed::{Embedder, ModelEmbedder, ModelOptions, TextKind, TractEmbedder, Weights};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, corpus, model_dir, threads, limit, rest @ ..] = args.as_slice() else {
         return Err(
-            "usage: embed_throughput <corpus.jsonl> <model dir> <threads> <limit> [--dump FILE] [--weights int8|f32|encoder]"
+            "usage: embed_throughput <corpus.jsonl> <model dir> <threads> <limit> [--dump FILE] [--weights encoder|int8|f32]"
                 .into(),
         );
     };
     let (threads, limit): (usize, usize) = (threads.parse()?, limit.parse()?);
-    let (mut dump, mut weights, mut encoder) = (None, Weights::Int8, false);
+    let (mut dump, mut weights, mut encoder) = (None, Weights::Int8, true);
     for option in rest.chunks(2) {
         match option {
             [flag, file] if flag == "--dump" => dump = Some(file),
-            [flag, w] if flag == "--weights" && w == "int8" => weights = Weights::Int8,
-            [flag, w] if flag == "--weights" && w == "f32" => weights = Weights::F32,
+            [flag, w] if flag == "--weights" && w == "int8" => encoder = false,
+            [flag, w] if flag == "--weights" && w == "f32" => (weights, encoder) = (Weights::F32, false),
             [flag, w] if flag == "--weights" && w == "encoder" => encoder = true,
             _ => {
-                return Err(format!("unknown option {option:?}: give --dump FILE or --weights int8|f32|encoder").into())
+                return Err(format!("unknown option {option:?}: give --dump FILE or --weights encoder|int8|f32").into())
             }
         }
     }
@@ -42,11 +42,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokenizer = std::fs::read(format!("{model_dir}/tokenizer.json"))?;
     let options = ModelOptions::default();
     let embedder: Box<dyn Embedder + Sync> = if encoder {
-        let parts = sextant::embed::rows::split_model(&model)?;
-        let file = sextant::embed::bert::write_encoder(&parts.body, options.max_tokens)?;
-        let ours = sextant::embed::bert::BertEncoder::from_bytes(&file, &tokenizer, &options)?;
-        for (name, bytes) in &parts.row_files {
-            ours.add_file(name, bytes)?;
+        let ours = ModelEmbedder::load(model, &tokenizer, &options)?;
+        if ours.engine() != "encoder" {
+            return Err(format!("the model ran with {}, not sextant's own encoder", ours.engine()).into());
         }
         Box::new(ours)
     } else {

@@ -900,7 +900,7 @@ pub fn research_refusal(unknown: Vec<String>, cited: u32, sent: u32) -> Option<S
 #[wasm_bindgen]
 pub struct Collection {
     inner: crate::collection::Collection,
-    embedder: std::sync::Arc<crate::embed::TractEmbedder>,
+    embedder: std::sync::Arc<crate::embed::ModelEmbedder>,
 }
 
 #[cfg(feature = "collection")]
@@ -918,7 +918,7 @@ impl Collection {
         use crate::embed::Embedder;
         let config: crate::config::BuildConfig =
             options(&crate::config::BuildConfig::default(), config, "collection config")?;
-        let embedder = crate::embed::TractEmbedder::from_vec(model, tokenizer, &config.model)
+        let embedder = crate::embed::ModelEmbedder::load(model, tokenizer, &config.model)
             .map_err(|e| js_error(ErrorCode::BadModel, e))?;
         let inner = crate::collection::Collection::new(config, embedder.spec());
         Ok(Collection {

@@ -218,12 +218,8 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
     use sextant::embed::BertEncoder;
     let parts = split_model(&common::model_file("model.onnx")).unwrap();
     let tokenizer = common::model_file("tokenizer.json");
-    let goldens = goldens();
-    let long = "retrieval of aerodynamic heat transfer ".repeat(80);
-    let passages = cranfield_texts(40);
-    let mut texts: Vec<&str> = goldens.iter().map(|g| g.text.as_str()).collect();
-    texts.extend([long.as_str(), "a", ""]);
-    texts.extend(passages.iter().map(String::as_str));
+    let texts = encoder_texts();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let options = ModelOptions::default();
     for (body, weights) in [
         (parts.body.clone(), Weights::Int8),
@@ -270,6 +266,71 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a model body"), "{e}");
+}
+
+#[test]
+fn a_whole_model_loads_into_the_encoder_with_the_plans_vectors_bit_for_bit() {
+    // What `sextant build`, collections and their workers embed passages with (`ModelEmbedder`):
+    // the default model runs in sextant's own encoder, written from its layers at load, and
+    // gives the tract plan's vectors, int8 and five-bit; anything else falls back to the plan.
+    use sextant::embed::bert::{check_against, CHECK_TEXTS};
+    use sextant::embed::ModelEmbedder;
+    let model = common::model_file("model.onnx");
+    let tokenizer = common::model_file("tokenizer.json");
+    let options = ModelOptions::default();
+    let texts = encoder_texts();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for weights in [Weights::Int8, Weights::Int5] {
+        let ours = ModelEmbedder::load_with(model.clone(), &tokenizer, &options, weights).unwrap();
+        assert_eq!(ours.engine(), "encoder", "{weights}");
+        let plan = TractEmbedder::from_vec_with(model.clone(), &tokenizer, &options, weights).unwrap();
+        assert_eq!(ours.spec(), plan.spec());
+        assert!(ours.file_names().is_empty(), "a whole model needs no files");
+        for text in &texts {
+            for kind in [TextKind::Query, TextKind::Passage] {
+                let (a, b) = (ours.embed(text, kind).unwrap(), plan.embed(text, kind).unwrap());
+                assert!(
+                    a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{weights} {text:?}"
+                );
+            }
+            assert_eq!(ours.token_ids(text).unwrap(), plan.token_ids(text).unwrap());
+        }
+        // The check a model outside PROVEN_MODELS passes first tells vectors apart.
+        let other = if weights == Weights::Int8 {
+            Weights::Int5
+        } else {
+            Weights::Int8
+        };
+        let other = TractEmbedder::from_vec_with(model.clone(), &tokenizer, &options, other).unwrap();
+        let ModelEmbedder::Encoder(encoder) = &ours else {
+            unreachable!()
+        };
+        let e = check_against(encoder, &other, &CHECK_TEXTS).unwrap_err().to_string();
+        assert!(e.contains("another vector"), "{e}");
+    }
+    // The same model under another digest (a field protobuf readers skip, appended): not one the
+    // tests prove, so checked at load, and it passes.
+    let mut renamed = model.clone();
+    renamed.extend([0xa0, 0x06, 0x01]);
+    let ours = ModelEmbedder::load(renamed.clone(), &tokenizer, &options).unwrap();
+    assert_eq!(ours.engine(), "encoder");
+    assert!(!sextant::embed::model::PROVEN_MODELS.contains(&ours.spec().sha256.as_str()));
+    let plan = TractEmbedder::from_vec_with(renamed, &tokenizer, &options, Weights::Int8).unwrap();
+    assert_eq!(ours.spec(), plan.spec());
+    let passage = texts.last().unwrap();
+    assert_eq!(
+        ours.embed(passage, TextKind::Passage).unwrap(),
+        plan.embed(passage, TextKind::Passage).unwrap()
+    );
+    // f32 weights, and a body (no word table to hold whole), run in the plan.
+    let f32 = ModelEmbedder::load_with(model.clone(), &tokenizer, &options, Weights::F32).unwrap();
+    assert_eq!(f32.engine(), "tract");
+    let body = sextant::embed::rows::split_model(&model).unwrap().body;
+    assert_eq!(
+        ModelEmbedder::load(body, &tokenizer, &options).unwrap().engine(),
+        "tract"
+    );
 }
 
 #[test]
@@ -348,6 +409,19 @@ fn the_encoder_builds_own_wordpiece_gives_the_tokenizers_crates_ids() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("[PAD]"), "{e}");
+}
+
+/// What the encoder is compared with the tract plan on: the golden texts (Unicode, code), a
+/// window-long text, one token, none, and Cranfield's first 40 passages (last).
+fn encoder_texts() -> Vec<String> {
+    let mut texts: Vec<String> = goldens().into_iter().map(|g| g.text).collect();
+    texts.extend([
+        "retrieval of aerodynamic heat transfer ".repeat(80),
+        "a".into(),
+        String::new(),
+    ]);
+    texts.extend(cranfield_texts(40));
+    texts
 }
 
 /// The text of the first `n` documents of the Cranfield fixture.

@@ -95,14 +95,14 @@ for (const page of pages) {
 await writeFile(path.join(out, 'index.html'), layout({ ...pages[0], slug: '' }, render(pages[0].body)).replace('<title>', '<meta name="robots" content="noindex">\n  <title>'));
 await copyFile(path.join(here, 'site.css'), path.join(out, 'site.css'));
 
-// The research workspace (/research/): its page, the collection build of the package (pkg/, from
-// `make wasm`), pdf.js and mammoth (DOCX). It takes the model files from the site's sextant/
-// folder at run time.
+// The research workspace (/research/): its page, the collection build of the package
+// ($SEXTANT_PACKAGE_DIR, as `sextant build --site` reads it, else pkg/ from `make wasm`), pdf.js
+// and mammoth (DOCX). It takes the model files from the site's sextant/ folder at run time.
 const research = path.join(out, 'research');
 await mkdir(path.join(research, 'pkg'), { recursive: true });
 await mkdir(path.join(research, 'vendor'), { recursive: true });
 for (const f of ['index.html', 'research.js', 'names.js', 'archive.js', 'research.css', 'research-worker.js']) await copyFile(path.join(here, 'research', f), path.join(research, f));
-const pkg = path.join(here, '../pkg');
+const pkg = process.env.SEXTANT_PACKAGE_DIR || path.join(here, '../pkg');
 for (const f of ['errors.js', 'fetching.js', 'chat.js', 'rerank.js', 'graph.js', 'index-files.js', 'otlp.js', 'core.js', 'collection.js', 'embed-worker.js', 'research.js', 'sextant_collection.js', 'sextant_collection_bg.wasm']) {
   await copyFile(path.join(pkg, f), path.join(research, 'pkg', f)).catch((e) => {
     throw new Error(`${path.join(pkg, f)} is missing (${e.code}); run \`make wasm\` first`);

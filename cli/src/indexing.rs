@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use sextant::chunk::Document;
 use sextant::config::{BuildConfig, InputConfig};
-use sextant::embed::{Embedder, TractEmbedder};
+use sextant::embed::{Embedder, ModelEmbedder};
 use sextant::index::writer::BuiltIndex;
 use sextant::indexer::{self, Chunked, Executor, VectorStore};
 use sextant::loader::{load_file, LoadError};
@@ -148,7 +148,7 @@ impl Executor for Rayon {
 }
 
 /// Checks the configuration and chunks the documents on all cores, with a progress bar.
-pub fn chunk_documents(documents: &[Document], config: &BuildConfig, embedder: &TractEmbedder) -> Result<Chunked> {
+pub fn chunk_documents(documents: &[Document], config: &BuildConfig, embedder: &ModelEmbedder) -> Result<Chunked> {
     let progress = bar(documents.len() as u64, "chunking");
     let chunked = indexer::chunk_documents(
         documents,
@@ -167,7 +167,7 @@ pub fn chunk_documents(documents: &[Document], config: &BuildConfig, embedder: &
 /// to the cache. Returns what was embedded now, with the cache, to look vectors up in both.
 pub fn embed_chunks(
     chunked: &Chunked,
-    embedder: &TractEmbedder,
+    embedder: &ModelEmbedder,
     cache_dir: Option<&Path>,
     wanted: &dyn Fn(usize) -> bool,
 ) -> Result<(Embeddings, BuildStats)> {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use sextant::embed::{ModelOptions, TractEmbedder};
+use sextant::embed::{ModelEmbedder, ModelOptions};
 
 /// `--model DIR`, else `$SEXTANT_MODEL_DIR`, else the cache `scripts/fetch-model.sh` fills.
 pub fn model_dir(arg: Option<&Path>) -> Result<PathBuf> {
@@ -36,10 +36,10 @@ pub fn read_model_files(dir: &Path) -> Result<(Vec<u8>, Vec<u8>)> {
     Ok((model, tokenizer))
 }
 
-/// Loads the model in `dir`.
-pub fn load(dir: &Path, options: &ModelOptions) -> Result<Arc<TractEmbedder>> {
+/// Loads the model in `dir` (sextant's own encoder where it runs it: `ModelEmbedder`).
+pub fn load(dir: &Path, options: &ModelOptions) -> Result<Arc<ModelEmbedder>> {
     let (model, tokenizer) = read_model_files(dir)?;
-    let embedder = TractEmbedder::from_bytes(&model, &tokenizer, options)
+    let embedder = ModelEmbedder::load(model, &tokenizer, options)
         .with_context(|| format!("loading the model in {}", dir.display()))?;
     Ok(Arc::new(embedder))
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use sextant::chunk::Document;
 use sextant::config::BuildConfig;
 use sextant::digest::sha256_hex;
-use sextant::embed::{Embedder, ModelSpec, TractEmbedder};
+use sextant::embed::{Embedder, ModelEmbedder, ModelSpec};
 use sextant::index::writer::BuiltIndex;
 use sextant::indexer::{assemble_owned, VectorStore};
 
@@ -134,7 +134,7 @@ pub struct ShardSummary {
 pub fn build_shard(
     documents: &[Document],
     config: &BuildConfig,
-    embedder: &TractEmbedder,
+    embedder: &ModelEmbedder,
     cache_dir: Option<&Path>,
     shard: Shard,
     partial: &Path,
@@ -277,7 +277,7 @@ fn differences(prefix: &str, a: &serde_json::Value, b: &serde_json::Value, out: 
 pub fn merge_index(
     documents: &[Document],
     config: &BuildConfig,
-    embedder: &TractEmbedder,
+    embedder: &ModelEmbedder,
     partials: &[PathBuf],
 ) -> Result<(BuiltIndex, BuildStats)> {
     if partials.is_empty() {

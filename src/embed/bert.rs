@@ -489,7 +489,7 @@ impl Embedder for BertEncoder {
 }
 
 #[cfg(feature = "model")]
-pub use writer::{check_encoder, write_encoder};
+pub use writer::{check_against, check_encoder, write_encoder, CHECK_TEXTS};
 
 /// Writing an encoder file from a model body (natively, with tract's ONNX types).
 #[cfg(feature = "model")]
@@ -502,6 +502,17 @@ mod writer {
     use super::super::runner::decode_model;
     use super::super::{EmbedError, Embedder, ModelOptions, TextKind, TractEmbedder, Weights};
     use super::{BertEncoder, Header, Kind, TensorEntry, WordRows, MAGIC};
+
+    /// Texts an encoder must embed as the model's plan does, bit for bit, before it stands in
+    /// for it: words, code, Unicode, a window-long text (every position), one token, none.
+    pub const CHECK_TEXTS: [&str; 6] = [
+        "How do I install the package?",
+        "fn main() { println!(\"{}\", x.map(|v| v * 2)); }",
+        "Ärger über naïve Café-Preise, 東京の天気, ÇA VA?",
+        "a",
+        "",
+        "Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached.",
+    ];
 
     fn unsupported(reason: impl std::fmt::Display) -> EmbedError {
         EmbedError::BadModel {
@@ -618,9 +629,8 @@ mod writer {
         let info =
             body_info(&proto)?.ok_or_else(|| unsupported("not a model body; cut it with sextant build --site"))?;
         let int5 = super::super::int5::unpack_graph(&mut proto)? > 0;
-        let graph = proto.graph.as_ref().ok_or_else(|| unsupported("no graph"))?;
-        let original = graph.clone();
-        let mut rewritten = graph.clone();
+        let original = proto.graph.take().ok_or_else(|| unsupported("no graph"))?;
+        let mut rewritten = original.clone();
         drop(proto);
         super::super::rewrite::prepare_graph(&mut rewritten, Weights::Int8, Some(&info))
             .map_err(|e| unsupported(format!("{e:#}")))?;
@@ -883,6 +893,12 @@ mod writer {
             ours.add_file(name, bytes)?;
             theirs.add_file(name, bytes)?;
         }
+        check_against(&ours, &theirs, texts)
+    }
+
+    /// Checks that `ours` gives `theirs`'s vectors bit for bit on `texts`, as queries and as
+    /// passages: an error says where they part.
+    pub fn check_against(ours: &BertEncoder, theirs: &dyn Embedder, texts: &[&str]) -> Result<(), EmbedError> {
         for (i, text) in texts.iter().enumerate() {
             for kind in [TextKind::Query, TextKind::Passage] {
                 let (a, b) = (ours.embed(text, kind)?, theirs.embed(text, kind)?);

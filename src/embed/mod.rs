@@ -1,10 +1,13 @@
-//! Sentence embeddings: the [`Embedder`] trait and its one implementation, [`TractEmbedder`],
-//! which runs a BERT-family ONNX model with `tract` and tokenises with the Hugging Face
-//! `tokenizers` crate.
+//! Sentence embeddings: the [`Embedder`] trait and what implements it: [`TractEmbedder`], which
+//! runs a BERT-family ONNX model with `tract`, and [`BertEncoder`], sextant's own encoder of a
+//! BERT model's layers (the same bits with integer weights, without tract); [`ModelEmbedder`]
+//! loads a whole `model.onnx` into the one that runs it faster.
 //!
 //! One job per file: this module holds the public types and the trait; [`tokenizer`] the model
-//! tokenizer ([`ModelTokenizer`]); [`runner`] the tract runner ([`TractEmbedder`]); and
-//! `rewrite` the ONNX graph surgery done at load (int8 weights and embedding tables).
+//! tokenizer ([`ModelTokenizer`], the Hugging Face `tokenizers` crate or its twin
+//! [`wordpiece`]); [`runner`] the tract runner; [`bert`] the encoder; [`model`] the choice
+//! between them; and `rewrite` the ONNX graph surgery done at load (int8 weights and embedding
+//! tables).
 //!
 //! The CLI embeds documents with it and the wasm engine embeds queries with it: the same code on
 //! both sides, so the vectors agree.
@@ -21,6 +24,8 @@ pub mod bert;
 mod exact;
 #[cfg(feature = "encoder")]
 pub mod int5;
+#[cfg(feature = "model")]
+pub mod model;
 #[cfg(feature = "model")]
 mod onnx;
 #[cfg(feature = "model")]
@@ -45,6 +50,8 @@ use serde::{Deserialize, Serialize};
 use crate::error_code::ErrorCode;
 #[cfg(feature = "encoder")]
 pub use bert::BertEncoder;
+#[cfg(feature = "model")]
+pub use model::ModelEmbedder;
 #[cfg(feature = "model")]
 pub use runner::TractEmbedder;
 #[cfg(feature = "encoder")]

@@ -105,16 +105,6 @@ pub const MODEL_DIR: &str = "model";
 /// The drop-in UI's files, rewritten in place on every build (their names are fixed: pages load
 /// them by name).
 const UI_FILES: [&str; 2] = ["sextant-ui.js", "sextant-ui.css"];
-/// Texts the encoder file must embed as the model body does, bit for bit, before a build ships
-/// it: words, code, Unicode, a window-long text (every position), one token.
-const ENCODER_CHECK_TEXTS: [&str; 6] = [
-    "How do I install the package?",
-    "fn main() { println!(\"{}\", x.map(|v| v * 2)); }",
-    "Ärger über naïve Café-Preise, 東京の天気, ÇA VA?",
-    "a",
-    "",
-    "Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached. Long text covering every position of the model window, repeated so that the truncation at the window is reached.",
-];
 
 /// Package files copied into the hashed package folder.
 const PACKAGE_FILES: [&str; 18] = [
@@ -578,7 +568,7 @@ pub fn run(build: SiteBuild) -> Result<()> {
                     &parts.row_files,
                     &tokenizer,
                     &options,
-                    &ENCODER_CHECK_TEXTS,
+                    &sextant::embed::bert::CHECK_TEXTS,
                 )?;
                 Ok(encoder)
             });
