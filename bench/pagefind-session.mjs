@@ -310,6 +310,9 @@ async function session(site, engine, queries, conditions, filter) {
         after_typing_ms: Math.round(s.done - s.lastKey),
         // From the first keystroke to hybrid results on screen, when they came within the pause.
         ...(s.hybrid !== null ? { hybrid_ms: Math.round(s.hybrid - s.firstKey) } : {}),
+        // The same moments counted from the page's navigation (the page's clock starts there).
+        since_load_ms: Math.round(s.done),
+        ...(s.hybrid !== null ? { hybrid_since_load_ms: Math.round(s.hybrid) } : {}),
         ...(engine.startsWith('sextant') ? { first_mode: s.mode, mode: finalMode } : {}),
         bytes: sumBytes(engine, [...server.log.slice(mark, end), ...embedded]),
       });
@@ -407,9 +410,16 @@ for (const name of [...new Set(report.map((r) => r.site))]) {
     const other = (b.embed ? ` (+${size(b.embed)} /embed)` : '') + (b.other ? ` (+${size(b.other)} other)` : '');
     console.log(`| ${r.engine === 'pagefind' ? 'Pagefind' : r.engine === 'sextant-embed' ? 'sextant, /embed' : 'sextant'} | ${r.connection} | ${q1} | ${rest} | ${size(b.index)} | ${size(b.wasm)} | ${size(b.model)} | ${size(b.code)} | ${size(b.total)}${other} |`);
   }
+  for (const r of runs) {
+    const first = r.results.find((x) => !x.tick);
+    console.log(`\n${r.engine} ${r.connection}: first results ${ms(first.since_load_ms)} after the page began to load (typing at once)`);
+  }
   for (const r of runs.filter((x) => x.engine.startsWith('sextant'))) {
     const hybrid = r.results.filter((x) => !x.tick && x.hybrid_ms !== undefined).map((x) => x.hybrid_ms);
     if (hybrid.length) console.log(`\n${r.engine} ${r.connection}: hybrid results on screen ${ms(median(hybrid))} after the first keystroke, median of the ${hybrid.length} queries that had them within the pause`);
+    const asked = r.results.filter((x) => !x.tick);
+    const firstHybrid = asked.findIndex((x) => x.hybrid_since_load_ms !== undefined);
+    console.log(`${r.engine} ${r.connection}: first hybrid results ${firstHybrid < 0 ? 'never, within the session' : `${ms(asked[firstHybrid].hybrid_since_load_ms)} after the page began to load (query ${firstHybrid + 1})`}`);
   }
   console.log('\nPer query (time to first result / bytes on the wire; page load in query 1; for sextant the mode of the first results → after the pause):\n');
   console.log(`| query | ${runs.map((r) => `${r.engine} ${r.connection.split(' ')[0]}`).join(' | ')} |`);

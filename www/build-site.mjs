@@ -1,4 +1,5 @@
-// Builds the demo documentation site: www/content/*.md → <out>/<page>/index.html, each page
+// Builds the demo documentation site: www/content/*.md (and docs/MIGRATING-FROM-PAGEFIND.md) →
+// <out>/<page>/index.html, each page
 // with the site's navigation and the drop-in search UI; each page's front matter `section` is its
 // search filter (data-sextant-filter) and shown with its results (data-sextant-meta), its `order`
 // a sort key (data-sextant-sort) the box offers beside relevance; the home page opens the search
@@ -24,10 +25,15 @@ function frontMatter(text) {
   return [meta, text.slice(m[0].length)];
 }
 
+// Pages of the repository's docs/ that are the site's too (one text for both).
+const fromDocs = { 'MIGRATING-FROM-PAGEFIND.md': 'migrating-from-pagefind' };
+const sources = [
+  ...(await readdir(content)).filter((f) => f.endsWith('.md')).sort().map((file) => [path.join(content, file), file.replace(/\.md$/, '')]),
+  ...Object.entries(fromDocs).map(([file, slug]) => [path.join(here, '../docs', file), slug]),
+];
 const pages = [];
-for (const file of (await readdir(content)).filter((f) => f.endsWith('.md')).sort()) {
-  const [meta, body] = frontMatter(await readFile(path.join(content, file), 'utf8'));
-  const slug = file.replace(/\.md$/, '');
+for (const [file, slug] of sources) {
+  const [meta, body] = frontMatter(await readFile(file, 'utf8'));
   pages.push({ slug, title: meta.title ?? slug, order: Number(meta.order ?? 99), section: meta.section ?? 'Guide', lang: meta.lang ?? 'en', body });
 }
 pages.sort((a, b) => a.order - b.order || a.slug.localeCompare(b.slug));

@@ -122,8 +122,9 @@ pub struct SearchFlags {
     /// filled by `make model`).
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// How the query's model multiplies: int8 (integer products, as the package and the Worker
-    /// do: the same results as theirs) or f32 (the f32 arithmetic `build` embeds passages with).
+    /// How the query's model multiplies: int8 (integer products, as `build` embeds passages and
+    /// the package and the Worker embed queries: the same results as theirs) or f32 (the model's
+    /// own arithmetic).
     #[arg(long, default_value = "int8", value_parser = weights_parser())]
     pub weights: Weights,
     /// A sextant.toml: with a [rerank] section, its cross-encoder reranks the best results.

@@ -581,11 +581,11 @@ class SearchBox {
       } else if (event.type === 'upgraded') {
         this.progress.hidden = true;
         // The same query again, now with meaning: only the result list changes, never the input.
-        if (this.input.value.trim()) this.search();
+        if (this.input.value.trim()) this.search({ again: true });
       } else if (event.type === 'refine') {
         // The query's meaning search is ready (its vector came from data-embed-url, or the files
         // it fetched are here): the same query again, now with meaning.
-        if (this.input.value.trim() === event.query) this.search();
+        if (this.input.value.trim() === event.query) this.search({ again: true });
       } else if (event.type === 'embed-failed') {
         console.warn(`sextant: data-embed-url failed (${event.message}); loading the model instead`);
       } else if (event.type === 'prefetched') {
@@ -633,9 +633,15 @@ class SearchBox {
     this.modeLine.textContent = this.modeNote ?? (this.shownMode === 'keyword' ? this.t('keyword_mode') : this.shownMode ? this.t('hybrid_mode') : '');
   }
 
-  async search() {
+  /**
+   * Searches for the input's query and shows the results. `again`: the same query run again now
+   * that meaning search is ready; the query's `search` event was (or will be) sent by the run the
+   * reader started, so it is not counted twice.
+   */
+  async search({ again = false } = {}) {
     const query = this.input.value.trim();
     const ticket = ++this.latest;
+    if (!again) this.unreported = true;
     if (!query) {
       this.shownMode = null;
       this.render([], '');
@@ -661,7 +667,10 @@ class SearchBox {
     const pages = this.render(response.results, query, response.fallback, response.did_you_mean);
     this.renderFilters(response.filter_counts);
     this.showMode();
-    // For the site's own analytics, if it listens: nothing leaves the page.
+    // For the site's own analytics, if it listens (nothing leaves the page): one event per query
+    // the reader asked, with the first results shown.
+    if (!this.unreported) return;
+    this.unreported = false;
     const detail = { query, mode: response.mode, pages, results: response.results.length, ms: Math.round(performance.now() - started), filters: options.filters ?? null };
     this.root.dispatchEvent(new CustomEvent('search', { bubbles: true, detail }));
   }
@@ -744,7 +753,9 @@ class SearchBox {
       this.links.push(title);
       const shown = this.showMeta.filter((key) => first.metadata?.[key]).map((key) => `${key}: ${first.metadata[key]}`);
       const meta = shown.length ? el('div', { class: 'sextant-meta', text: shown.join(' · ') }) : null;
-      const subs = el('ul', { class: 'sextant-subresults' });
+      // A listbox holds options and groups of them: each page is a group named by its title, its
+      // list only the layout of its options.
+      const subs = el('ul', { class: 'sextant-subresults', role: 'presentation' });
       for (const hit of hits.slice(0, SUB_RESULTS)) {
         const crumbs = hit.heading_path.filter((h, i) => !(i === 0 && h === hit.title));
         // A section's text starts with its own heading, already shown as the breadcrumb.
@@ -755,10 +766,10 @@ class SearchBox {
         const href = safeHref(hit.url, root);
         if (href) link.href = href;
         this.links.push(link);
-        subs.append(el('li', {}, link));
+        subs.append(el('li', { role: 'presentation' }, link));
       }
       const site = root === siteRoot ? null : el('div', { class: 'sextant-site', text: new URL(root).host });
-      items.push(el('li', { class: 'sextant-page', 'data-base': first.base ?? '' }, title, site, meta, subs));
+      items.push(el('li', { class: 'sextant-page', role: 'group', 'aria-label': title.textContent, 'data-base': first.base ?? '' }, title, site, meta, subs));
     }
     this.results.replaceChildren(...items);
     this.links.forEach((link, i) => {

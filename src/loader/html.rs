@@ -25,6 +25,8 @@ use crate::filters::{parse_attribute, AttributePart};
 const SKIPPED: [&str; 9] = [
     "nav", "header", "footer", "script", "style", "noscript", "template", "svg", "iframe",
 ];
+/// Most attributes of one element `data-sextant-index-attrs` indexes (an element has a few).
+const MAX_INDEXED_ATTRIBUTES: usize = 16;
 /// Elements that end a block of text (table cells only add a ` | ` separator).
 const BLOCKS: [&str; 28] = [
     "address",
@@ -130,6 +132,25 @@ impl Walker {
         }
     }
 
+    /// The values of the attributes `data-sextant-index-attrs` (or Pagefind's
+    /// `data-pagefind-index-attrs`) names, comma-separated (`alt,title`), as text where the element
+    /// begins: an image's `alt` is searchable.
+    fn indexed_attributes(&mut self, e: &scraper::node::Element) {
+        let Some(names) = data_attr(e, "index-attrs") else {
+            return;
+        };
+        for name in names
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .take(MAX_INDEXED_ATTRIBUTES)
+        {
+            if let Some(value) = e.attr(name).filter(|v| !v.trim().is_empty()) {
+                self.text(&format!(" {value} "));
+            }
+        }
+    }
+
     fn heading(&mut self, level: usize, element: ElementRef, anchor: Option<String>) {
         self.flush_block();
         let mut title = String::new();
@@ -208,6 +229,7 @@ impl Walker {
                         self.weigh(Some(weight));
                         stack.push(Step::Unweigh);
                     }
+                    self.indexed_attributes(e);
                     stack.push(Step::Leave(name));
                     stack.extend(node.children().rev().map(|c| Step::Enter(c, depth + 1)));
                 }
@@ -252,14 +274,17 @@ fn heading_level(name: &str) -> Option<usize> {
 
 /// An element's own keyword weight (`data-sextant-weight`, or Pagefind's `data-pagefind-weight`):
 /// a number from 0 to [`crate::index::Fields::MAX_WEIGHT`], rounded to a whole one (out of range:
-/// the nearest end); `None` without one, or when it is not a number.
+/// the nearest end), but a fraction over 0 is at least 1: a word cannot count less than once, and
+/// Pagefind's `0.2` (found, ranked low) must not become 0 (not searchable by keyword). `None`
+/// without one, or when it is not a number.
 fn element_weight(e: &scraper::node::Element) -> Option<u32> {
     let w: f64 = data_attr(e, "weight")?
         .trim()
         .parse()
         .ok()
         .filter(|w: &f64| w.is_finite())?;
-    Some(w.round().clamp(0.0, f64::from(crate::index::Fields::MAX_WEIGHT)) as u32)
+    let floor = if w > 0.0 { 1.0 } else { 0.0 };
+    Some(w.round().clamp(floor, f64::from(crate::index::Fields::MAX_WEIGHT)) as u32)
 }
 
 /// The attribute `data-sextant-{name}`, else Pagefind's `data-pagefind-{name}`.
@@ -454,16 +479,19 @@ fn document_from(path: &str, html: &Html, max_depth: usize) -> Result<Document, 
 
 /// The page's filter values, sort values and metadata from `data-sextant-filter`, `-sort` and
 /// `-meta` (or Pagefind's names) anywhere on it; metadata `title` replaces the page's title.
+/// `-default-meta` gives metadata that no `-meta` of the page gives (not a title: every page has
+/// one, from its `<title>`, its first `<h1>` or its file name).
 fn read_facets(html: &Html, document: &mut Document) {
     let Ok(selector) = Selector::parse(
-        "[data-sextant-filter], [data-sextant-sort], [data-sextant-meta], \
-         [data-pagefind-filter], [data-pagefind-sort], [data-pagefind-meta]",
+        "[data-sextant-filter], [data-sextant-sort], [data-sextant-meta], [data-sextant-default-meta], \
+         [data-pagefind-filter], [data-pagefind-sort], [data-pagefind-meta], [data-pagefind-default-meta]",
     ) else {
         return;
     };
+    let mut defaults: Vec<(String, String)> = Vec::new();
     for element in html.select(&selector) {
         let e = element.value();
-        for kind in ["filter", "sort", "meta"] {
+        for kind in ["filter", "sort", "meta", "default-meta"] {
             let Some(attribute) = data_attr(e, kind) else {
                 continue;
             };
@@ -483,6 +511,11 @@ fn read_facets(html: &Html, document: &mut Document) {
                 match kind {
                     "filter" => add_filter_value(document, &name, &value),
                     "sort" => add_sort_value(document, &name, &value),
+                    // Never a title; empty values and those over the limit are dropped.
+                    "default-meta" => defaults.extend(
+                        (name != "title" && !value.trim().is_empty() && defaults.len() < MAX_DEFAULT_META)
+                            .then(|| (name, value.trim().to_string())),
+                    ),
                     _ if name == "title" && !value.trim().is_empty() => document.title = value.trim().to_string(),
                     _ if !value.trim().is_empty() => {
                         document
@@ -495,7 +528,13 @@ fn read_facets(html: &Html, document: &mut Document) {
             }
         }
     }
+    for (name, value) in defaults {
+        document.metadata.entry(name).or_insert(value);
+    }
 }
+
+/// Most `data-sextant-default-meta` values a page's metadata takes (a page has a handful).
+const MAX_DEFAULT_META: usize = 64;
 
 #[cfg(test)]
 mod tests {
@@ -612,23 +651,51 @@ mod tests {
     }
 
     #[test]
+    fn pagefind_index_attrs_and_default_meta() {
+        let page = r#"<html><head>
+            <meta data-pagefind-default-meta="image[content]" content="/default.png">
+            <meta data-sextant-default-meta="author[content], title:Not taken" content="Nobody">
+            </head><body><main><h1>Gallery</h1>
+            <p>Before <img data-pagefind-index-attrs="alt, title, missing" alt="a red lighthouse" title="Coast" src="/l.png"> after.</p>
+            <img data-sextant-index-attrs="alt" alt="   ">
+            <meta data-pagefind-meta="author:Ada"></main></body></html>"#;
+        let doc = load_site_page("g.html", page, &InputConfig::default()).unwrap();
+        assert_eq!(doc.sections[0].text, "Gallery\n\nBefore a red lighthouse Coast after.");
+        assert_eq!(
+            doc.metadata.get("image").map(String::as_str),
+            Some("/default.png"),
+            "no meta image: the default"
+        );
+        assert_eq!(
+            doc.metadata.get("author").map(String::as_str),
+            Some("Ada"),
+            "a meta wins over its default"
+        );
+        assert_eq!(doc.title, "Gallery", "a default title is not taken");
+    }
+
+    #[test]
     fn elements_with_a_weight_are_recorded_with_it() {
         let page = r#"<main><h1>Lamp</h1>
             <p data-sextant-weight="3">Key facts about the lamp.</p>
             <p>Plain <span data-pagefind-weight="0.2">quiet words</span> here.</p>
+            <p>And <span data-sextant-weight="0">unsearched words</span>, <span data-sextant-weight="-2">these too</span>.</p>
             <div data-sextant-weight="12"><p>Loud one.</p><p data-sextant-weight="1">Normal inside.</p><p>Loud two.</p></div>
-            <p data-sextant-weight="often">Not a number.</p></main>"#;
+            <p data-sextant-weight="often">Not a number.</p><p data-pagefind-weight="2.5">Rounded up.</p></main>"#;
         let doc = load_html("w.html", page, &InputConfig::default()).unwrap();
         let weighted = &doc.sections[0].weighted;
         assert_eq!(
             weighted,
             &[
                 ("Key facts about the lamp.".to_string(), 3),
-                ("quiet words".to_string(), 0),
+                ("unsearched words".to_string(), 0),
+                ("these too".to_string(), 0),
                 ("Loud one.".to_string(), 10),
                 ("Loud two.".to_string(), 10),
+                ("Rounded up.".to_string(), 3),
             ],
-            "rounded, capped at 10; weight 1 and non-numbers are plain text"
+            "rounded, capped at 10, a fraction over 0 at least 1 (\"quiet words\" count once, as \
+             plain text); weight 1 and non-numbers are plain text"
         );
         let text = &doc.sections[0].text;
         for (element, _) in weighted {

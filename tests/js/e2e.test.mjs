@@ -8,6 +8,7 @@ import { mkdtempSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { root, fixtures, buildDemoSite } from './harness.mjs';
+import { MODEL_REQUEST } from './site-package.mjs';
 import { startStaticServer } from './static-server.mjs';
 import { launch, watchedPage } from './browser.mjs';
 import { startLlmServer, sseAnswer, chunkIdsIn } from './llm-server.mjs';
@@ -29,8 +30,10 @@ after(async () => {
   await server?.close();
 });
 
-async function openDocs(pathname = '/getting-started/') {
+async function openDocs(pathname = '/getting-started/', requested = null) {
   const page = await watchedPage(context);
+  // Every request's path from the start, the Web Worker's included, when asked for.
+  if (requested) page.on('request', (r) => requested.push(new URL(r.url()).pathname));
   await page.goto(server.url + pathname);
   return page;
 }
@@ -103,6 +106,14 @@ test('typing a query shows results with the expected page first', async () => {
   assert.equal(await page.locator('.sextant-input').inputValue(), 'injection');
   await page.waitForFunction(() => document.querySelector('.sextant-results').dataset.query === 'injection', null, { timeout: 30000 });
   assert.equal(await page.locator('.sextant-status').textContent(), '', 'spelled right: nothing to offer');
+  // One misspelled word among words spelled right is searched as its nearest word too (not
+  // dropped because the others are in the index): it is marked, its page comes first, and the
+  // whole query is offered spelled right.
+  await searchFor(page, 'what stops prompt injecton');
+  assert.match(await page.locator('.sextant-status').textContent(), /^Did you mean what stops prompt injection\?$/);
+  assert.equal(new URL(await page.locator('.sextant-page-title').first().getAttribute('href')).pathname, '/security/');
+  const longMarks = await page.locator('.sextant-snippet mark').allTextContents();
+  assert.ok(longMarks.some((w) => /^injection$/i.test(w)), `marked: ${longMarks}`);
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -187,6 +198,10 @@ test('the modal with the keyboard only: Ctrl+K and "/" open it, results are anno
   await page.evaluate(() => {
     window.searches = [];
     document.addEventListener('search', (e) => e.detail && window.searches.push(e.detail));
+    // Which results the list showed, in turn ("query:mode").
+    window.shown = [];
+    const list = document.querySelector('.sextant-results');
+    new MutationObserver(() => window.shown.push(`${list.dataset.query}:${list.dataset.mode}`)).observe(list, { attributes: true, attributeFilter: ['data-mode'] });
   });
   const isOpen = () => page.evaluate(() => document.querySelector('dialog.sextant-modal').open);
   const focusInDialog = () => page.evaluate(() => document.querySelector('dialog.sextant-modal').contains(document.activeElement));
@@ -200,6 +215,16 @@ test('the modal with the keyboard only: Ctrl+K and "/" open it, results are anno
   const input = page.locator('.sextant-input');
   assert.equal(await input.getAttribute('role'), 'combobox');
   assert.equal(await input.getAttribute('aria-expanded'), 'true');
+  // The listbox holds groups (a page each, named by its title) of options, and nothing else a
+  // screen reader would announce: lists inside are layout only.
+  const roles = await page.locator('.sextant-results').evaluate((list) => ({
+    children: [...list.children].map((c) => `${c.getAttribute('role')}:${c.getAttribute('aria-label')}`),
+    layout: [...list.querySelectorAll('ul, li:not(.sextant-page)')].map((n) => n.getAttribute('role')),
+    links: [...list.querySelectorAll('a')].map((a) => a.getAttribute('role')),
+  }));
+  assert.ok(roles.children.length > 0 && roles.children.every((r) => /^group:.+/.test(r)), JSON.stringify(roles));
+  assert.ok(roles.layout.length > 0 && roles.layout.every((r) => r === 'presentation'), JSON.stringify(roles));
+  assert.ok(roles.links.every((r) => r === 'option'), JSON.stringify(roles));
   const pages = await page.locator('.sextant-page').count();
   const summary = page.locator('.sextant-summary');
   assert.equal(await summary.getAttribute('role'), 'status');
@@ -213,14 +238,20 @@ test('the modal with the keyboard only: Ctrl+K and "/" open it, results are anno
     assert.ok(await focusInDialog(), `Tab ${i} left the dialog`);
   }
   await page.screenshot({ path: path.join(artifacts, 'search-modal.png') });
-  await input.focus();
+  // Esc from wherever Tab left focus inside the dialog.
+  assert.ok(await focusInDialog());
   await page.keyboard.press('Escape');
   assert.equal(await isOpen(), false);
   const searches = await page.evaluate(() => window.searches);
-  const last = searches.at(-1);
-  assert.equal(last.query, query);
-  assert.equal(last.pages, pages);
-  assert.ok(last.results >= pages && last.ms >= 0 && ['keyword', 'hybrid'].includes(last.mode), JSON.stringify(last));
+  // One event for the query, though its results were shown twice: keyword results first, then
+  // the same query again when meaning search was ready.
+  const shown = await page.evaluate(() => window.shown);
+  assert.ok(shown.includes(`${query}:keyword`) && shown.includes(`${query}:hybrid`), shown.join());
+  const asked = searches.filter((s) => s.query === query);
+  assert.equal(asked.length, 1, JSON.stringify(searches));
+  const [event] = asked;
+  assert.ok(event.pages >= 1 && event.results >= event.pages && event.ms >= 0 && ['keyword', 'hybrid'].includes(event.mode), JSON.stringify(event));
+  if (event.mode === 'hybrid') assert.equal(event.pages, pages);
   // "/" opens it again with the query kept (once focus has left the closed dialog: "/" typed
   // into a field is a slash); Enter opens the chosen result.
   await page.waitForFunction(() => !document.querySelector('dialog.sextant-modal').contains(document.activeElement));
@@ -285,9 +316,8 @@ test('languages: a French and a Japanese page, each in its language\'s index, fo
     ['/fr/', 'recherches dans plusieurs langues', /recherche/i],
     ['/ja/', '索引', /索引/],
   ]) {
-    const page = await openDocs(pathname);
     const requested = [];
-    page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+    const page = await openDocs(pathname, requested);
     await searchFor(page, query, 'keyword');
     const first = await page.locator('.sextant-page-title').first().getAttribute('href');
     assert.equal(new URL(first).pathname, pathname, `${query}: ${first}`);
@@ -299,13 +329,17 @@ test('languages: a French and a Japanese page, each in its language\'s index, fo
     const mode = await page.locator('.sextant-mode').textContent();
     assert.match(mode, pathname === '/fr/' ? /n'est pas disponible dans cette langue/ : /この言語では意味検索は利用できません/);
     await page.waitForTimeout(2000); // the model would start loading by now
-    assert.ok(!requested.some((p) => /\/(model|body|rows)\.[0-9a-f]+\.(onnx|bin)$/.test(p)), requested.join());
+    assert.ok(!requested.some((p) => MODEL_REQUEST.test(p)), requested.join());
+    assert.ok(requested.some((p) => p.endsWith('/sextant_keyword_bg.wasm')), `the keyword engine ran: ${requested.join()}`);
     assert.deepEqual(page.errors, []);
     await page.close();
   }
-  // The English box does not show them.
-  const page = await openDocs();
+  // The English box does not show them; it loads the model (so the requests above would have
+  // shown the model's, the Web Worker's requests included).
+  const requested = [];
+  const page = await openDocs('/getting-started/', requested);
   await searchFor(page, 'recherches dans plusieurs langues');
+  assert.ok(requested.some((p) => MODEL_REQUEST.test(p)), `the English box's model: ${requested.join()}`);
   const hrefs = await page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
   assert.ok(!hrefs.includes('/fr/') && !hrefs.includes('/ja/'), hrefs.join());
   await page.close();

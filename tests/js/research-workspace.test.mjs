@@ -4,6 +4,9 @@
 // a collection whose WebAssembly has trapped.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { watchedPage } from './browser.mjs';
 import { openWorkspaceSite, TIDE_NOTES, docxBomb, docxOf } from './documents.mjs';
 import { startLlmServer, sseAnswer } from './llm-server.mjs';
@@ -165,6 +168,7 @@ test('a DOCX zip bomb is refused in moments with a message that says why, and th
 
 test('when the collection\'s WebAssembly traps, the operation that met it fails with a message and the workspace restarts it from storage', async () => {
   const page = await watchedPage(workspace.context);
+  const dir = mkdtempSync(path.join(tmpdir(), 'sextant-trap-')); // the page reads its files from here
   try {
     await openCollection(page, 'trap');
     await page.locator('#pick').setInputFiles([{ name: 'tides.md', mimeType: 'text/markdown', buffer: Buffer.from(TIDE_NOTES) }]);
@@ -188,7 +192,12 @@ test('when the collection\'s WebAssembly traps, the operation that met it fails 
       return memory.buffer.byteLength;
     });
     assert.ok(grown > 2 ** 31, `${grown} bytes`);
-    await page.locator('#pick').setInputFiles([{ name: 'big.txt', mimeType: 'text/plain', buffer: Buffer.from('word '.repeat(2_000_000)) }]);
+    // A file larger than what the allocator still has free inside the memory it holds (loading
+    // the model leaves tens of MB free: a 10 MB file was read without growing), under the 64 MiB a
+    // file may hold. Written to disk: Playwright takes at most 50 MB as a buffer.
+    const big = path.join(dir, 'big.txt');
+    writeFileSync(big, 'word '.repeat(12_000_000));
+    await page.locator('#pick').setInputFiles(big);
     // The add that met the trap says it failed; the workspace starts a new engine and reopens the
     // collection from storage.
     await waitState(page, () => [...document.querySelectorAll('#files li')].some((li) => li.textContent.startsWith('big.txt') && li.textContent.includes('Could not add it')), null, { timeout: 60000 });
@@ -202,6 +211,7 @@ test('when the collection\'s WebAssembly traps, the operation that met it fails 
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -40,3 +40,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(1);
   }
 }
+
+/**
+ * A request path that is part of the model a site's search box loads for meaning search (`build
+ * --site`'s files: the whole model, its body, the encoder file, the word table's row files, the
+ * tokenizer) or of the engines that run it (the full and the encoder wasm).
+ */
+export const MODEL_REQUEST = /\/model\/|\/model\.[0-9a-f]+\.onnx$|\/tokenizer\.[0-9a-f]+\.json$|\/sextant_(wasm|encoder)_bg\.wasm$/;

@@ -153,8 +153,17 @@ test('filters, sort and filter counts pass as query parameters (an index without
   // A filter repeated is a list (every value needed); no Cranfield page has one.
   const filtered = await (await get('/search?q=wing&mode=keyword&filters.section=a&filters.section=b')).json();
   assert.deepEqual(filtered.results, []);
-  // Three levels are not a parameter the Worker takes (the package and MCP take {"none": […]}).
-  await expectError(await get('/search?q=wing&filters.section.none=a'), 400, 'BAD_ARGUMENT');
+  // Alternatives and exclusions: no page has a or b, so excluding them keeps every result and
+  // asking for either finds none.
+  const kept = await (await get('/search?q=wing&k=3&mode=keyword&filters.section.none=a&filters.section.not=b')).json();
+  assert.equal(kept.results.length, 3);
+  const either = await (await get('/search?q=wing&mode=keyword&filters.section.any=a&filters.section.any=b')).json();
+  assert.deepEqual(either.results, []);
+  const mixed = await (await get('/search?q=wing&mode=keyword&filters.section=a&filters.section.none=b')).json();
+  assert.deepEqual(mixed.results, [], 'a plain value beside a way is the filter\'s all');
+  for (const bad of ['filters.section.sideways=a', 'filters.section.any.more=a', 'bm25.k1.any=1', 'filters.__proto__.any=a']) {
+    await expectError(await get(`/search?q=wing&${bad}`), 400, 'BAD_ARGUMENT');
+  }
   const sorted = await (await get('/search?q=wing&k=3&mode=keyword&sort.date=desc')).json();
   assert.equal(sorted.results.length, 3, 'a key no page has keeps the order');
   await expectError(await get('/search?q=wing&sort.date=sideways'), 400, 'BAD_ARGUMENT');
@@ -387,6 +396,16 @@ test('/mcp: the MCP SDK client lists and calls search, fetch and describe behind
     assert.deepEqual(JSON.parse(found.content[0].text).results.map((r) => r.id), results.map((r) => r.id));
     const keyword = await client.callTool({ name: 'search', arguments: { query: 'boundary layer', mode: 'keyword', k: 3 } });
     assert.equal(keyword.structuredContent.results.length, 3);
+    // Filters and sort as the package takes them (no Cranfield page has a filter or a sort key).
+    const call = async (extra) => (await client.callTool({ name: 'search', arguments: { query: 'boundary layer', mode: 'keyword', k: 3, ...extra } })).structuredContent.results.map((r) => r.id);
+    const ids = keyword.structuredContent.results.map((r) => r.id);
+    assert.deepEqual(await call({ filters: { section: { none: ['a'], not: ['b'] } } }), ids, 'excluding values no page has keeps every result');
+    assert.deepEqual(await call({ filters: { section: 'a' } }), [], 'a value no page has');
+    assert.deepEqual(await call({ filters: { section: { any: ['a', 'b'] } } }), []);
+    assert.deepEqual(await call({ sort: { date: 'desc' } }), ids, 'a key no page has keeps the order');
+    await assert.rejects(client.callTool({ name: 'search', arguments: { query: 'wings', sort: { date: 'sideways' } } }), /sort must be/);
+    await assert.rejects(client.callTool({ name: 'search', arguments: { query: 'wings', sort: { date: 'asc', title: 'asc' } } }), /sort must be/);
+    await assert.rejects(client.callTool({ name: 'search', arguments: { query: 'wings', filters: { section: { some: ['a'] } } } }), /filters must be/);
 
     // fetch: the chunk's whole text, then its whole document.
     const chunk = await client.callTool({ name: 'fetch', arguments: { id: results[0].id } });

@@ -194,9 +194,9 @@ function getEngine(env) {
     let bases;
     try {
       // Each index is read lazily: its manifest now, each shard or fragment when a query needs
-      // it, through the ASSETS binding or from R2. int8 weights by default: integer products, the fastest
-      // queries and about 31 MB less memory than f32 in a 128 MB isolate (BENCHMARKS.md);
-      // SEXTANT_WEIGHTS = "f32" multiplies in f32, as `sextant build` embeds passages.
+      // it, through the ASSETS binding or from R2. Integer weights by default (weightsOf): integer
+      // products, the fastest queries and about 31 MB less memory than f32 in a 128 MB isolate
+      // (BENCHMARKS.md); SEXTANT_WEIGHTS = "f32" multiplies in f32, the model's own arithmetic.
       bases = await Bases.load({
         bases: found.map(({ name, folder, manifest }) => ({ name, index: `http://assets/${folder}/${manifest.index}` })),
         model,
@@ -261,19 +261,30 @@ function typed(value) {
   return value;
 }
 
+/** How a filter's values combine in a query parameter: `filters.tags.any=a&filters.tags.any=b`. */
+const FILTER_WAYS = ['any', 'all', 'none', 'not'];
+const UNSAFE_KEYS = ['__proto__', 'constructor', 'prototype'];
+
 /**
  * Query parameters other than `q` as options (`bm25.k1=1.2` and `filters.tags=python` nest; a
- * nested one repeated is a list: `filters.tags=a&filters.tags=b` needs both); the core validates
+ * nested one repeated is a list: `filters.tags=a&filters.tags=b` needs both; a filter also takes
+ * alternatives and exclusions, `filters.tags.any=a&filters.tags.none=draft`); the core validates
  * them. Objects without a prototype and own-key checks, so no parameter can reach
  * Object.prototype.
  */
 function optionsOf(url) {
   const options = Object.create(null);
-  const bad = (key) => new HttpError('BAD_ARGUMENT', `invalid query parameter ${JSON.stringify(key)}`);
+  const bad = (key) => new HttpError('BAD_ARGUMENT', `invalid query parameter ${JSON.stringify(key)}${key.split('.').length > 2 ? ' (three parts only as filters.NAME.any, .all, .none or .not)' : ''}`);
+  // Adds a value under `key`, a value already there and this one becoming a list.
+  const add = (into, key, value) => {
+    into[key] = Object.hasOwn(into, key) ? [into[key], value].flat() : value;
+  };
   for (const [key, value] of url.searchParams) {
     if (key === 'q') continue;
-    const [head, sub, more] = key.split('.');
-    if (more !== undefined || ['__proto__', 'constructor', 'prototype'].includes(head) || ['__proto__', 'constructor', 'prototype'].includes(sub)) throw bad(key);
+    const parts = key.split('.');
+    const [head, sub, way] = parts;
+    if (parts.length > 3 || parts.some((p) => UNSAFE_KEYS.includes(p))) throw bad(key);
+    if (way !== undefined && !(head === 'filters' && FILTER_WAYS.includes(way))) throw bad(key);
     if (sub === undefined) {
       if (Object.hasOwn(options, head)) throw bad(key);
       options[head] = typed(value);
@@ -284,7 +295,19 @@ function optionsOf(url) {
     options[head] ??= Object.create(null);
     if (typeof options[head] !== 'object') throw bad(key);
     const inner = options[head];
-    inner[sub] = Object.hasOwn(inner, sub) ? [inner[sub], typed(value)].flat() : typed(value);
+    // A filter's values stay text: `filters.version=3.10` is not the number 3.1.
+    const v = head === 'filters' ? value : typed(value);
+    if (way === undefined) {
+      // `filters.tags=a` beside `filters.tags.any=b`: the plain values are the filter's `all`.
+      if (inner[sub] !== null && typeof inner[sub] === 'object' && !Array.isArray(inner[sub])) add(inner[sub], 'all', v);
+      else add(inner, sub, v);
+      continue;
+    }
+    if (Object.hasOwn(inner, sub) && (typeof inner[sub] !== 'object' || Array.isArray(inner[sub]))) {
+      inner[sub] = Object.assign(Object.create(null), { all: inner[sub] });
+    }
+    inner[sub] ??= Object.create(null);
+    add(inner[sub], way, v);
   }
   return options;
 }

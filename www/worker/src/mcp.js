@@ -61,6 +61,15 @@ function conforms(value, schema) {
   if (schema.enum && !schema.enum.includes(value)) return false;
   if (typeof value === 'number' && ((schema.minimum !== undefined && value < schema.minimum) || (schema.maximum !== undefined && value > schema.maximum))) return false;
   if (type === 'array' && schema.items && !value.every((item) => conforms(item, schema.items))) return false;
+  if (type === 'object') {
+    const properties = schema.properties ?? {};
+    for (const [key, item] of Object.entries(value)) {
+      const inner = Object.hasOwn(properties, key) ? properties[key] : schema.additionalProperties;
+      if (inner === false || (typeof inner === 'object' && !conforms(item, inner))) return false;
+    }
+    if (schema.maxProperties !== undefined && Object.keys(value).length > schema.maxProperties) return false;
+  }
+  if (schema.anyOf && !schema.anyOf.some((s) => conforms(value, s))) return false;
   return true;
 }
 
@@ -122,7 +131,7 @@ async function callTool(name, rawArgs, ctx, trace) {
     if (name === 'search') {
       const chosen = ctx.choose(loaded, args.bases);
       if (ctx.logQueries) trace.query = args.query;
-      const answer = ctx.withMissing(await chosen.bases.search(args.query, { k: args.k ?? defaults().tools.mcp_k, ...(args.mode ? { mode: args.mode } : {}), ...(args.filters ? { filters: args.filters } : {}), bases: chosen.live }), chosen.missing);
+      const answer = ctx.withMissing(await chosen.bases.search(args.query, { k: args.k ?? defaults().tools.mcp_k, ...(args.mode ? { mode: args.mode } : {}), ...(args.filters ? { filters: args.filters } : {}), ...(args.sort ? { sort: args.sort } : {}), bases: chosen.live }), chosen.missing);
       Object.assign(trace, { bases: chosen.live, stages: answer.timings, results: answer.results.length });
       if (answer.partial) trace.failed = answer.failed.map((f) => f.base);
       return toolResult({

@@ -89,7 +89,7 @@ pub struct EvalArgs {
     #[arg(long)]
     model: Option<PathBuf>,
     /// How the query's model multiplies: int8 (integer products, the default everywhere queries
-    /// run) or f32 (the f32 arithmetic `build` embeds passages with).
+    /// run and as `build` embeds passages) or f32 (the model's own arithmetic).
     #[arg(long, default_value = "int8", value_parser = crate::flags::weights_parser())]
     weights: sextant::embed::Weights,
     /// A sextant.toml: collections are built with it, and its [rerank] cross-encoder reranks
