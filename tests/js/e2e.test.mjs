@@ -142,7 +142,7 @@ test('filters: ticking a value narrows the results to its pages and the counts f
   assert.equal(after.Reference, before.Reference, 'the ticked value keeps its pages');
   assert.equal(after.Deploy, 0);
   const hrefs = await page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
-  assert.ok(hrefs.every((h) => ['/cli/', '/js-api/', '/bundle-format/', '/filters/'].includes(h)), hrefs.join());
+  assert.ok(hrefs.every((h) => ['/cli/', '/js-api/', '/bundle-format/', '/filters/', '/migrating-from-pagefind/'].includes(h)), hrefs.join());
   // Unticking brings every section back.
   await page.locator('.sextant-filter-value input[data-value="Reference"]').uncheck();
   await page.waitForFunction(() => new Set([...document.querySelectorAll('.sextant-meta')].map((m) => m.textContent)).size > 1, null, { timeout: 60000 });
