@@ -623,7 +623,10 @@ class SearchBox {
     for (const failure of ready.failed ?? []) console.warn(`sextant: the merged site ${failure.base} is left out: ${failure.message}`);
     this.hasFilters = ready.filters;
     this.worker = worker;
-    if (this.input.value.trim()) this.search();
+    // A query already in the field (the browser restored it) is searched now, unless a search is
+    // waiting for this engine: a second search of the same query would replace its keyword
+    // results, and with data-embed-url the first query then showed nothing until its hybrid ones.
+    if (this.input.value.trim() && !this.awaitingEngine) this.search();
     return worker;
   }
 
@@ -649,7 +652,13 @@ class SearchBox {
       this.showMode();
       return;
     }
-    const worker = await this.start();
+    this.awaitingEngine = (this.awaitingEngine ?? 0) + 1;
+    let worker;
+    try {
+      worker = await this.start();
+    } finally {
+      this.awaitingEngine -= 1;
+    }
     let response;
     let options;
     const started = performance.now();

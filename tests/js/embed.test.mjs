@@ -128,12 +128,20 @@ test('data-embed-url: the first query turns hybrid as soon as its vector comes (
   const requested = [];
   page.on('request', (r) => requested.push(new URL(r.url()).pathname));
   await page.goto(`${worker.base}/remote/`);
+  await page.evaluate(() => {
+    window.shown = []; // the modes the result list showed, in turn
+    const list = document.querySelector('.sextant-results');
+    new MutationObserver(() => list.dataset.mode && window.shown.push(list.dataset.mode)).observe(list, { attributes: true, attributeFilter: ['data-mode'] });
+  });
   const query = 'what stops prompt injection';
   await page.locator('.sextant-input').fill(query);
   await page.waitForFunction((q) => {
     const list = document.querySelector('.sextant-results');
     return list.dataset.query === q && list.dataset.mode === 'hybrid' && document.querySelectorAll('.sextant-page').length > 0;
   }, query, { timeout: 60000 });
+  // Keyword results first, never waiting on the vector (a second search of the query, started
+  // when the engine had loaded, used to replace them before they showed).
+  assert.equal((await page.evaluate(() => window.shown))[0], 'keyword', await page.evaluate(() => window.shown.join()));
   assert.equal(await page.locator('.sextant-input').inputValue(), query, 'the input was touched');
   const shown = await page.locator('.sextant-page-title').evaluateAll((links) => links.map((a) => new URL(a.href).pathname));
   // The model in Node, with the options the box uses: the same pages in the same order.
