@@ -274,10 +274,11 @@ test('in Chromium, a pool of embedding workers gives the index one thread gives'
     await page.waitForFunction(() => window.collections, null, { timeout: 60000 });
     const got = await page.evaluate(async () => {
       const { Collection } = window.collections;
-      // Sixty sections of their own words: enough chunks that the pool's workers load their
-      // model and take batches before this thread is done.
+      // 240 sections of their own words: enough chunks that the pool's workers load their model
+      // and take batches before this thread is done (sixty were not, once passages ran through
+      // sextant's own encoder).
       const words = ['tide', 'orbit', 'lunar', 'basin', 'current', 'estuary', 'harbour', 'surge', 'neap', 'spring'];
-      const text = Array.from({ length: 60 }, (_, i) => `## Section ${i}\n\nThe ${words[i % 10]} and the ${words[(i * 7) % 10]} meet at station ${i * 13}, ${words[(i * 3) % 10]} rising.\n`).join('\n');
+      const text = Array.from({ length: 240 }, (_, i) => `## Section ${i}\n\nThe ${words[i % 10]} and the ${words[(i * 7) % 10]} meet at station ${i * 13}, ${words[(i * 3) % 10]} rising.\n`).join('\n');
       const build = async (workers) => {
         const c = await Collection.create({ model: '/model.onnx', tokenizer: '/tokenizer.json' });
         await c.addFile('tides.md', text);

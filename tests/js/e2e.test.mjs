@@ -194,7 +194,12 @@ async function resultsFor(page, query, mode = 'hybrid') {
 }
 
 test('the modal with the keyboard only: Ctrl+K and "/" open it, results are announced, arrows and Enter open one, Tab stays inside, Esc closes it; each query dispatches a search event', async () => {
-  const page = await openDocs('/');
+  // A server of its own (a fresh origin: nothing cached) that holds the model back, so the
+  // query's keyword results show before meaning search is ready, and the box runs the same query
+  // again when it is.
+  const slow = await startStaticServer(site, { delays: [[/\/model\/encoder\./, 2500]] });
+  const page = await watchedPage(context);
+  await page.goto(`${slow.url}/`);
   await page.evaluate(() => {
     window.searches = [];
     document.addEventListener('search', (e) => e.detail && window.searches.push(e.detail));
@@ -263,6 +268,7 @@ test('the modal with the keyboard only: Ctrl+K and "/" open it, results are anno
   await Promise.all([page.waitForURL(target), page.keyboard.press('Enter')]);
   assert.deepEqual(page.errors, []);
   await page.close();
+  await slow.close();
 });
 
 test('sorting: the box offers the site\'s orders beside relevance, and the results follow the one chosen', async () => {
