@@ -274,7 +274,8 @@ const UNSAFE_KEYS = ['__proto__', 'constructor', 'prototype'];
  */
 function optionsOf(url) {
   const options = Object.create(null);
-  const bad = (key) => new HttpError('BAD_ARGUMENT', `invalid query parameter ${JSON.stringify(key)}${key.split('.').length > 2 ? ' (three parts only as filters.NAME.any, .all, .none or .not)' : ''}`);
+  const bad = (key) =>
+    new HttpError('BAD_ARGUMENT', `invalid query parameter ${JSON.stringify(key)}: give each option once, as name=value or group.name=value (bm25.k1=1.2, filters.tags=python), and a filter's alternatives or exclusions as filters.NAME.any, .all, .none or .not`);
   // Adds a value under `key`, a value already there and this one becoming a list.
   const add = (into, key, value) => {
     into[key] = Object.hasOwn(into, key) ? [into[key], value].flat() : value;
