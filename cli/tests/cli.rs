@@ -657,6 +657,16 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
         .join(manifest["worker"].as_str().unwrap())
         .is_file());
     assert!(site.join("sextant/sextant-ui.js").is_file() && site.join("sextant-sw.js").is_file());
+    // The search box's script names the package folder written beside it (its first query fetches
+    // the keyword wasm from there while sextant.json is on its way).
+    let folder = manifest["package"].as_str().unwrap();
+    assert!(folder.starts_with("pkg.") && manifest["worker"].as_str().unwrap().starts_with(folder));
+    let ui = std::fs::read_to_string(site.join("sextant/sextant-ui.js")).unwrap();
+    assert_eq!(
+        ui.matches(&format!("const BUILT_PACKAGE = \"{folder}\";")).count(),
+        1,
+        "the script does not name {folder}"
+    );
     // The search box's model: the body without the word table, and the table's rows in files of
     // 64 beside it, each recorded as written (so a rebuild may replace them).
     let body = manifest["model_body"].as_str().unwrap();
@@ -746,7 +756,8 @@ fn site_mode_writes_hashed_files_a_manifest_and_says_what_it_skipped() {
     assert_eq!(hit["results"][0]["url"], "/guide/#fog");
 }
 
-/// The CLI copies the package files as they are; stand-ins are enough for site builds.
+/// The CLI copies the package files as they are (the UI's script with the package folder named in
+/// its one `BUILT_PACKAGE` line); stand-ins are enough for site builds.
 fn fake_package() -> PathBuf {
     let package = tmp("fake-package");
     for f in [
@@ -774,7 +785,12 @@ fn fake_package() -> PathBuf {
     ] {
         let file = package.join(f);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, format!("// {f}")).unwrap();
+        let text = if f == "ui/sextant-ui.js" {
+            format!("// {f}\nconst BUILT_PACKAGE = null;\n")
+        } else {
+            format!("// {f}")
+        };
+        std::fs::write(file, text).unwrap();
     }
     package
 }

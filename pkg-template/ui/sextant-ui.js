@@ -29,6 +29,11 @@
 
 const here = new URL('.', import.meta.url); // …/sextant/
 const siteRoot = new URL('..', here);
+/**
+ * The package folder (under `here`) that the site build which wrote this script wrote beside it,
+ * e.g. "pkg.968e4b1af27132fb/": `sextant build --site` fills it in; null as the package ships.
+ */
+const BUILT_PACKAGE = null;
 const SETTINGS_KEY = 'sextant-llm';
 // Results asked for while typing: several pages (fused as pages), each with at most
 // SUB_RESULTS matching sections, so one page cannot fill the list; each result needs its text
@@ -555,14 +560,20 @@ class SearchBox {
 
   async load() {
     await registerServiceWorker();
+    // The keyword engine's wasm, the largest file of a first query, is fetched beside the entry
+    // manifest from the package folder the site build named in this script, and used if the
+    // manifest names the same folder (a browser may hold this script from an earlier build);
+    // compiled here, the module is sent to the worker.
+    const compiled = (url) => WebAssembly.compileStreaming(fetch(url)).catch(() => null);
+    const guessed = BUILT_PACKAGE && new URL(`${BUILT_PACKAGE}sextant_keyword_bg.wasm`, here).href;
+    const early = guessed && compiled(guessed);
     const manifest = await (await fetch(new URL('sextant.json', here), { cache: 'no-store' })).json();
     if (manifest.version !== 2 || !manifest.index) {
       throw new Error(this.t('old_files'));
     }
     const workerUrl = new URL(manifest.worker, here);
-    // The keyword engine's wasm, the largest file of a first query, starts now, beside the
-    // worker's script and modules rather than after them; compiled here, the module is sent over.
-    const keywordWasm = WebAssembly.compileStreaming(fetch(new URL('../sextant_keyword_bg.wasm', workerUrl))).catch(() => null);
+    const wasmUrl = new URL('../sextant_keyword_bg.wasm', workerUrl).href;
+    const keywordWasm = wasmUrl === guessed ? early : compiled(wasmUrl);
     const worker = new SearchWorker(workerUrl);
     keywordWasm.then((module) => worker.worker.postMessage({ type: 'keyword-wasm', module }));
     this.merged = await mergedSites(this.root, manifest);
@@ -942,7 +953,9 @@ function registerServiceWorker() {
   }
   registration ??= navigator.serviceWorker
     .register(new URL('sextant-sw.js', siteRoot), { scope: siteRoot.pathname })
-    .then(() => (navigator.serviceWorker.controller ? null : Promise.race([
+    // A worker already active that does not control this page will not take it (a hard reload
+    // bypasses it): nothing to wait for. A new one takes the page when it activates.
+    .then((registration) => (navigator.serviceWorker.controller || (registration.active?.state === 'activated' && !registration.installing && !registration.waiting) ? null : Promise.race([
       new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true })),
       new Promise((resolve) => setTimeout(resolve, 3000)),
     ])))

@@ -4,7 +4,7 @@
 // screenshots land in tests/artifacts/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { root, fixtures, buildDemoSite } from './harness.mjs';
@@ -503,6 +503,43 @@ test('a query\'s byte ranges of one pack are requested together, not one at a ti
   } finally {
     await page.close();
     await gated.close();
+  }
+});
+
+test('the keyword wasm is asked for beside sextant.json (the script names its package folder); a script from an earlier build still searches', async () => {
+  // sextant.json held back 1.5 s: the wasm, named by the package folder the build wrote into the
+  // script, is served before it. Without the name the wasm could only be asked for after it.
+  const slow = await startStaticServer(site, { delays: [[/\/sextant\/sextant\.json$/, 1500]] });
+  // The same site, its script as an earlier build wrote it: a package folder that is gone.
+  const stale = mkdtempSync(path.join(tmpdir(), 'sextant-e2e-stale-'));
+  cpSync(site, stale, { recursive: true });
+  const script = path.join(stale, 'sextant/sextant-ui.js');
+  const named = readFileSync(script, 'utf8').replace(/^const BUILT_PACKAGE = "pkg\.[0-9a-f]{16}\/";$/m, 'const BUILT_PACKAGE = "pkg.0000000000000000/";');
+  assert.match(named, /BUILT_PACKAGE = "pkg\.0{16}\/"/, 'the built script names no package folder');
+  writeFileSync(script, named);
+  const earlier = await startStaticServer(stale);
+  const page = await watchedPage(context);
+  try {
+    for (const server of [slow, earlier]) {
+      await page.goto(server.url + '/getting-started/');
+      await page.locator('.sextant-input').fill('section table and checksums of the file format');
+      await page.waitForFunction(() => document.querySelectorAll('.sextant-page').length > 0, null, { timeout: 120000 });
+      const href = await page.locator('.sextant-page-title').first().getAttribute('href');
+      assert.equal(new URL(href).pathname, '/bundle-format/');
+    }
+    const json = slow.log.find((e) => e.path === '/sextant/sextant.json');
+    const wasm = slow.log.filter((e) => e.path.endsWith('/sextant_keyword_bg.wasm'));
+    assert.equal(wasm.length, 1, 'the keyword wasm was not fetched once');
+    assert.ok(wasm[0].at < json.at, `the keyword wasm was served ${Math.round(wasm[0].at - json.at)} ms after sextant.json`);
+    // The earlier build's guess is a miss (404); the wasm comes from the folder sextant.json names.
+    const guesses = earlier.log.filter((e) => e.path.endsWith('/sextant_keyword_bg.wasm'));
+    assert.deepEqual(guesses.map((e) => [e.path.startsWith('/sextant/pkg.0000000000000000/'), e.status ?? 200]), [[true, 404], [false, 200]]);
+    assert.deepEqual(page.errors.filter((e) => !/Failed to load resource/.test(e)), []);
+  } finally {
+    await page.close();
+    await slow.close();
+    await earlier.close();
+    rmSync(stale, { recursive: true, force: true });
   }
 });
 

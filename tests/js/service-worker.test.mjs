@@ -128,3 +128,64 @@ test('the files sextant.json lists are kept; a kept file it no longer lists is d
     await page.close();
   }
 });
+
+test('a restarted worker answers from what its cache holds: offline, a kept file and a kept range', async () => {
+  const page = await controlledPage();
+  const browser = await context.browser().newBrowserCDPSession();
+  try {
+    const entry = JSON.parse(readFileSync(path.join(site, 'sextant/sextant.json'), 'utf8'));
+    const index = JSON.parse(readFileSync(path.join(site, 'sextant', entry.index), 'utf8'));
+    const tokenizer = `/sextant/${entry.tokenizer}`;
+    const pack = `/sextant/${entry.index.replace(/[^/]*$/, '')}${index.files.packs[0]}`;
+    const read = (paths) =>
+      page.evaluate(async ({ tokenizer, pack }) => {
+        const whole = await (await fetch(tokenizer)).arrayBuffer();
+        const part = await fetch(pack, { headers: { range: 'bytes=0-99' } });
+        return [whole.byteLength, part.status, (await part.arrayBuffer()).byteLength];
+      }, paths);
+    await page.evaluate(() => fetch('/sextant/sextant.json', { cache: 'no-store' }).then((r) => r.json()));
+    const online = await read({ tokenizer, pack });
+    let kept = [];
+    for (let i = 0; i < 50 && !(kept.includes(tokenizer) && kept.includes(pack)); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      kept = await cachedPaths(page);
+    }
+    assert.ok(kept.includes(tokenizer) && kept.includes(pack), kept.join(', '));
+    // A worker started afresh reads what its cache holds, and answers from it without asking
+    // the network: with the network off, the same file and range come back.
+    const { targetInfos } = await browser.send('Target.getTargets');
+    const workers = targetInfos.filter((t) => t.type === 'service_worker');
+    assert.equal(workers.length, 1, JSON.stringify(targetInfos));
+    await context.setOffline(true);
+    await browser.send('Target.closeTarget', { targetId: workers[0].targetId }); // stops it
+    await page.evaluate(() => fetch('/sextant/sextant.json').catch(() => null)); // starts the worker
+    await new Promise((r) => setTimeout(r, 300)); // it reads its list of what is held
+    assert.deepEqual(await read({ tokenizer, pack }), online);
+    assert.deepEqual(online.slice(1), [206, 100]);
+  } finally {
+    await context.setOffline(false);
+    await browser.detach().catch(() => {});
+    await page.close();
+  }
+});
+
+test('a hard reload, which the active worker does not control, searches without waiting for it', async () => {
+  const page = await controlledPage();
+  try {
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Page.reload', { ignoreCache: true });
+    await cdp.detach();
+    await page.waitForFunction(() => document.readyState === 'complete' && document.querySelector('.sextant-input'));
+    assert.equal(await page.evaluate(() => navigator.serviceWorker.controller), null, 'the hard reload was controlled');
+    const seen = server.log.length;
+    const typed = performance.now();
+    await page.locator('.sextant-input').fill('bundle checksums');
+    await page.waitForFunction(() => document.querySelectorAll('.sextant-page').length > 0, null, { timeout: 60000 });
+    const asked = server.log.slice(seen).find((e) => e.path === '/sextant/sextant.json');
+    // It used to wait for a worker that would never take the page, for its 3 s limit.
+    assert.ok(asked && asked.at - typed < 2500, `sextant.json asked ${asked ? Math.round(asked.at - typed) : 'never'} ms after typing`);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.close();
+  }
+});

@@ -149,6 +149,28 @@ pub fn package_dir(arg: Option<&Path>) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The line of the drop-in UI's script that names the package folder written beside it.
+const PACKAGE_LINE: &str = "const BUILT_PACKAGE = null;";
+
+/// The UI's script with the package folder this build writes named in it: its first query then
+/// fetches the keyword engine while the entry manifest is on its way.
+fn with_package_name(script: Vec<u8>, package_name: &str, path: &Path) -> Result<Vec<u8>> {
+    let text = String::from_utf8(script).with_context(|| format!("{} is not UTF-8", path.display()))?;
+    let found = text.matches(PACKAGE_LINE).count();
+    if found != 1 {
+        bail!(
+            "{} has {found} lines `{PACKAGE_LINE}`, not one: it is not the script this sextant writes; rebuild the package (`make wasm`) or pass --package DIR",
+            path.display()
+        );
+    }
+    Ok(text
+        .replace(
+            PACKAGE_LINE,
+            &format!("const BUILT_PACKAGE = {};", serde_json::to_string(package_name)?),
+        )
+        .into_bytes())
+}
+
 fn short_hash(bytes: &[u8]) -> String {
     sha256_hex(bytes)[..16].to_string()
 }
@@ -471,13 +493,26 @@ pub fn run(build: SiteBuild) -> Result<()> {
     let out = site.join(OUTPUT_DIR);
     let sw_path = site.join("sextant-sw.js");
     let sw = std::fs::read(package.join("ui/sextant-sw.js"))?;
+    // The package's files, in a folder named by their content.
+    let mut package_bytes = Vec::new();
+    let mut files = Vec::new();
+    for f in PACKAGE_FILES {
+        let bytes = std::fs::read(package.join(f)).with_context(|| format!("reading {}", package.join(f).display()))?;
+        package_bytes.extend_from_slice(f.as_bytes());
+        package_bytes.extend_from_slice(&bytes);
+        files.push((f, bytes));
+    }
+    let package_name = format!("pkg.{}/", short_hash(&package_bytes));
     let mut ui = Vec::new();
     for f in UI_FILES {
         let path = package.join("ui").join(f);
-        ui.push((
-            f,
-            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
-        ));
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = if f == "sextant-ui.js" {
+            with_package_name(bytes, &package_name, &path)?
+        } else {
+            bytes
+        };
+        ui.push((f, bytes));
     }
     let fixed: Vec<(&str, &[u8])> = ui.iter().map(|(f, b)| (*f, b.as_slice())).collect();
     let owned = Owned::check(site, &out, &sw_path, &sw, &fixed)?;
@@ -605,15 +640,6 @@ pub fn run(build: SiteBuild) -> Result<()> {
     };
     let model_name = add(format!("model.{}.onnx", short_hash(&model)), model, true);
     let tokenizer_name = add(format!("tokenizer.{}.json", short_hash(&tokenizer)), tokenizer, true);
-    let mut package_bytes = Vec::new();
-    let mut files = Vec::new();
-    for f in PACKAGE_FILES {
-        let bytes = std::fs::read(package.join(f)).with_context(|| format!("reading {}", package.join(f).display()))?;
-        package_bytes.extend_from_slice(f.as_bytes());
-        package_bytes.extend_from_slice(&bytes);
-        files.push((f, bytes));
-    }
-    let package_name = format!("pkg.{}/", short_hash(&package_bytes));
     let (mut wasm_bytes, mut keyword_wasm_bytes, mut encoder_wasm_bytes) = (0u64, 0u64, 0u64);
     for (f, bytes) in files {
         match f {
@@ -767,6 +793,31 @@ mod tests {
                 .into(),
             })
             .collect()
+    }
+
+    #[test]
+    fn the_ui_script_names_the_package_folder_or_the_build_says_the_package_is_not_its_own() {
+        let path = Path::new("pkg/ui/sextant-ui.js");
+        let script = b"const here = 1;\nconst BUILT_PACKAGE = null;\nload();\n".to_vec();
+        let named = with_package_name(script, "pkg.0123456789abcdef/", path).unwrap();
+        assert_eq!(
+            String::from_utf8(named).unwrap(),
+            "const here = 1;\nconst BUILT_PACKAGE = \"pkg.0123456789abcdef/\";\nload();\n"
+        );
+        for script in [
+            &b"const here = 1;\n"[..],
+            b"const BUILT_PACKAGE = null;const BUILT_PACKAGE = null;",
+        ] {
+            let err = with_package_name(script.to_vec(), "pkg.0123456789abcdef/", path)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("pkg/ui/sextant-ui.js has ")
+                    && err.contains("lines `const BUILT_PACKAGE = null;`, not one")
+                    && err.contains("make wasm"),
+                "{err}"
+            );
+        }
     }
 
     fn written(skipped: &[Skip]) -> String {
