@@ -562,17 +562,21 @@ class SearchBox {
     await registerServiceWorker();
     // The keyword engine's wasm, the largest file of a first query, is fetched beside the entry
     // manifest from the package folder the site build named in this script, and used if the
-    // manifest names the same folder (a browser may hold this script from an earlier build);
-    // compiled here, the module is sent to the worker.
-    const compiled = (url) => WebAssembly.compileStreaming(fetch(url)).catch(() => null);
+    // manifest names the same folder; else that fetch is stopped (a browser may hold this script
+    // from an earlier build) and the manifest's is made. Without a name (the script as the
+    // package ships it) the wasm comes after the manifest. Compiled here, the module is sent to
+    // the worker.
+    const compiled = (url, signal) => WebAssembly.compileStreaming(fetch(url, { signal })).catch(() => null);
     const guessed = BUILT_PACKAGE && new URL(`${BUILT_PACKAGE}sextant_keyword_bg.wasm`, here).href;
-    const early = guessed && compiled(guessed);
+    const guess = new AbortController();
+    const early = guessed && compiled(guessed, guess.signal);
     const manifest = await (await fetch(new URL('sextant.json', here), { cache: 'no-store' })).json();
     if (manifest.version !== 2 || !manifest.index) {
       throw new Error(this.t('old_files'));
     }
     const workerUrl = new URL(manifest.worker, here);
     const wasmUrl = new URL('../sextant_keyword_bg.wasm', workerUrl).href;
+    if (wasmUrl !== guessed) guess.abort();
     const keywordWasm = wasmUrl === guessed ? early : compiled(wasmUrl);
     const worker = new SearchWorker(workerUrl);
     keywordWasm.then((module) => worker.worker.postMessage({ type: 'keyword-wasm', module }));
@@ -953,12 +957,17 @@ function registerServiceWorker() {
   }
   registration ??= navigator.serviceWorker
     .register(new URL('sextant-sw.js', siteRoot), { scope: siteRoot.pathname })
-    // A worker already active that does not control this page will not take it (a hard reload
-    // bypasses it): nothing to wait for. A new one takes the page when it activates.
-    .then((registration) => (navigator.serviceWorker.controller || (registration.active?.state === 'activated' && !registration.installing && !registration.waiting) ? null : Promise.race([
-      new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true })),
-      new Promise((resolve) => setTimeout(resolve, 3000)),
-    ])))
+    .then((registered) => {
+      if (navigator.serviceWorker.controller) return null;
+      // A worker already active that does not control this page will not take it (a hard reload
+      // bypasses it): nothing to wait for. A new one takes the page when it activates.
+      const settled = registered.active?.state === 'activated' && !registered.installing && !registered.waiting;
+      if (settled) return null;
+      return Promise.race([
+        new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true })),
+        new Promise((resolve) => setTimeout(resolve, 3000)),
+      ]);
+    })
     .catch(() => {}); // search works without it, only not offline
   return registration;
 }

@@ -151,16 +151,19 @@ test('a restarted worker answers from what its cache holds: offline, a kept file
       kept = await cachedPaths(page);
     }
     assert.ok(kept.includes(tokenizer) && kept.includes(pack), kept.join(', '));
-    // A worker started afresh reads what its cache holds, and answers from it without asking
-    // the network: with the network off, the same file and range come back.
     const { targetInfos } = await browser.send('Target.getTargets');
     const workers = targetInfos.filter((t) => t.type === 'service_worker');
     assert.equal(workers.length, 1, JSON.stringify(targetInfos));
     await context.setOffline(true);
     await browser.send('Target.closeTarget', { targetId: workers[0].targetId }); // stops it
-    await page.evaluate(() => fetch('/sextant/sextant.json').catch(() => null)); // starts the worker
-    await new Promise((r) => setTimeout(r, 300)); // it reads its list of what is held
+    const running = async () => (await browser.send('Target.getTargets')).targetInfos.filter((t) => t.type === 'service_worker');
+    for (let i = 0; i < 50 && (await running()).length; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(await running(), [], 'the worker still runs');
+    const asked = server.log.length;
+    // A worker started afresh knows the manifest only from its cache: it answers the same file
+    // and range from there, and the server sees nothing.
     assert.deepEqual(await read({ tokenizer, pack }), online);
+    assert.deepEqual(server.log.slice(asked).map((e) => e.path), [], 'asked the server while offline');
     assert.deepEqual(online.slice(1), [206, 100]);
   } finally {
     await context.setOffline(false);
@@ -172,18 +175,20 @@ test('a restarted worker answers from what its cache holds: offline, a kept file
 test('a hard reload, which the active worker does not control, searches without waiting for it', async () => {
   const page = await controlledPage();
   try {
+    await page.evaluate(() => (window.beforeReload = true));
     const cdp = await context.newCDPSession(page);
+    const seen = server.log.length;
+    const reloaded = performance.now();
     await cdp.send('Page.reload', { ignoreCache: true });
     await cdp.detach();
-    await page.waitForFunction(() => document.readyState === 'complete' && document.querySelector('.sextant-input'));
+    // The old page is gone (its mark with it) and the new one is up.
+    await page.waitForFunction(() => !window.beforeReload && document.readyState === 'complete' && document.querySelector('.sextant-input'));
     assert.equal(await page.evaluate(() => navigator.serviceWorker.controller), null, 'the hard reload was controlled');
-    const seen = server.log.length;
-    const typed = performance.now();
     await page.locator('.sextant-input').fill('bundle checksums');
     await page.waitForFunction(() => document.querySelectorAll('.sextant-page').length > 0, null, { timeout: 60000 });
     const asked = server.log.slice(seen).find((e) => e.path === '/sextant/sextant.json');
-    // It used to wait for a worker that would never take the page, for its 3 s limit.
-    assert.ok(asked && asked.at - typed < 2500, `sextant.json asked ${asked ? Math.round(asked.at - typed) : 'never'} ms after typing`);
+    // It used to wait for a worker that would never take the page, for 3 s from the page's start.
+    assert.ok(asked && asked.at - reloaded < 2500, `sextant.json asked ${asked ? Math.round(asked.at - reloaded) : 'never'} ms after the reload`);
     assert.deepEqual(page.errors, []);
   } finally {
     await page.close();

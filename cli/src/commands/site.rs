@@ -156,10 +156,14 @@ const PACKAGE_LINE: &str = "const BUILT_PACKAGE = null;";
 /// fetches the keyword engine while the entry manifest is on its way.
 fn with_package_name(script: Vec<u8>, package_name: &str, path: &Path) -> Result<Vec<u8>> {
     let text = String::from_utf8(script).with_context(|| format!("{} is not UTF-8", path.display()))?;
-    let found = text.matches(PACKAGE_LINE).count();
-    if found != 1 {
+    let found = match text.matches(PACKAGE_LINE).count() {
+        1 => None,
+        0 => Some("no line".to_string()),
+        n => Some(format!("{n} lines")),
+    };
+    if let Some(found) = found {
         bail!(
-            "{} has {found} lines `{PACKAGE_LINE}`, not one: it is not the script this sextant writes; rebuild the package (`make wasm`) or pass --package DIR",
+            "{} has {found} `{PACKAGE_LINE}` (the script of this sextant has one): the package is from another version of sextant-search; rebuild it (`make wasm`) or pass --package DIR",
             path.display()
         );
     }
@@ -804,17 +808,16 @@ mod tests {
             String::from_utf8(named).unwrap(),
             "const here = 1;\nconst BUILT_PACKAGE = \"pkg.0123456789abcdef/\";\nload();\n"
         );
-        for script in [
-            &b"const here = 1;\n"[..],
-            b"const BUILT_PACKAGE = null;const BUILT_PACKAGE = null;",
+        for (script, found) in [
+            (&b"const here = 1;\n"[..], "no line"),
+            (b"const BUILT_PACKAGE = null;const BUILT_PACKAGE = null;", "2 lines"),
         ] {
             let err = with_package_name(script.to_vec(), "pkg.0123456789abcdef/", path)
                 .unwrap_err()
                 .to_string();
+            let says = format!("pkg/ui/sextant-ui.js has {found} `const BUILT_PACKAGE = null;`");
             assert!(
-                err.contains("pkg/ui/sextant-ui.js has ")
-                    && err.contains("lines `const BUILT_PACKAGE = null;`, not one")
-                    && err.contains("make wasm"),
+                err.contains(&says) && err.contains("another version of sextant-search") && err.contains("make wasm"),
                 "{err}"
             );
         }
