@@ -576,8 +576,11 @@ class SearchBox {
     }
     const workerUrl = new URL(manifest.worker, here);
     const wasmUrl = new URL('../sextant_keyword_bg.wasm', workerUrl).href;
-    if (wasmUrl !== guessed) guess.abort();
-    const keywordWasm = wasmUrl === guessed ? early : compiled(wasmUrl);
+    let keywordWasm = early;
+    if (wasmUrl !== guessed) {
+      guess.abort();
+      keywordWasm = compiled(wasmUrl);
+    }
     const worker = new SearchWorker(workerUrl);
     keywordWasm.then((module) => worker.worker.postMessage({ type: 'keyword-wasm', module }));
     this.merged = await mergedSites(this.root, manifest);
