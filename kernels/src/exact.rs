@@ -95,12 +95,86 @@ pub fn softmax(x: &mut [f32], len: usize) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: AVX-512F is on this CPU (checked just above).
+        unsafe { softmax_avx512(x, len) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is on this CPU (checked just above).
         unsafe { softmax_avx2(x, len) };
         return;
     }
     softmax_rows(x, len);
+}
+
+/// [`softmax_rows`] on AVX-512: sixteen lanes, the last values of a row through a mask, the sum
+/// and the division compiled for it too.
+///
+/// # Safety
+///
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_avx512(x: &mut [f32], len: usize) {
+    use std::arch::x86_64::*;
+    for row in x.chunks_exact_mut(len) {
+        let largest = _mm512_set1_ps(largest(row));
+        let mut chunks = row.chunks_exact_mut(16);
+        for chunk in &mut chunks {
+            // SAFETY: 16 values in `chunk`; AVX-512F is the caller's contract.
+            unsafe {
+                let v = _mm512_sub_ps(_mm512_loadu_ps(chunk.as_ptr()), largest);
+                _mm512_storeu_ps(chunk.as_mut_ptr(), exp_avx512(v));
+            }
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
+            let mask = ((1u32 << rest.len()) - 1) as __mmask16;
+            // SAFETY: the mask covers the `rest.len() < 16` values there are.
+            unsafe {
+                let v = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, rest.as_ptr()), largest);
+                _mm512_mask_storeu_ps(rest.as_mut_ptr(), mask, exp_avx512(v));
+            }
+        }
+        let total = sum(row);
+        for v in row.iter_mut() {
+            *v /= total;
+        }
+    }
+}
+
+/// [`exp`] of sixteen values, operation for operation.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::excessive_precision)]
+fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let (low, high) = (_mm512_set1_ps(-87.0), _mm512_set1_ps(88.0));
+    let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, low);
+    let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, high);
+    let c = _mm512_mask_blend_ps(above, _mm512_mask_blend_ps(below, x, low), high);
+    let rounder = _mm512_set1_ps(ROUNDER);
+    let shifted = _mm512_add_ps(_mm512_mul_ps(c, _mm512_set1_ps(LOG2_E)), rounder);
+    let n = _mm512_sub_ps(shifted, rounder);
+    let r = _mm512_sub_ps(
+        _mm512_sub_ps(c, _mm512_mul_ps(n, _mm512_set1_ps(LN2_HIGH))),
+        _mm512_mul_ps(n, _mm512_set1_ps(LN2_LOW)),
+    );
+    let mut p = _mm512_set1_ps(1.0 / 5040.0);
+    for coefficient in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = _mm512_add_ps(_mm512_set1_ps(coefficient), _mm512_mul_ps(r, p));
+    }
+    let power = _mm512_slli_epi32::<23>(_mm512_add_epi32(
+        _mm512_sub_epi32(
+            _mm512_castps_si512(shifted),
+            _mm512_set1_epi32(ROUNDER.to_bits() as i32),
+        ),
+        _mm512_set1_epi32(127),
+    ));
+    let y = _mm512_mul_ps(_mm512_castsi512_ps(power), p);
+    _mm512_mask_blend_ps(below, y, _mm512_setzero_ps())
 }
 
 /// [`softmax_rows`] compiled for AVX2 (the same operations, wider registers, `floor` in one
@@ -220,19 +294,107 @@ const COLUMNS: usize = 16;
 /// `a · b` for `a` of `m × k` and `b` of `k × n` (row-major): `m × n` values, each
 /// `((a₀b₀ + a₁b₁) + a₂b₂) + …` in the order of `k`, whatever the tiling or the SIMD width.
 pub fn matmul(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
-    assert!(
-        a.len() == m * k && b.len() == k * n,
-        "a is not {m} × {k} or b not {k} × {n}"
-    );
     let mut out = vec![0f32; m * n];
+    matmul_to(a, b, &mut out, m, k, n);
+    out
+}
+
+/// [`matmul`] into `out` (`m × n` values, every one written), so that a caller's loop reuses
+/// one buffer.
+pub fn matmul_to(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
+    assert!(
+        a.len() == m * k && b.len() == k * n && out.len() == m * n,
+        "a is not {m} × {k}, b not {k} × {n} or out not {m} × {n}"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: AVX-512F is on this CPU (checked just above).
+        unsafe { matmul_avx512(a, b, out, m, k, n) };
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is on this CPU (checked just above).
-        unsafe { matmul_avx2(a, b, &mut out, m, k, n) };
-        return out;
+        unsafe { matmul_avx2(a, b, out, m, k, n) };
+        return;
     }
-    matmul_into(a, b, &mut out, m, k, n);
-    out
+    matmul_into(a, b, out, m, k, n);
+}
+
+/// Rows of `a` per step of [`matmul_avx512`].
+#[cfg(target_arch = "x86_64")]
+const WIDE_ROWS: usize = 8;
+
+/// [`matmul_into`]'s products on AVX-512: tiles of up to [`WIDE_ROWS`] rows and 32 columns (two
+/// registers a row), the columns past `n` left out by masks. Each value is still
+/// `((a₀b₀ + a₁b₁) + a₂b₂) + …`: one product and one sum a lane, in the order of `k`.
+///
+/// # Safety
+///
+/// The CPU must have AVX-512F; `a`, `b` and `out` are `m × k`, `k × n` and `m × n`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn matmul_avx512(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
+    let mut row = 0;
+    while row < m {
+        let rows = WIDE_ROWS.min(m - row);
+        // SAFETY: the caller's contract; `row + rows <= m`.
+        unsafe {
+            match rows {
+                8 => tiles_avx512::<8>(a, b, out, row, k, n),
+                7 => tiles_avx512::<7>(a, b, out, row, k, n),
+                6 => tiles_avx512::<6>(a, b, out, row, k, n),
+                5 => tiles_avx512::<5>(a, b, out, row, k, n),
+                4 => tiles_avx512::<4>(a, b, out, row, k, n),
+                3 => tiles_avx512::<3>(a, b, out, row, k, n),
+                2 => tiles_avx512::<2>(a, b, out, row, k, n),
+                _ => tiles_avx512::<1>(a, b, out, row, k, n),
+            }
+        }
+        row += rows;
+    }
+}
+
+/// Rows `row..row + R` of the product, every column, 32 at a time.
+///
+/// # Safety
+///
+/// [`matmul_avx512`]'s, and `row + R <= m`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn tiles_avx512<const R: usize>(a: &[f32], b: &[f32], out: &mut [f32], row: usize, k: usize, n: usize) {
+    use std::arch::x86_64::*;
+    let lanes = |count: usize| -> __mmask16 { ((1u32 << count.min(16)) - 1) as __mmask16 };
+    for column in (0..n).step_by(32) {
+        let left = n - column;
+        // Lane j of each half is read and written only if its column is below n.
+        let (low, high) = (lanes(left), lanes(left.saturating_sub(16)));
+        let mut acc = [[_mm512_setzero_ps(); 2]; R];
+        for i in 0..k {
+            // SAFETY: `i < k` and `row + r < m`; the masked loads read only `b`'s row `i`
+            // (`wrapping_add`: a pointer past the end is never formed by `add`).
+            unsafe {
+                let p = b.as_ptr().add(i * n + column);
+                let (b_low, b_high) = (
+                    _mm512_maskz_loadu_ps(low, p),
+                    _mm512_maskz_loadu_ps(high, p.wrapping_add(16)),
+                );
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let a_value = _mm512_set1_ps(*a.get_unchecked((row + r) * k + i));
+                    acc[0] = _mm512_add_ps(acc[0], _mm512_mul_ps(a_value, b_low));
+                    acc[1] = _mm512_add_ps(acc[1], _mm512_mul_ps(a_value, b_high));
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            // SAFETY: the masks' lanes of `out`'s row `row + r` from `column`, inside `m × n`.
+            unsafe {
+                let p = out.as_mut_ptr().add((row + r) * n + column);
+                _mm512_mask_storeu_ps(p, low, acc[0]);
+                _mm512_mask_storeu_ps(p.wrapping_add(16), high, acc[1]);
+            }
+        }
+    }
 }
 
 /// [`matmul_into`]'s products on AVX2: tiles of up to [`ROWS`] rows and [`COLUMNS`] columns,
@@ -439,8 +601,28 @@ mod tests {
         softmax(&mut dispatched, 37);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
         assert_eq!(bits(&scalar), bits(&dispatched));
+        // Each SIMD form this CPU has, whichever the dispatch chose.
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            let mut wide = row.clone();
+            // SAFETY: AVX-512F checked above.
+            unsafe { softmax_avx512(&mut wide, 37) };
+            assert_eq!(bits(&scalar), bits(&wide));
+            let x: [f32; 16] = std::array::from_fn(|i| -100.0 + i as f32 * 12.9);
+            let mut got = [0f32; 16];
+            // SAFETY: AVX-512F checked above; 16 values each way.
+            unsafe {
+                use std::arch::x86_64::*;
+                _mm512_storeu_ps(got.as_mut_ptr(), exp_avx512(_mm512_loadu_ps(x.as_ptr())));
+            }
+            assert_eq!(bits(&got), bits(&x.map(exp)));
+        }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
+            let mut narrow = row.clone();
+            // SAFETY: AVX2 checked above.
+            unsafe { softmax_avx2(&mut narrow, 37) };
+            assert_eq!(bits(&scalar), bits(&narrow));
             for start in [-100.0f32, -60.0, -3.3, 0.0, 40.0, 85.0] {
                 let x: [f32; 8] = std::array::from_fn(|i| start + i as f32 * 0.77);
                 let mut got = [0f32; 8];
@@ -501,12 +683,27 @@ mod tests {
             (3, 5, 7),
             (190, 32, 190),
             (190, 190, 32),
+            (13, 9, 33),
+            (2, 3, 48),
         ] {
             let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
             let b: Vec<f32> = (0..k * n).map(|_| next()).collect();
             let got = matmul(&a, &b, m, k, n);
             let mut portable = vec![0f32; m * n];
             matmul_into(&a, &b, &mut portable, m, k, n);
+            // Each SIMD form this CPU has, whichever the dispatch chose (NaN where one is not).
+            let (mut avx2, mut avx512) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n]);
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: AVX2 checked just above; the shapes are the product's.
+                    unsafe { matmul_avx2(&a, &b, &mut avx2, m, k, n) };
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: AVX-512F checked just above; the shapes are the product's.
+                    unsafe { matmul_avx512(&a, &b, &mut avx512, m, k, n) };
+                }
+            }
             for r in 0..m {
                 for c in 0..n {
                     let mut s = 0f32;
@@ -515,6 +712,10 @@ mod tests {
                     }
                     assert_eq!(got[r * n + c].to_bits(), s.to_bits(), "{m}×{k}×{n} [{r},{c}]");
                     assert_eq!(portable[r * n + c].to_bits(), s.to_bits());
+                    for simd in [&avx2, &avx512] {
+                        let v = simd[r * n + c];
+                        assert!(v.is_nan() || v.to_bits() == s.to_bits(), "{m}×{k}×{n} [{r},{c}]");
+                    }
                 }
             }
         }

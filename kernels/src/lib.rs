@@ -45,6 +45,25 @@ const GROUP: usize = if cfg!(target_arch = "x86_64") { 2 } else { 1 };
 /// Columns per kernel call.
 const BLOCK: usize = GROUP * PANEL;
 
+/// A method that runs [`PackedInt8::product_in`] compiled with the target features named
+/// (x86_64 only), so its loops are vectorised for them.
+macro_rules! compiled_for {
+    ($(#[$doc:meta])* $name:ident, $features:literal) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name(
+            &self,
+            x: &[f32],
+            rows: usize,
+            epilogue: &Epilogue<'_>,
+            residual: Option<&[f32]>,
+        ) -> Vec<f32> {
+            self.product_in(x, rows, epilogue, residual)
+        }
+    };
+}
+
 /// An int8 weight `q` of `k × n`, packed for the kernels.
 #[derive(Debug)]
 pub struct PackedInt8 {
@@ -148,30 +167,38 @@ impl PackedInt8 {
         assert!(epilogue.scale.len() == self.n && epilogue.bias.is_none_or(|b| b.len() == self.n));
         assert!(residual.is_none_or(|r| r.len() == rows * self.n));
         #[cfg(target_arch = "x86_64")]
-        if Simd::detect().avx2 {
-            // SAFETY: `Simd::detect` found AVX2 on this CPU.
-            return unsafe { self.product_avx2(x, rows, epilogue, residual) };
+        {
+            let simd = Simd::detect();
+            if simd.avx512 {
+                // SAFETY: `Simd::detect` found AVX-512F (and AVX2) on this CPU.
+                return unsafe { self.product_avx512(x, rows, epilogue, residual) };
+            }
+            if simd.avx2 {
+                // SAFETY: `Simd::detect` found AVX2 on this CPU.
+                return unsafe { self.product_avx2(x, rows, epilogue, residual) };
+            }
         }
         self.product_in(x, rows, epilogue, residual)
     }
 
-    /// [`PackedInt8::product`] compiled for AVX2, so the rows' rounding, the epilogue and GELU
-    /// run eight lanes at a time: the same operations in the same order (Rust fuses no
-    /// multiply-add by itself), so the same bits.
-    ///
-    /// # Safety
-    ///
-    /// The CPU must have AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn product_avx2(
-        &self,
-        x: &[f32],
-        rows: usize,
-        epilogue: &Epilogue<'_>,
-        residual: Option<&[f32]>,
-    ) -> Vec<f32> {
-        self.product_in(x, rows, epilogue, residual)
+    compiled_for! {
+        /// [`PackedInt8::product`] compiled for AVX2, so the rows' rounding, the epilogue and
+        /// GELU run eight lanes at a time: the same operations in the same order (Rust fuses no
+        /// multiply-add by itself), so the same bits.
+        ///
+        /// # Safety
+        ///
+        /// The CPU must have AVX2.
+        product_avx2, "avx2"
+    }
+
+    compiled_for! {
+        /// [`PackedInt8::product`] compiled for AVX-512: the same, sixteen lanes at a time.
+        ///
+        /// # Safety
+        ///
+        /// The CPU must have AVX-512F and AVX2.
+        product_avx512, "avx512f,avx2"
     }
 
     /// The body of [`PackedInt8::product`], its arguments checked.
@@ -775,6 +802,43 @@ mod tests {
             }
         } else {
             println!("no AVX-512 VNNI here: its kernel is not run");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_compilation_of_the_product_gives_the_same_bits() {
+        let seed = 0x0e91_1093_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        let simd = Simd::detect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        for (rows, k, n) in [(1, 7, 5), (13, 384, 40), (25, 64, 1536), (3, 1536, 17)] {
+            let mut x: Vec<f32> = (0..rows * k).map(|_| rng.f32() * 6.0).collect();
+            x[k / 2] = f32::NAN;
+            let q: Vec<i8> = (0..k * n).map(|_| rng.i8()).collect();
+            let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
+            let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+            let residual: Vec<f32> = (0..rows * n).map(|_| rng.f32() * 3.0).collect();
+            let packed = PackedInt8::new(&q, k, n).unwrap();
+            for gelu in [false, true] {
+                let epilogue = Epilogue {
+                    scale: &scale,
+                    bias: Some(&bias),
+                    gelu,
+                };
+                let want = bits(&packed.product_in(&x, rows, &epilogue, Some(&residual)));
+                if simd.avx2 {
+                    // SAFETY: `Simd::detect` found AVX2.
+                    let got = unsafe { packed.product_avx2(&x, rows, &epilogue, Some(&residual)) };
+                    assert_eq!(bits(&got), want, "AVX2, {rows}×{k}×{n}, GELU {gelu}");
+                }
+                if simd.avx512 {
+                    // SAFETY: `Simd::detect` found AVX-512F and AVX2.
+                    let got = unsafe { packed.product_avx512(&x, rows, &epilogue, Some(&residual)) };
+                    assert_eq!(bits(&got), want, "AVX-512, {rows}×{k}×{n}, GELU {gelu}");
+                }
+            }
         }
     }
 

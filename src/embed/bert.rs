@@ -391,6 +391,10 @@ impl BertEncoder {
             f32::from_bits(self.header.query_factor),
             f32::from_bits(self.header.key_factor),
         );
+        // Attention's buffers, one of each for every layer and head.
+        let mut context = vec![0f32; t * h];
+        let (mut qh, mut kt, mut vh) = (vec![0f32; t * d], vec![0f32; d * t], vec![0f32; t * d]);
+        let (mut scores, mut out) = (vec![0f32; t * t], vec![0f32; t * d]);
         for layer in &self.layers {
             // Queries and keys are multiplied by their factors after their products (the tract
             // plan keeps the multiplication apart: reshapes stand between them).
@@ -399,10 +403,6 @@ impl BertEncoder {
             let mut k = layer.key.apply(&x, t, None);
             k.iter_mut().for_each(|v| *v *= key_factor);
             let v = layer.value.apply(&x, t, None);
-            let mut context = vec![0f32; t * h];
-            let mut qh = vec![0f32; t * d];
-            let mut kt = vec![0f32; d * t];
-            let mut vh = vec![0f32; t * d];
             for head in 0..heads {
                 for i in 0..t {
                     let row = i * h + head * d;
@@ -412,12 +412,12 @@ impl BertEncoder {
                         kt[c * t + i] = k[row + c];
                     }
                 }
-                let mut scores = exact::matmul(&qh, &kt, t, d, t);
+                exact::matmul_to(&qh, &kt, &mut scores, t, d, t);
                 // The mask of a sequence without padding adds zero (which turns -0 into +0).
                 scores.iter_mut().for_each(|s| *s += 0.0);
                 exact::softmax(&mut scores, t);
                 scores.iter_mut().filter(|s| s.is_nan()).for_each(|s| *s = 0.0);
-                let out = exact::matmul(&scores, &vh, t, t, d);
+                exact::matmul_to(&scores, &vh, &mut out, t, t, d);
                 for i in 0..t {
                     context[i * h + head * d..][..d].copy_from_slice(&out[i * d..(i + 1) * d]);
                 }
