@@ -281,7 +281,8 @@ export function makeApi(wasm, initialise) {
      * model and tokenizer are URLs or bytes. on_progress({file, loaded, total}) reports downloads.
      * weights: 'int8' (default: fastest, least memory), 'int5' (int8 rounded to five bits in
      * groups, as a site's packed model body computes: the search box's own vectors) or 'f32' (the
-     * CLI's f32 products: about 31 MB more memory, twice the query time). fetch: the fetch
+     * CLI's f32 products: about 31 MB more memory, twice the query time) or 'int8a8' (rows of
+     * activations rounded to bytes: passages' arithmetic, bit for bit). fetch: the fetch
      * used for every URL (a Worker passes its ASSETS binding's). max_index_bytes: over a split
      * index, the most bytes of keyword shards, fragments and vector blocks kept between queries
      * (the least recently used go first, fetched again if needed; default: no limit).

@@ -53,7 +53,7 @@ export class SextantError extends Error {
 export type Bytes = ArrayBuffer | Uint8Array;
 export type Source = string | URL | Bytes;
 export type Mode = 'hybrid' | 'dense' | 'keyword';
-export type Weights = 'f32' | 'int8' | 'int5';
+export type Weights = 'f32' | 'int8' | 'int5' | 'int8a8';
 
 export interface Progress {
   file: 'index' | 'index file' | 'model' | 'tokenizer';
@@ -74,7 +74,8 @@ export interface LoadOptions {
   /** How the model's int8 weights are held: 'int8' (default: multiplied in integers, the
    *  fastest queries and the least memory) or 'f32' (dequantised at load and multiplied in f32,
    *  as the CLI does: about 31 MB more memory, about twice the query time) or 'int5' (int8
-   *  rounded to five bits in groups: what a site's packed model body computes). */
+   *  rounded to five bits in groups: what a site's packed model body computes) or 'int8a8'
+   *  (activation rows rounded to bytes: what `sextant build` embeds passages with). */
   weights?: Weights;
   /** The fetch used for URLs (default: globalThis.fetch). */
   fetch?: typeof fetch;

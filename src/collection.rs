@@ -28,6 +28,8 @@ const VECTORS_MAGIC_F32: &[u8; 8] = b"SXTVECS\x01";
 const VECTORS_MAGIC_INT8: &[u8; 8] = b"SXTVECS\x02";
 /// The first bytes of saved vectors computed with five-bit layer weights (`embed::int5`).
 const VECTORS_MAGIC_INT5: &[u8; 8] = b"SXTVECS\x03";
+/// The first bytes of saved vectors computed with int8 weights on rows rounded to bytes.
+const VECTORS_MAGIC_INT8A8: &[u8; 8] = b"SXTVECS\x04";
 
 /// Why a collection refused a change.
 #[derive(Debug, thiserror::Error)]
@@ -498,6 +500,7 @@ impl Collection {
             Weights::F32 => VECTORS_MAGIC_F32,
             Weights::Int8 => VECTORS_MAGIC_INT8,
             Weights::Int5 => VECTORS_MAGIC_INT5,
+            Weights::Int8A8 => VECTORS_MAGIC_INT8A8,
         }
     }
 
@@ -525,11 +528,16 @@ impl Collection {
         let magic = r.take(8).map_err(|e| bad(e.to_string()))?;
         if magic != self.vectors_magic() {
             return Err(bad(
-                if [VECTORS_MAGIC_F32, VECTORS_MAGIC_INT8, VECTORS_MAGIC_INT5]
-                    .iter()
-                    .any(|m| magic == *m)
+                if [
+                    VECTORS_MAGIC_F32,
+                    VECTORS_MAGIC_INT8,
+                    VECTORS_MAGIC_INT5,
+                    VECTORS_MAGIC_INT8A8,
+                ]
+                .iter()
+                .any(|m| magic == *m)
                 {
-                    "vectors saved with other weights (f32, int8 and int5 passages differ); they are embedded again"
+                    "vectors saved with other weights (f32, int8, int5 and int8a8 passages differ); they are embedded again"
                         .into()
                 } else {
                     "not a sextant vectors file".into()

@@ -19,18 +19,36 @@ fn goldens() -> Vec<Golden> {
 
 #[test]
 fn golden_embeddings_are_reproduced() {
-    let embedder = common::embedder();
-    assert_eq!(embedder.spec().dims, 384);
+    // The passages' default (`int8a8`, activation rows rounded to bytes) and the queries'
+    // (`int8`, to 15 bits): the reference's vectors to cosine 0.997 and 0.999 (the lowest
+    // printed). Byte rows measured 0.9990 at worst on these sentences, 0.9974 on one token
+    // ("x"), whose few rows each round coarsely; passages are chunks of ~200 tokens.
     let goldens = goldens();
     assert!(goldens.len() >= 10, "the golden file lost its texts");
-    for g in goldens {
-        let ids = embedder.tokenizer().encode(&g.text).unwrap();
-        assert_eq!(ids, g.token_ids, "token ids differ for {:?}", g.text);
-        let v = embedder.embed(&g.text, TextKind::Query).unwrap();
-        let cos = common::cosine(&v, &g.embedding);
-        assert!(cos >= 0.999, "cosine {cos} < 0.999 for {:?}", g.text);
-        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-4, "vector not normalised: {norm}");
+    let passages = common::embedder();
+    assert_eq!(passages.spec().weights, Weights::Int8A8, "the passages' default");
+    for (embedder, least) in [(passages, 0.997), (int8_embedder(), 0.999)] {
+        assert_eq!(embedder.spec().dims, 384);
+        let mut lowest = 1f32;
+        for g in &goldens {
+            let ids = embedder.tokenizer().encode(&g.text).unwrap();
+            assert_eq!(ids, g.token_ids, "token ids differ for {:?}", g.text);
+            let v = embedder.embed(&g.text, TextKind::Query).unwrap();
+            let cos = common::cosine(&v, &g.embedding);
+            lowest = lowest.min(cos);
+            assert!(
+                cos >= least,
+                "{}: cosine {cos} < {least} for {:?}",
+                embedder.spec().weights,
+                g.text
+            );
+            let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "vector not normalised: {norm}");
+        }
+        println!(
+            "{}: lowest cosine to the reference {lowest:.5}",
+            embedder.spec().weights
+        );
     }
 }
 
@@ -220,11 +238,15 @@ fn the_encoder_file_gives_the_bodys_vectors_bit_for_bit() {
     let tokenizer = common::model_file("tokenizer.json");
     let texts = encoder_texts();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let options = ModelOptions::default();
     for (body, weights) in [
         (parts.body.clone(), Weights::Int8),
+        (parts.body.clone(), Weights::Int8A8),
         (pack_body(&parts.body).unwrap().0, Weights::Int5),
     ] {
+        let options = ModelOptions {
+            weights,
+            ..ModelOptions::default()
+        };
         let encoder = write_encoder(&body, options.max_tokens).unwrap();
         assert!(
             encoder.len() < body.len() + 100_000,
@@ -280,7 +302,7 @@ fn a_whole_model_loads_into_the_encoder_with_the_plans_vectors_bit_for_bit() {
     let options = ModelOptions::default();
     let texts = encoder_texts();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    for weights in [Weights::Int8, Weights::Int5] {
+    for weights in [Weights::Int8A8, Weights::Int8, Weights::Int5] {
         let ours = ModelEmbedder::load_with(model.clone(), &tokenizer, &options, weights).unwrap();
         assert_eq!(ours.engine(), "encoder", "{weights}");
         let plan = TractEmbedder::from_vec_with(model.clone(), &tokenizer, &options, weights).unwrap();
@@ -297,10 +319,9 @@ fn a_whole_model_loads_into_the_encoder_with_the_plans_vectors_bit_for_bit() {
             assert_eq!(ours.token_ids(text).unwrap(), plan.token_ids(text).unwrap());
         }
         // The check a model outside PROVEN_MODELS passes first tells vectors apart.
-        let other = if weights == Weights::Int8 {
-            Weights::Int5
-        } else {
-            Weights::Int8
+        let other = match weights {
+            Weights::Int8 => Weights::Int5,
+            _ => Weights::Int8,
         };
         let other = TractEmbedder::from_vec_with(model.clone(), &tokenizer, &options, other).unwrap();
         let ModelEmbedder::Encoder(encoder) = &ours else {
@@ -316,7 +337,7 @@ fn a_whole_model_loads_into_the_encoder_with_the_plans_vectors_bit_for_bit() {
     let ours = ModelEmbedder::load(renamed.clone(), &tokenizer, &options).unwrap();
     assert_eq!(ours.engine(), "encoder");
     assert!(!sextant::embed::model::PROVEN_MODELS.contains(&ours.spec().sha256.as_str()));
-    let plan = TractEmbedder::from_vec_with(renamed, &tokenizer, &options, Weights::Int8).unwrap();
+    let plan = TractEmbedder::from_vec_with(renamed, &tokenizer, &options, options.weights).unwrap();
     assert_eq!(ours.spec(), plan.spec());
     let passage = texts.last().unwrap();
     assert_eq!(

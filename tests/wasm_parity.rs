@@ -59,7 +59,7 @@ fn the_int8_product_matches_f64_in_wasm() {
             .collect();
         let q: Vec<i8> = (0..k * n).map(|_| (next() % 256) as u8 as i8).collect();
         let scale: Vec<f32> = (0..n).map(|i| 0.001 + i as f32 * 0.0005).collect();
-        let packed = sextant_kernels::PackedInt8::new(&q, k, n).unwrap();
+        let packed = sextant_kernels::PackedInt8::new(&q, k, n, sextant_kernels::Rows::Wide).unwrap();
         let epilogue = sextant_kernels::Epilogue {
             scale: &scale,
             bias: None,

@@ -122,9 +122,10 @@ pub struct SearchFlags {
     /// filled by `make model`).
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// How the query's model multiplies: int8 (integer products, as `build` embeds passages and
-    /// the package and the Worker embed queries: the same results as theirs) or f32 (the model's
-    /// own arithmetic).
+    /// How the query's model multiplies: int8 (integer products on 15-bit activations, as the
+    /// package and the Worker embed queries: the same results as theirs), int8a8 (on activations
+    /// rounded to bytes, as `build` embeds passages by default), int5 or f32 (the model's own
+    /// arithmetic).
     #[arg(long, default_value = "int8", value_parser = weights_parser())]
     pub weights: Weights,
     /// A sextant.toml: with a [rerank] section, its cross-encoder reranks the best results.

@@ -209,7 +209,9 @@ fn frame_quotes_and_blocks_injected_delimiters() {
 fn inspect_verifies_and_reports_the_manifest() {
     let out = ok(&["inspect", s(tiny_bundle()), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["format"], "2.7");
+    // 2.9: passages embedded on activation rows rounded to bytes, the default.
+    assert_eq!(v["format"], "2.9");
+    assert_eq!(v["manifest"]["model"]["weights"], "int8a8");
     assert_eq!(v["manifest"]["model"]["dims"], 384);
     assert_eq!(
         v["manifest"]["model"]["sha256"],
@@ -475,6 +477,38 @@ fn embed_prints_the_golden_token_ids() {
         ids,
         [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]
     );
+}
+
+#[test]
+fn passage_vectors_have_the_same_bits_with_every_simd_kernel() {
+    // Each kernel the CPU has, capped by SEXTANT_SIMD (AVX-512 VNNI, AVX-VNNI, AVX2, plain Rust),
+    // gives the same vector: rows rounded to bytes (the passages' default, whose byte kernels
+    // and 16-bit kernels differ most) and to 15 bits. A passage longer than a tile of rows.
+    let text = "The boundary layer over a flat plate at hypersonic speeds thickens with the Mach \
+                number; the shock wave and the viscous layer interact, and the pressure induced \
+                on the plate rises near its leading edge. Measurements in a shock tunnel agree \
+                with the similarity solution within the scatter of the heat transfer gauges.";
+    let config = tmp("int8-weights.toml");
+    std::fs::write(&config, "[model]\nweights = \"int8\"\n").unwrap();
+    let config = config.to_str().unwrap();
+    for extra in [&[][..], &["--config", config][..]] {
+        let vector = |simd: &str| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_sextant"));
+            command.args(["embed", "--passage", "--json", text]).args(extra);
+            if !simd.is_empty() {
+                command.env("SEXTANT_SIMD", simd);
+            }
+            let out = command.output().expect("run sextant");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(v["token_ids"].as_array().unwrap().len() > 24, "longer than a tile");
+            v["vector"].clone()
+        };
+        let best = vector("");
+        for simd in ["avx-vnni", "avx2", "portable"] {
+            assert_eq!(vector(simd), best, "SEXTANT_SIMD={simd} {extra:?}");
+        }
+    }
 }
 
 #[test]
@@ -1009,9 +1043,9 @@ fn every_search_option_has_its_flag() {
 #[test]
 fn a_build_of_the_tiny_corpus_is_the_golden_index() {
     // The golden index of today's defaults (golden-v2-layout.sxt: fragments of 4 chunks, int8
-    // blocks of 2, pages of 256) was built from tests/fixtures/tiny with no embedding cache. The
-    // same inputs give the same bytes, vectors included: int8 passages have the same bits on
-    // every CPU.
+    // blocks of 2, pages of 256, passages on byte rows, format 2.9) was built from
+    // tests/fixtures/tiny with no embedding cache. The same inputs give the same bytes, vectors
+    // included: int8 passages have the same bits on every CPU.
     let golden = std::fs::read(fixtures().join("golden-v2-layout.sxt")).unwrap();
     let defaults = std::fs::read(tiny_bundle()).unwrap();
     assert!(
@@ -1019,11 +1053,12 @@ fn a_build_of_the_tiny_corpus_is_the_golden_index() {
         "the tiny corpus no longer builds to golden-v2-layout.sxt"
     );
     // The golden index of format 2.7 (golden-v2-factors.sxt: packs, and a factor with each
-    // binary code) was built with the layout of its day, which still builds it byte for byte.
+    // binary code) was built with the layout and the passages' arithmetic of its day (rows
+    // rounded to 15 bits), which still build it byte for byte.
     let config = tmp("layout-2.7.toml");
     std::fs::write(
         &config,
-        "[layout]\nfragment_chunks = 8\nblock_chunks = 4\npage_entries = 128\n",
+        "[model]\nweights = \"int8\"\n[layout]\nfragment_chunks = 8\nblock_chunks = 4\npage_entries = 128\n",
     )
     .unwrap();
     let out = tmp("tiny-2.7.sxt");
@@ -1035,9 +1070,15 @@ fn a_build_of_the_tiny_corpus_is_the_golden_index() {
         "the tiny corpus with 2.7's layout no longer builds to golden-v2-factors.sxt"
     );
     // The finer layout cuts the same index into smaller objects: the same codes in the same
-    // order (blocks of 2 are cut from the cluster order's leaves of 4) and the same int8 vectors.
+    // order (blocks of 2 are cut from the cluster order's leaves of 4) and the same int8 vectors
+    // (today's layout with 2.7's passages).
     {
         use sextant::index::files::BlockFile;
+        let int8 = tmp("tiny-int8.sxt");
+        let config = tmp("int8-passages.toml");
+        std::fs::write(&config, "[model]\nweights = \"int8\"\n").unwrap();
+        ok(&["build", s(&tiny), "-o", s(&int8), "--config", s(&config)]);
+        let defaults = std::fs::read(&int8).unwrap();
         let (old, new) = (unpack(&built).unwrap(), unpack(&defaults).unwrap());
         let (dims, chunks) = (new.manifest().model.dims, new.manifest().counts.chunks);
         let objects = |packed: &[u8], prefix: &str| -> Vec<Vec<u8>> {

@@ -64,6 +64,33 @@ macro_rules! compiled_for {
     };
 }
 
+/// `$kernel::<R>(args)` for the `R` equal to `$tile`, one of the `R`s listed, else 1: a tile of
+/// rows known at run time to a kernel compiled for each number of rows.
+macro_rules! for_tile {
+    ($tile:expr, $kernel:ident $args:tt, [$($rows:literal),*]) => {
+        match $tile {
+            $($rows => $kernel::<$rows> $args,)*
+            _ => $kernel::<1> $args,
+        }
+    };
+}
+
+/// How each row of `x` is rounded to integers before the product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// To `±levels` of the row's largest magnitude (at most 15 bits, the module docs): the
+    /// finer rounding, multiplied two values an instruction (`vpdpwssd`, `pmaddwd`).
+    Wide,
+    /// To bytes: `0..=255` spanning the row from its least to its largest value (zero
+    /// included), `x ≈ (xq − zero) · scale` with one whole zero point and one scale a row. Where
+    /// the CPU multiplies bytes (AVX-512 VNNI, AVX-VNNI: `vpdpbusd`, four values an instruction)
+    /// the weights are also packed in quads of rows; elsewhere (WebAssembly, AVX2 alone, plain
+    /// Rust) the same bytes go through the 16-bit kernels. The zero point is taken out after the
+    /// product with each column's sum of weights, `Σ (xq − zero) · q = Σ xq · q − zero · Σ q`, in
+    /// integers, so every kernel still gives the same bits.
+    Bytes,
+}
+
 /// An int8 weight `q` of `k × n`, packed for the kernels.
 #[derive(Debug)]
 pub struct PackedInt8 {
@@ -75,12 +102,21 @@ pub struct PackedInt8 {
     data: Vec<i8>,
     /// `data` widened to 16 bits once, where the AVX2 kernel runs: it reads them as they are
     /// multiplied instead of widening each panel again for every tile of rows (twice the bytes
-    /// of `data`, natively only).
+    /// of `data`, natively only; not with [`Rows::Bytes`] where the byte kernels run).
     #[cfg(target_arch = "x86_64")]
     wide: Vec<i16>,
-    /// The largest magnitude a row of `x` is quantised to: as many levels as keep every
-    /// column's sum `Σ |x| · |q|` inside an `i32` (`i32::MAX / max_c Σ_k |q[k][c]|`), at most
-    /// `i16::MAX`.
+    /// With [`Rows::Bytes`] where the CPU multiplies bytes: blocks of [`BLOCK`] columns, each
+    /// `ceil(k / 4)` quads of 64 bytes, `q[4p + j][16b + c]` at `((b · quads + p) · 16 + c) · 4 +
+    /// j` (zero past the edges): one 512-bit `vpdpbusd` operand, or two 256-bit ones. Else empty.
+    #[cfg(target_arch = "x86_64")]
+    quads: Vec<i8>,
+    /// How rows of `x` are rounded.
+    rows: Rows,
+    /// `Σ_k q[k][c]` for each column `c`: what takes a row's zero point out of its sums.
+    column_sums: Vec<i32>,
+    /// The largest magnitude a row of `x` is rounded to: with [`Rows::Wide`], as many levels as
+    /// keep every column's sum `Σ |x| · |q|` inside an `i32` (`i32::MAX / max_c Σ_k |q[k][c]|`),
+    /// at most `i16::MAX`; with [`Rows::Bytes`], 255.
     levels: f32,
 }
 
@@ -97,22 +133,33 @@ pub struct Epilogue<'a> {
 }
 
 impl PackedInt8 {
-    /// Packs `q` (`k × n` values, row-major); `None` if `q` has not `k × n > 0` values, or a
-    /// column so large that a row of `x` could not keep even one level (`Σ_k |q[k][c]|` over
-    /// `i32::MAX`).
-    pub fn new(q: &[i8], k: usize, n: usize) -> Option<Self> {
+    /// Packs `q` (`k × n` values, row-major) for rows of `x` rounded as `rows` says; `None` if
+    /// `q` has not `k × n > 0` values, or a column so large that its sums could leave an `i32`
+    /// (`Σ_k |q[k][c]|` over `i32::MAX`, or over `i32::MAX / 255` with [`Rows::Bytes`]).
+    pub fn new(q: &[i8], k: usize, n: usize, rows: Rows) -> Option<Self> {
         if k == 0 || n == 0 || q.len() != k.checked_mul(n)? {
             return None;
         }
-        let mut column_sums = vec![0u64; n];
+        let mut magnitudes = vec![0u64; n];
+        let mut column_sums = vec![0i64; n];
         for values in q.chunks_exact(n) {
-            for (sum, &v) in column_sums.iter_mut().zip(values) {
-                *sum += u64::from(v.unsigned_abs());
+            for ((magnitude, sum), &v) in magnitudes.iter_mut().zip(&mut column_sums).zip(values) {
+                *magnitude += u64::from(v.unsigned_abs());
+                *sum += i64::from(v);
             }
         }
-        let largest = column_sums.into_iter().max().unwrap_or(0).max(1);
-        // |x| ≤ levels keeps every column's sum of products within an i32, partial sums too.
-        let levels = (i32::MAX as u64 / largest).min(i16::MAX as u64);
+        let largest = magnitudes.into_iter().max().unwrap_or(0).max(1);
+        // |x| ≤ levels keeps every column's sum of products within an i32, partial sums too;
+        // with bytes, |xq|, |xq − zero| ≤ 255 do.
+        let levels = match rows {
+            Rows::Wide => (i32::MAX as u64 / largest).min(i16::MAX as u64),
+            Rows::Bytes => {
+                if largest > i32::MAX as u64 / 255 {
+                    return None;
+                }
+                255
+            }
+        };
         if levels == 0 {
             return None;
         }
@@ -126,17 +173,41 @@ impl PackedInt8 {
                 data[((panel * pairs + pair) * PANEL + c) * 2 + half] = v;
             }
         }
+        #[cfg(target_arch = "x86_64")]
+        let (wide, quads) = {
+            let simd = Simd::detect();
+            let byte_kernel = rows == Rows::Bytes && simd.multiplies_bytes();
+            let wide = if simd.avx2 && !byte_kernel {
+                data.iter().map(|&v| i16::from(v)).collect()
+            } else {
+                Vec::new()
+            };
+            let mut quads = Vec::new();
+            if byte_kernel {
+                let depth = k.div_ceil(4);
+                quads = vec![0i8; n.div_ceil(BLOCK) * depth * BLOCK * 4];
+                for (row, values) in q.chunks_exact(n).enumerate() {
+                    let (quad, j) = (row / 4, row % 4);
+                    for (col, &v) in values.iter().enumerate() {
+                        let (block, c) = (col / BLOCK, col % BLOCK);
+                        quads[((block * depth + quad) * BLOCK + c) * 4 + j] = v;
+                    }
+                }
+            }
+            (wide, quads)
+        };
         Some(Self {
             k,
             n,
             pairs,
-            #[cfg(target_arch = "x86_64")]
-            wide: if Simd::detect().avx2 {
-                data.iter().map(|&v| i16::from(v)).collect()
-            } else {
-                Vec::new()
-            },
             data,
+            #[cfg(target_arch = "x86_64")]
+            wide,
+            #[cfg(target_arch = "x86_64")]
+            quads,
+            rows,
+            // |Σ q| ≤ Σ |q| ≤ i32::MAX, checked above.
+            column_sums: column_sums.into_iter().map(|s| s as i32).collect(),
             levels: levels as f32,
         })
     }
@@ -205,33 +276,67 @@ impl PackedInt8 {
     #[inline(always)]
     fn product_in(&self, x: &[f32], rows: usize, epilogue: &Epilogue<'_>, residual: Option<&[f32]>) -> Vec<f32> {
         let width = self.pairs * 2;
-        // Each row quantised with its own scale: x ≈ xq · row_scale.
+        // Each row rounded with its own scale (and zero point): x ≈ (xq − zero) · row_scale.
         let mut xq = vec![0i16; rows * width];
         let mut row_scale = vec![0f32; rows];
-        for ((values, quantised), scale) in x
-            .chunks_exact(self.k)
-            .zip(xq.chunks_exact_mut(width))
-            .zip(&mut row_scale)
-        {
-            let largest = largest_magnitude(values);
-            if largest > 0.0 && largest.is_finite() {
-                *scale = largest / self.levels;
-                let inverse = self.levels / largest;
-                for (q, v) in quantised.iter_mut().zip(values) {
-                    *q = round_to_level(v * inverse, self.levels);
-                }
-            } else if !largest.is_finite() {
-                *scale = f32::NAN;
-            }
+        let mut zero = vec![0i32; rows];
+        let quantised = x.chunks_exact(self.k).zip(xq.chunks_exact_mut(width));
+        for (((values, quantised), scale), zero) in quantised.zip(&mut row_scale).zip(&mut zero) {
+            (*scale, *zero) = match self.rows {
+                Rows::Wide => (round_row(values, quantised, self.levels), 0),
+                Rows::Bytes => round_row_to_bytes(values, quantised),
+            };
         }
         let mut y = vec![0f32; rows * self.n];
         let simd = Simd::detect();
         let step = if simd.avx512 { WIDE_TILE } else { TILE };
-        let block_len = self.pairs * PANEL * 2 * GROUP;
-        for (block, weights) in self.data.chunks(block_len).enumerate() {
-            let first = block * BLOCK;
+        let mut finish = |sums: &Sums, row: usize, tile: usize, first: usize| {
             let columns = BLOCK.min(self.n - first);
             let scale = &epilogue.scale[first..first + columns];
+            let column_sums = &self.column_sums[first..first + columns];
+            for (r, sums) in sums.iter().take(tile).enumerate() {
+                let out = &mut y[(row + r) * self.n + first..][..columns];
+                let (x_scale, zero) = (row_scale[row + r], zero[row + r]);
+                for (((y, &sum), &scale), &column_sum) in out.iter_mut().zip(sums).zip(scale).zip(column_sums) {
+                    *y = (sum - zero * column_sum) as f32 * x_scale * scale;
+                }
+                if let Some(bias) = epilogue.bias {
+                    for (y, b) in out.iter_mut().zip(&bias[first..first + columns]) {
+                        *y += b;
+                    }
+                }
+            }
+        };
+        #[cfg(target_arch = "x86_64")]
+        if !self.quads.is_empty() && simd.multiplies_bytes() {
+            // The rows as bytes, each `depth` long (a whole number of quads; past `k` the
+            // weights are zero).
+            let depth = self.k.div_ceil(4) * 4;
+            let mut bytes = vec![0u8; rows * depth];
+            for (to, from) in bytes.chunks_exact_mut(depth).zip(xq.chunks_exact(width)) {
+                to.iter_mut().zip(&from[..self.k]).for_each(|(b, &v)| *b = v as u8);
+            }
+            for (block, weights) in self.quads.chunks_exact(depth * BLOCK).enumerate() {
+                let mut row = 0;
+                while row < rows {
+                    let tile = step.min(rows - row);
+                    let x = &bytes[row * depth..(row + tile) * depth];
+                    // SAFETY: `Simd::detect` found AVX-512 VNNI (`avx512`) or AVX-VNNI with AVX2.
+                    let sums = unsafe {
+                        if simd.avx512 {
+                            bytes::wide_kernel(x, depth, weights, tile)
+                        } else {
+                            bytes::kernel(x, depth, weights, tile)
+                        }
+                    };
+                    finish(&sums, row, tile, block * BLOCK);
+                    row += tile;
+                }
+            }
+            return self.finish_rows(y, epilogue, residual);
+        }
+        let block_len = self.pairs * PANEL * 2 * GROUP;
+        for (block, weights) in self.data.chunks(block_len).enumerate() {
             #[cfg(target_arch = "x86_64")]
             let weights = Panels {
                 narrow: weights,
@@ -243,21 +348,16 @@ impl PackedInt8 {
             while row < rows {
                 let tile = step.min(rows - row);
                 let sums = kernel(&xq[row * width..(row + tile) * width], width, &weights, tile, simd);
-                for (r, sums) in sums.iter().take(tile).enumerate() {
-                    let out = &mut y[(row + r) * self.n + first..][..columns];
-                    let x_scale = row_scale[row + r];
-                    for ((y, &sum), &scale) in out.iter_mut().zip(sums).zip(scale) {
-                        *y = sum as f32 * x_scale * scale;
-                    }
-                    if let Some(bias) = epilogue.bias {
-                        for (y, b) in out.iter_mut().zip(&bias[first..first + columns]) {
-                            *y += b;
-                        }
-                    }
-                }
+                finish(&sums, row, tile, block * BLOCK);
                 row += tile;
             }
         }
+        self.finish_rows(y, epilogue, residual)
+    }
+
+    /// GELU (if the epilogue asks) and the residual (if any), after the scale and bias.
+    #[inline(always)]
+    fn finish_rows(&self, mut y: Vec<f32>, epilogue: &Epilogue<'_>, residual: Option<&[f32]>) -> Vec<f32> {
         if epilogue.gelu {
             y.iter_mut()
                 .for_each(|h| *h *= 0.5 * (erf(*h * std::f32::consts::FRAC_1_SQRT_2) + 1.0));
@@ -267,6 +367,74 @@ impl PackedInt8 {
         }
         y
     }
+}
+
+/// Rounds `values` to `±levels` of their largest magnitude into `quantised` ([`Rows::Wide`]):
+/// the row's scale, NaN if a value is not finite, 0 for a row of zeros (left zero).
+#[inline(always)]
+fn round_row(values: &[f32], quantised: &mut [i16], levels: f32) -> f32 {
+    let largest = largest_magnitude(values);
+    if !largest.is_finite() {
+        return f32::NAN;
+    }
+    if largest == 0.0 {
+        return 0.0;
+    }
+    let inverse = levels / largest;
+    for (q, v) in quantised.iter_mut().zip(values) {
+        *q = round_to_level(v * inverse, levels);
+    }
+    largest / levels
+}
+
+/// Rounds `values` to bytes `0..=255` spanning their least to their largest value, zero
+/// included, into `quantised` ([`Rows::Bytes`]): the row's scale and zero point, with
+/// `values ≈ (quantised − zero) · scale` and 0 exactly `zero`. NaN if a value (or the span) is
+/// not finite; `(0, 0)` for a row of zeros (left zero).
+#[inline(always)]
+fn round_row_to_bytes(values: &[f32], quantised: &mut [i16]) -> (f32, i32) {
+    let (least, largest) = extremes(values);
+    let span = largest - least;
+    if !span.is_finite() {
+        return (f32::NAN, 0);
+    }
+    if span == 0.0 {
+        return (0.0, 0);
+    }
+    let inverse = 255.0 / span;
+    // -least ≤ span, so within 0..=255.
+    let zero = i32::from(round_to_level(-least * inverse, 255.0));
+    for (q, v) in quantised.iter_mut().zip(values) {
+        *q = (i32::from(round_to_level(v * inverse, 255.0)) + zero).clamp(0, 255) as i16;
+    }
+    (span / 255.0, zero)
+}
+
+/// The least and the largest of `values` and zero, both NaN if any value is NaN: eight running
+/// pairs, as [`largest_magnitude`] (the same values in any order).
+#[inline(always)]
+fn extremes(values: &[f32]) -> (f32, f32) {
+    let mut low = [0f32; 8];
+    let mut high = [0f32; 8];
+    let mut nan = false;
+    let mut rest = values.chunks_exact(8);
+    let mut take = |low: &mut [f32; 8], high: &mut [f32; 8], chunk: &[f32]| {
+        for ((low, high), &v) in low.iter_mut().zip(high.iter_mut()).zip(chunk) {
+            nan |= v.is_nan();
+            *low = if v < *low { v } else { *low };
+            *high = if v > *high { v } else { *high };
+        }
+    };
+    for chunk in &mut rest {
+        take(&mut low, &mut high, chunk);
+    }
+    take(&mut low, &mut high, rest.remainder());
+    if nan {
+        return (f32::NAN, f32::NAN);
+    }
+    let least = low.into_iter().fold(0f32, |m, l| if l < m { l } else { m });
+    let largest = high.into_iter().fold(0f32, |m, l| if l > m { l } else { m });
+    (least, largest)
 }
 
 /// The largest `|v|` of `values`, or NaN if any is NaN (so a row with a NaN comes out NaN, as
@@ -384,6 +552,12 @@ struct Simd {
 }
 
 impl Simd {
+    /// Whether a byte kernel ([`Rows::Bytes`]) runs here: AVX-512 VNNI or AVX-VNNI.
+    #[cfg(target_arch = "x86_64")]
+    fn multiplies_bytes(&self) -> bool {
+        self.avx512 || self.vnni
+    }
+
     /// What this CPU has, less what `SEXTANT_SIMD` leaves out (`portable`, `avx2` or `avx-vnni`:
     /// the best kernel to use, for side-by-side measurements; unset: the best there is; anything
     /// else: the best there is, said once on stderr). The only
@@ -429,12 +603,8 @@ fn kernel(xq: &[i16], width: usize, panels: &Panels<'_>, tile: usize, simd: Simd
     debug_assert!(narrow.len().is_multiple_of(width * PANEL) && narrow.len() <= width * BLOCK);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
-        match tile {
-            4 => simd128::kernel::<4>(xq, width, narrow),
-            3 => simd128::kernel::<3>(xq, width, narrow),
-            2 => simd128::kernel::<2>(xq, width, narrow),
-            _ => simd128::kernel::<1>(xq, width, narrow),
-        }
+        use simd128::kernel as simd128_rows;
+        for_tile!(tile, simd128_rows(xq, width, narrow), [4, 3, 2])
     }
     #[cfg(target_arch = "x86_64")]
     {
@@ -534,19 +704,10 @@ mod avx2 {
         assert!(tile <= TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2));
         // SAFETY: the caller guarantees the features; the bounds are asserted above.
         unsafe {
-            match (tile, vnni) {
-                (6, true) => rows_vnni::<6>(xq, width, panels),
-                (5, true) => rows_vnni::<5>(xq, width, panels),
-                (4, true) => rows_vnni::<4>(xq, width, panels),
-                (3, true) => rows_vnni::<3>(xq, width, panels),
-                (2, true) => rows_vnni::<2>(xq, width, panels),
-                (_, true) => rows_vnni::<1>(xq, width, panels),
-                (6, false) => rows::<6>(xq, width, panels),
-                (5, false) => rows::<5>(xq, width, panels),
-                (4, false) => rows::<4>(xq, width, panels),
-                (3, false) => rows::<3>(xq, width, panels),
-                (2, false) => rows::<2>(xq, width, panels),
-                (_, false) => rows::<1>(xq, width, panels),
+            if vnni {
+                for_tile!(tile, rows_vnni(xq, width, panels), [6, 5, 4, 3, 2])
+            } else {
+                for_tile!(tile, rows(xq, width, panels), [6, 5, 4, 3, 2])
             }
         }
     }
@@ -624,22 +785,7 @@ mod avx512 {
             tile <= WIDE_TILE && xq.len() >= tile * width && panels.len() >= width * BLOCK && width.is_multiple_of(2)
         );
         // SAFETY: the caller guarantees the features; the bounds are asserted above.
-        unsafe {
-            match tile {
-                12 => rows::<12>(xq, width, panels),
-                11 => rows::<11>(xq, width, panels),
-                10 => rows::<10>(xq, width, panels),
-                9 => rows::<9>(xq, width, panels),
-                8 => rows::<8>(xq, width, panels),
-                7 => rows::<7>(xq, width, panels),
-                6 => rows::<6>(xq, width, panels),
-                5 => rows::<5>(xq, width, panels),
-                4 => rows::<4>(xq, width, panels),
-                3 => rows::<3>(xq, width, panels),
-                2 => rows::<2>(xq, width, panels),
-                _ => rows::<1>(xq, width, panels),
-            }
-        }
+        unsafe { for_tile!(tile, rows(xq, width, panels), [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2]) }
     }
 
     #[target_feature(enable = "avx512f,avx512vnni")]
@@ -660,6 +806,95 @@ mod avx512 {
                     (xq.as_ptr().add(r * width + pair * 2) as *const i32).read_unaligned()
                 });
                 *acc = _mm512_dpwssd_epi32(*acc, x, w);
+            }
+        }
+        let mut sums = [[0i32; BLOCK]; MAX_TILE];
+        for (sums, acc) in sums.iter_mut().zip(acc) {
+            // SAFETY: 16 i32 lanes into 16 i32s.
+            unsafe { _mm512_storeu_si512(sums.as_mut_ptr() as *mut __m512i, acc) };
+        }
+        sums
+    }
+}
+
+/// The product on bytes ([`Rows::Bytes`]): rows of unsigned bytes against int8 weights packed in
+/// quads of rows (`PackedInt8::quads`), four multiply-adds a lane an instruction (`vpdpbusd`),
+/// twice the 16-bit kernels' for the same exact sums.
+#[cfg(target_arch = "x86_64")]
+mod bytes {
+    use std::arch::x86_64::*;
+
+    use super::{Sums, BLOCK, MAX_TILE, TILE, WIDE_TILE};
+
+    /// Up to [`TILE`] rows against one block of quads with AVX-VNNI: per quad of `x` values,
+    /// the block's two halves (columns 0–7, 8–15), each one 256-bit `vpdpbusd` with the quad
+    /// broadcast.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2 and AVX-VNNI.
+    pub(super) unsafe fn kernel(xq: &[u8], depth: usize, quads: &[i8], tile: usize) -> Sums {
+        assert!(tile <= TILE && xq.len() >= tile * depth && quads.len() >= depth * BLOCK && depth.is_multiple_of(4));
+        // SAFETY: the caller guarantees the features; the bounds are asserted above.
+        unsafe { for_tile!(tile, rows(xq, depth, quads), [6, 5, 4, 3, 2]) }
+    }
+
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub(super) unsafe fn rows<const R: usize>(xq: &[u8], depth: usize, quads: &[i8]) -> Sums {
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
+        for quad in 0..depth / 4 {
+            // SAFETY (the caller's contract): `quad * 64 + 64 <= depth * BLOCK` and
+            // `r * depth + 4 * quad + 4 <= R * depth`.
+            let (low, high) = unsafe {
+                (
+                    _mm256_loadu_si256(quads.as_ptr().add(quad * 64) as *const __m256i),
+                    _mm256_loadu_si256(quads.as_ptr().add(quad * 64 + 32) as *const __m256i),
+                )
+            };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm256_set1_epi32(unsafe {
+                    (xq.as_ptr().add(r * depth + quad * 4) as *const i32).read_unaligned()
+                });
+                acc[0] = _mm256_dpbusd_avx_epi32(acc[0], x, low);
+                acc[1] = _mm256_dpbusd_avx_epi32(acc[1], x, high);
+            }
+        }
+        let mut sums = [[0i32; BLOCK]; MAX_TILE];
+        for (sums, acc) in sums.iter_mut().zip(acc) {
+            // SAFETY: 16 i32 lanes into 16 i32s.
+            unsafe {
+                _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, acc[0]);
+                _mm256_storeu_si256(sums.as_mut_ptr().add(BLOCK / 2) as *mut __m256i, acc[1]);
+            }
+        }
+        sums
+    }
+
+    /// Up to [`WIDE_TILE`] rows against one block of quads with AVX-512 VNNI: one 512-bit
+    /// `vpdpbusd` a quad a row covers all sixteen columns.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX-512F and AVX-512 VNNI.
+    pub(super) unsafe fn wide_kernel(xq: &[u8], depth: usize, quads: &[i8], tile: usize) -> Sums {
+        assert!(
+            tile <= WIDE_TILE && xq.len() >= tile * depth && quads.len() >= depth * BLOCK && depth.is_multiple_of(4)
+        );
+        // SAFETY: the caller guarantees the features; the bounds are asserted above.
+        unsafe { for_tile!(tile, wide_rows(xq, depth, quads), [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2]) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn wide_rows<const R: usize>(xq: &[u8], depth: usize, quads: &[i8]) -> Sums {
+        let mut acc = [_mm512_setzero_si512(); R];
+        for quad in 0..depth / 4 {
+            // SAFETY (the caller's contract): as `rows`.
+            let w = unsafe { _mm512_loadu_si512(quads.as_ptr().add(quad * 64) as *const __m512i) };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm512_set1_epi32(unsafe {
+                    (xq.as_ptr().add(r * depth + quad * 4) as *const i32).read_unaligned()
+                });
+                *acc = _mm512_dpbusd_epi32(*acc, x, w);
             }
         }
         let mut sums = [[0i32; BLOCK]; MAX_TILE];
@@ -724,7 +959,7 @@ mod tests {
             let x: Vec<f32> = (0..rows * k).map(|_| rng.f32() * 4.0).collect();
             let q: Vec<i8> = (0..k * n).map(|_| rng.i8()).collect();
             let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
-            let packed = PackedInt8::new(&q, k, n).unwrap();
+            let packed = PackedInt8::new(&q, k, n, Rows::Wide).unwrap();
             let got = packed.product(&x, rows, &plain(&scale, None), None);
             let want = reference(&x, &q, &scale, k, n);
             for r in 0..rows {
@@ -820,8 +1055,13 @@ mod tests {
             let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
             let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
             let residual: Vec<f32> = (0..rows * n).map(|_| rng.f32() * 3.0).collect();
-            let packed = PackedInt8::new(&q, k, n).unwrap();
-            for gelu in [false, true] {
+            for (rows_as, gelu) in [
+                (Rows::Wide, false),
+                (Rows::Wide, true),
+                (Rows::Bytes, false),
+                (Rows::Bytes, true),
+            ] {
+                let packed = PackedInt8::new(&q, k, n, rows_as).unwrap();
                 let epilogue = Epilogue {
                     scale: &scale,
                     bias: Some(&bias),
@@ -831,13 +1071,186 @@ mod tests {
                 if simd.avx2 {
                     // SAFETY: `Simd::detect` found AVX2.
                     let got = unsafe { packed.product_avx2(&x, rows, &epilogue, Some(&residual)) };
-                    assert_eq!(bits(&got), want, "AVX2, {rows}×{k}×{n}, GELU {gelu}");
+                    assert_eq!(bits(&got), want, "AVX2, {rows_as:?}, {rows}×{k}×{n}, GELU {gelu}");
                 }
                 if simd.avx512 {
                     // SAFETY: `Simd::detect` found AVX-512F and AVX2.
                     let got = unsafe { packed.product_avx512(&x, rows, &epilogue, Some(&residual)) };
-                    assert_eq!(bits(&got), want, "AVX-512, {rows}×{k}×{n}, GELU {gelu}");
+                    assert_eq!(bits(&got), want, "AVX-512, {rows_as:?}, {rows}×{k}×{n}, GELU {gelu}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn byte_rows_match_the_f32_product_on_odd_shapes() {
+        let seed = 0xb17e_5eed_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        for (rows, k, n) in [
+            (1, 1, 1),
+            (3, 5, 7),
+            (5, 384, 9),
+            (14, 17, 24),
+            (13, 1536, 20),
+            (4, 2, 8),
+        ] {
+            // Rows of one sign, of both, and shifted: the zero point moves.
+            let x: Vec<f32> = (0..rows * k)
+                .map(|i| rng.f32() * 4.0 + [0.0, 3.0, -5.0][(i / k) % 3])
+                .collect();
+            let q: Vec<i8> = (0..k * n).map(|_| rng.i8()).collect();
+            let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
+            let packed = PackedInt8::new(&q, k, n, Rows::Bytes).unwrap();
+            let got = packed.product(&x, rows, &plain(&scale, None), None);
+            let want = reference(&x, &q, &scale, k, n);
+            for r in 0..rows {
+                // Each x rounded by at most half a step of its row's span (zero included).
+                let row = &x[r * k..(r + 1) * k];
+                let span = row.iter().fold(0f32, |m, &v| m.max(v)) - row.iter().fold(0f32, |m, &v| m.min(v));
+                for c in 0..n {
+                    let bound = k as f32 * 0.5 * span / 255.0 * 128.0 * scale[c] * 1.001 + 1e-4;
+                    let (g, w) = (got[r * n + c], want[r * n + c]);
+                    assert!(
+                        (g - w).abs() <= bound,
+                        "{rows}×{k}×{n} [{r},{c}]: {g} vs {w} (bound {bound})"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn byte_rows_keep_zero_exact_and_refuse_what_would_overflow() {
+        let mut quantised = [0i16; 5];
+        let (scale, zero) = round_row_to_bytes(&[-1.0, 0.0, 3.0, -0.0, 1.0], &mut quantised);
+        assert_eq!((scale, zero), (4.0 / 255.0, 64));
+        assert_eq!(quantised, [0, 64, 255, 64, 128]);
+        // All positive: zero is the least, at 0.
+        assert_eq!(round_row_to_bytes(&[2.0, 1.0], &mut quantised[..2]), (2.0 / 255.0, 0));
+        assert_eq!(quantised[..2], [255, 128]);
+        let mut quantised = [7i16; 3];
+        assert_eq!(round_row_to_bytes(&[0.0, -0.0, 0.0], &mut quantised), (0.0, 0));
+        assert!(round_row_to_bytes(&[1.0, f32::NAN, 0.0], &mut quantised).0.is_nan());
+        assert!(round_row_to_bytes(&[f32::MAX, f32::MIN], &mut quantised[..2])
+            .0
+            .is_nan());
+        let packed = PackedInt8::new(&[1, 2, 3, 4], 2, 2, Rows::Bytes).unwrap();
+        let got = packed.product(&[0.0, 0.0, 1.0, 0.0, f32::NAN, 1.0], 3, &plain(&[0.5, 0.5], None), None);
+        assert!(
+            got[..4] == [0.0, 0.0, 0.5, 1.0] && got[4].is_nan() && got[5].is_nan(),
+            "{got:?}"
+        );
+        // 255 · Σ|q| must stay inside an i32.
+        let heavy = vec![-128i8; 66_000];
+        assert!(PackedInt8::new(&heavy, 66_000, 1, Rows::Bytes).is_none());
+        assert!(PackedInt8::new(&heavy, 66_000, 1, Rows::Wide).is_some());
+        assert!(PackedInt8::new(&heavy[..65_000], 65_000, 1, Rows::Bytes).is_some());
+    }
+
+    #[test]
+    fn the_extremes_are_the_plain_folds() {
+        let seed = 0xe7_7e3e_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        for len in [0, 1, 7, 8, 9, 17, 384, 1537] {
+            let values: Vec<f32> = (0..len).map(|_| rng.f32() * 100.0 + 20.0).collect();
+            let least = values.iter().fold(0f32, |m, &v| m.min(v));
+            let largest = values.iter().fold(0f32, |m, &v| m.max(v));
+            assert_eq!(extremes(&values), (least, largest), "{len} values");
+        }
+        assert!(extremes(&[1.0, f32::NAN, -1.0]).0.is_nan());
+    }
+
+    /// Random bytes for rows and a block of quads, `depth` values deep.
+    #[cfg(target_arch = "x86_64")]
+    fn byte_operands(seed: u64, depth: usize) -> (Vec<u8>, Vec<i8>) {
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        let xq = (0..MAX_TILE * depth).map(|_| rng.next() as u8).collect();
+        let quads = (0..depth * BLOCK).map(|_| rng.i8()).collect();
+        (xq, quads)
+    }
+
+    /// [`portable`] on byte rows against a block of quads: the same block repacked in pairs.
+    #[cfg(target_arch = "x86_64")]
+    fn portable_on_bytes(xq: &[u8], depth: usize, quads: &[i8], tile: usize) -> Sums {
+        let mut panels = vec![0i8; depth * BLOCK];
+        for (at, &v) in quads.iter().enumerate() {
+            let (quad, c, j) = (at / (BLOCK * 4), at / 4 % BLOCK, at % 4);
+            let (row, panel, c) = (quad * 4 + j, c / PANEL, c % PANEL);
+            panels[((panel * (depth / 2) + row / 2) * PANEL + c) * 2 + row % 2] = v;
+        }
+        let wide: Vec<i16> = xq.iter().map(|&v| i16::from(v)).collect();
+        portable(&wide[..tile * depth], depth, &panels, tile)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_byte_kernel_equals_the_portable_one() {
+        let depth = 36;
+        let (xq, quads) = byte_operands(0xb7e5_0001, depth);
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("avxvnni") {
+            for tile in 1..=TILE {
+                // SAFETY: both checked just above.
+                let got = unsafe { bytes::kernel(&xq[..tile * depth], depth, &quads, tile) };
+                let want = portable_on_bytes(&xq, depth, &quads, tile);
+                assert_eq!(got[..tile], want[..tile], "AVX-VNNI, tile {tile}");
+            }
+        } else {
+            println!("no AVX-VNNI here: its byte kernel is not run");
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vnni") {
+            for tile in 1..=WIDE_TILE {
+                // SAFETY: both checked just above.
+                let got = unsafe { bytes::wide_kernel(&xq[..tile * depth], depth, &quads, tile) };
+                let want = portable_on_bytes(&xq, depth, &quads, tile);
+                assert_eq!(got[..tile], want[..tile], "AVX-512 VNNI, tile {tile}");
+            }
+        } else {
+            println!("no AVX-512 VNNI here: its byte kernel is not run");
+        }
+    }
+
+    /// With byte rows, the byte kernels, the AVX2 16-bit kernel and the portable one (each
+    /// that runs here) give the same bits for the whole product.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn byte_rows_give_the_same_bits_on_every_kernel() {
+        let seed = 0xb7e5_0002_u64;
+        println!("seed {seed:#x}");
+        let mut rng = Rng(seed);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        for (rows, k, n) in [(1, 7, 5), (13, 384, 40), (25, 64, 1536), (3, 1535, 17)] {
+            let x: Vec<f32> = (0..rows * k).map(|_| rng.f32() * 6.0 - 1.0).collect();
+            let q: Vec<i8> = (0..k * n).map(|_| rng.i8()).collect();
+            let scale: Vec<f32> = (0..n).map(|_| rng.f32().abs() * 0.01 + 0.001).collect();
+            let bias: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+            let epilogue = Epilogue {
+                scale: &scale,
+                bias: Some(&bias),
+                gelu: true,
+            };
+            let mut packed = PackedInt8::new(&q, k, n, Rows::Bytes).unwrap();
+            let first = bits(&packed.product(&x, rows, &epilogue, None));
+            println!(
+                "{rows}×{k}×{n}: the dispatch's kernel ran with {} quads",
+                packed.quads.len()
+            );
+            packed.quads.clear();
+            packed.wide.clear();
+            assert_eq!(
+                bits(&packed.product_in(&x, rows, &epilogue, None)),
+                first,
+                "portable, {rows}×{k}×{n}"
+            );
+            if Simd::detect().avx2 {
+                packed.wide = packed.data.iter().map(|&v| i16::from(v)).collect();
+                assert_eq!(
+                    bits(&packed.product_in(&x, rows, &epilogue, None)),
+                    first,
+                    "16-bit SIMD, {rows}×{k}×{n}"
+                );
             }
         }
     }
@@ -885,18 +1298,21 @@ mod tests {
 
     #[test]
     fn zero_rows_stay_zero_and_bad_weights_are_refused() {
-        let packed = PackedInt8::new(&[1, 2, 3, 4], 2, 2).unwrap();
+        let packed = PackedInt8::new(&[1, 2, 3, 4], 2, 2, Rows::Wide).unwrap();
         assert_eq!(
             packed.product(&[0.0, 0.0, 1.0, 0.0], 2, &plain(&[0.5, 0.5], None), None),
             [0.0, 0.0, 0.5, 1.0]
         );
-        assert!(PackedInt8::new(&[1, 2, 3], 2, 2).is_none());
-        assert!(PackedInt8::new(&[], 0, 2).is_none());
+        assert!(PackedInt8::new(&[1, 2, 3], 2, 2, Rows::Wide).is_none());
+        assert!(PackedInt8::new(&[], 0, 2, Rows::Wide).is_none());
         // Levels: i32::MAX over the largest column sum of |q|, at most 32,767.
-        assert_eq!(PackedInt8::new(&[1, 2, 3, 4], 2, 2).unwrap().levels, 32_767.0);
+        assert_eq!(
+            PackedInt8::new(&[1, 2, 3, 4], 2, 2, Rows::Wide).unwrap().levels,
+            32_767.0
+        );
         let heavy = vec![-128i8; 4096];
         assert_eq!(
-            PackedInt8::new(&heavy, 4096, 1).unwrap().levels,
+            PackedInt8::new(&heavy, 4096, 1, Rows::Wide).unwrap().levels,
             (i32::MAX / (4096 * 128)) as f32
         );
     }
@@ -905,7 +1321,7 @@ mod tests {
     fn the_epilogue_adds_bias_then_gelu_then_residual() {
         // x = [1, 0] picks q's first row: [2, -4] · 0.5 = [1, -2].
         let x = [1.0, 0.0];
-        let packed = PackedInt8::new(&[2, -4, 3, 1], 2, 2).unwrap();
+        let packed = PackedInt8::new(&[2, -4, 3, 1], 2, 2, Rows::Wide).unwrap();
         let scale = [0.5, 0.5];
         let bias = [0.5, 1.0];
         assert_eq!(packed.product(&x, 1, &plain(&scale, Some(&bias)), None), [1.5, -1.0]);

@@ -22,7 +22,7 @@
 //! anything is allocated.
 
 use serde::{Deserialize, Serialize};
-use sextant_kernels::{exact, Epilogue, PackedInt8};
+use sextant_kernels::{exact, Epilogue, PackedInt8, Rows};
 
 use super::rowstore::RowStore;
 use super::{EmbedError, Embedder, ModelOptions, ModelSpec, ModelTokenizer, Pooling, TextKind, Weights};
@@ -240,9 +240,10 @@ impl<'a> Tensors<'a> {
         }
     }
 
-    fn linear(&self, name: &str, k: usize, n: usize, gelu: bool) -> Result<Linear, EmbedError> {
+    fn linear(&self, name: &str, k: usize, n: usize, gelu: bool, rows: Rows) -> Result<Linear, EmbedError> {
         let q = self.int8s(&format!("{name}.weight"), &[k, n])?;
-        let weights = PackedInt8::new(&q, k, n).ok_or_else(|| bad(format!("{name}'s weight cannot be packed")))?;
+        let weights =
+            PackedInt8::new(&q, k, n, rows).ok_or_else(|| bad(format!("{name}'s weight cannot be packed")))?;
         let scale = self.f32s(&format!("{name}.scale"), &[n])?;
         let bias = self.f32s(&format!("{name}.bias"), &[n])?;
         Ok(Linear {
@@ -307,17 +308,24 @@ impl BertEncoder {
         };
         let embedding_norm = tensors.norm("embeddings.norm", h)?;
         let ff = header.intermediate;
+        // Rows rounded to bytes where asked, for a whole model's int8 weights (a five-bit body
+        // is for queries, which keep 15-bit rows).
+        let weights = match (options.weights, header.weights) {
+            (Weights::Int8A8, Weights::Int8) => Weights::Int8A8,
+            (_, file) => file,
+        };
+        let rows = weights.rows();
         let layers = (0..layers)
             .map(|l| {
                 let name = |part: &str| format!("layer{l}.{part}");
                 Ok(Layer {
-                    query: tensors.linear(&name("query"), h, h, false)?,
-                    key: tensors.linear(&name("key"), h, h, false)?,
-                    value: tensors.linear(&name("value"), h, h, false)?,
-                    output: tensors.linear(&name("output"), h, h, false)?,
+                    query: tensors.linear(&name("query"), h, h, false, rows)?,
+                    key: tensors.linear(&name("key"), h, h, false, rows)?,
+                    value: tensors.linear(&name("value"), h, h, false, rows)?,
+                    output: tensors.linear(&name("output"), h, h, false, rows)?,
                     attention_norm: tensors.norm(&name("attention_norm"), h)?,
-                    up: tensors.linear(&name("up"), h, ff, true)?,
-                    down: tensors.linear(&name("down"), ff, h, false)?,
+                    up: tensors.linear(&name("up"), h, ff, true, rows)?,
+                    down: tensors.linear(&name("down"), ff, h, false, rows)?,
                     output_norm: tensors.norm(&name("output_norm"), h)?,
                 })
             })
@@ -337,7 +345,7 @@ impl BertEncoder {
             sha256_hex(tokenizer),
             h,
             &ModelOptions {
-                weights: header.weights,
+                weights,
                 ..options.clone()
             },
         );

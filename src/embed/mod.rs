@@ -167,9 +167,11 @@ pub struct ModelOptions {
     pub query_prefix: String,
     /// Prefix for passages. Default empty.
     pub passage_prefix: String,
-    /// How the weights are held and multiplied: `int8` (default; the same vectors, bit for bit,
-    /// natively on every CPU and in WebAssembly) or `f32` (the model's own arithmetic, as
-    /// `sextant build` embedded passages before 2026-12-02).
+    /// How the weights are held and multiplied: `int8a8` (default for passages since
+    /// 2026-12-07: integer products on rows rounded to bytes, the same vectors, bit for bit,
+    /// natively on every CPU and in WebAssembly, and natively the fastest), `int8` (rows rounded
+    /// to 15 bits, as passages were embedded from 2026-12-02) or `f32` (the model's own
+    /// arithmetic, as `sextant build` embedded passages before).
     pub weights: Weights,
 }
 
@@ -181,7 +183,7 @@ impl Default for ModelOptions {
             normalize: true,
             query_prefix: String::new(),
             passage_prefix: String::new(),
-            weights: Weights::Int8,
+            weights: Weights::Int8A8,
         }
     }
 }
@@ -202,8 +204,8 @@ pub enum Weights {
     /// (`embed::qmatmul`); attention's products, softmax and layer normalisation in one fixed
     /// order of f32 operations (`embed::exact`): the same bits natively on every CPU and in
     /// WebAssembly, the fastest queries (WebAssembly: about half [`Weights::F32`]'s time), the
-    /// least memory, vectors within cosine 0.99999 of f32's. The default everywhere: passages
-    /// (`sextant build`, collections) and queries.
+    /// least memory, vectors within cosine 0.99999 of f32's. The default for queries; what
+    /// passages were embedded with from 2026-12-02 to 2026-12-07.
     #[default]
     Int8,
     /// [`Weights::Int8`] with the products' weights rounded to five bits in groups of 32 rows
@@ -212,9 +214,26 @@ pub enum Weights {
     /// bit. Vectors about cosine 0.99 of [`Weights::Int8`]'s; for queries (BENCHMARKS.md, "Layer
     /// weights at five bits").
     Int5,
+    /// [`Weights::Int8`] with each row of activations rounded to bytes instead (`0..=255` from
+    /// its least to its largest value, with a zero point: `sextant_kernels::Rows::Bytes`), which
+    /// CPUs with AVX-512 VNNI or AVX-VNNI multiply four values an instruction: natively about
+    /// 1.4× the passages a second of [`Weights::Int8`]; in WebAssembly the same speed, through the
+    /// same 16-bit kernel, and the same bits. Every mode's nDCG@10 on Cranfield and NPL within
+    /// 0.003 of [`Weights::Int8`]'s (BENCHMARKS.md). The default for passages (`sextant build`,
+    /// collections).
+    Int8A8,
 }
 
 impl Weights {
+    /// How rows of activations are rounded for the integer products with these weights.
+    #[cfg(feature = "encoder")]
+    pub fn rows(&self) -> sextant_kernels::Rows {
+        match self {
+            Weights::Int8A8 => sextant_kernels::Rows::Bytes,
+            Weights::F32 | Weights::Int8 | Weights::Int5 => sextant_kernels::Rows::Wide,
+        }
+    }
+
     /// What an index built before int8 passages (no `weights` in its model record) used.
     pub fn before_int8_passages() -> Self {
         Weights::F32
@@ -226,7 +245,7 @@ impl Weights {
     }
 }
 
-named_enum!(Weights { F32 => "f32", Int8 => "int8", Int5 => "int5" });
+named_enum!(Weights { F32 => "f32", Int8 => "int8", Int5 => "int5", Int8A8 => "int8a8" });
 
 impl std::str::FromStr for Weights {
     type Err = EmbedError;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use sextant_kernels::PackedInt8;
+use sextant_kernels::{PackedInt8, Rows};
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb;
 use tract_onnx::tract_hir::internal::*;
@@ -53,9 +53,17 @@ impl Eq for MatMulInt8 {}
 
 impl MatMulInt8 {
     /// Packs `q` (`k × n`, row-major) with its column scales (`n` values, or one for all) and an
-    /// optional bias (`n` values).
-    pub fn new(q: &[i8], k: usize, n: usize, scale: &[f32], bias: Option<&[f32]>, gelu: bool) -> TractResult<Self> {
-        let weights = PackedInt8::new(q, k, n)
+    /// optional bias (`n` values), for rows of `x` rounded as `rows` says.
+    pub fn new(
+        q: &[i8],
+        k: usize,
+        n: usize,
+        scale: &[f32],
+        bias: Option<&[f32]>,
+        gelu: bool,
+        rows: Rows,
+    ) -> TractResult<Self> {
+        let weights = PackedInt8::new(q, k, n, rows)
             .with_context(|| format!("an int8 weight of {k} × {n} cannot hold {} values", q.len()))?;
         let scale: Arc<[f32]> = match scale.len() {
             1 => vec![scale[0]; n].into(),
@@ -291,7 +299,8 @@ impl InferenceRulesOp for MatMulInt8 {
 
 /// Builds a [`MatMulInt8`] from a `SextantMatMulInt8` node: its tensor attributes `q` (int8,
 /// `[K, N]`), `scale` (f32, `[N]`, `[1, N]` or one value) and optionally `bias` (f32, `N`
-/// values), and its string attribute `activation` (`gelu`, or absent).
+/// values), and its string attributes `activation` (`gelu`, or absent) and `rows` (`bytes`: rows
+/// rounded to bytes, `Weights::Int8A8`; absent: to 15 bits).
 pub(super) fn parse(_ctx: &ParsingContext, node: &pb::NodeProto) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
     let attribute = |name: &str| node.attribute.iter().find(|a| a.name == name);
     let tensor = |name: &str| -> TractResult<Option<Tensor>> {
@@ -319,11 +328,16 @@ pub(super) fn parse(_ctx: &ParsingContext, node: &pb::NodeProto) -> TractResult<
         Some(b"gelu") => true,
         Some(other) => bail!("{OP_TYPE}: unknown activation {:?}", String::from_utf8_lossy(other)),
     };
+    let rows = match attribute("rows").map(|a| a.s.as_slice()) {
+        None => Rows::Wide,
+        Some(b"bytes") => Rows::Bytes,
+        Some(other) => bail!("{OP_TYPE}: unknown rows {:?}", String::from_utf8_lossy(other)),
+    };
     let (k, n) = (q.shape()[0], q.shape()[1]);
     let (q, scale) = (q.try_as_plain_ram()?, scale.try_as_plain_ram()?);
     let bias = bias.as_ref().map(|b| b.try_as_plain_ram()).transpose()?;
     let bias = bias.as_ref().map(|b| b.as_slice::<f32>()).transpose()?;
-    let op = MatMulInt8::new(q.as_slice::<i8>()?, k, n, scale.as_slice::<f32>()?, bias, gelu)?;
+    let op = MatMulInt8::new(q.as_slice::<i8>()?, k, n, scale.as_slice::<f32>()?, bias, gelu, rows)?;
     Ok((Box::new(op), vec![]))
 }
 
@@ -334,11 +348,11 @@ mod tests {
     #[test]
     fn a_factor_scales_the_product_and_its_bias_and_bad_weights_are_refused() {
         // x = [1, 0] picks q's first row: [2, -4] · 0.5 + [0.5, 1] = [1.5, -1].
-        let op = MatMulInt8::new(&[2, -4, 3, 1], 2, 2, &[0.5], Some(&[0.5, 1.0]), false).unwrap();
+        let op = MatMulInt8::new(&[2, -4, 3, 1], 2, 2, &[0.5], Some(&[0.5, 1.0]), false, Rows::Wide).unwrap();
         assert_eq!(op.apply(&[1.0, 0.0], 1, None), [1.5, -1.0]);
         assert_eq!(op.times(2.0).apply(&[1.0, 0.0], 1, None), [3.0, -2.0]);
-        assert!(MatMulInt8::new(&[1, 2, 3], 2, 2, &[1.0], None, false).is_err());
-        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0, 2.0, 3.0], None, false).is_err());
-        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0], Some(&[1.0]), false).is_err());
+        assert!(MatMulInt8::new(&[1, 2, 3], 2, 2, &[1.0], None, false, Rows::Wide).is_err());
+        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0, 2.0, 3.0], None, false, Rows::Wide).is_err());
+        assert!(MatMulInt8::new(&[1, 2, 3, 4], 2, 2, &[1.0], Some(&[1.0]), false, Rows::Wide).is_err());
     }
 }

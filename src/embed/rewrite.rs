@@ -65,9 +65,24 @@ pub(super) fn prepare_graph(
     };
     match weights {
         Weights::F32 => prepared.folded = extract_folded_weights(graph)?,
-        // `Weights::Int5` is `Weights::Int8` once its weights are rounded (`int5`).
-        Weights::Int8 | Weights::Int5 => {
+        // `Weights::Int5` is `Weights::Int8` once its weights are rounded (`int5`);
+        // `Weights::Int8A8` is the same products on rows rounded to bytes.
+        Weights::Int8 | Weights::Int5 | Weights::Int8A8 => {
             int8_matmuls(graph)?;
+            if weights == Weights::Int8A8 {
+                for node in graph
+                    .node
+                    .iter_mut()
+                    .filter(|n| n.op_type == super::onnx::INT8_MATMUL_OP)
+                {
+                    node.attribute.push(pb::AttributeProto {
+                        name: "rows".into(),
+                        r#type: pb::attribute_proto::AttributeType::String as i32,
+                        s: b"bytes".to_vec(),
+                        ..Default::default()
+                    });
+                }
+            }
             exact_ops(graph);
             scale_after_matmul(graph);
             prepared.runtime_weights = int8_weights_as_inputs(graph)?;

@@ -76,7 +76,7 @@ impl TractEmbedder {
         weights: Weights,
     ) -> Result<Self, EmbedError> {
         // A body packed at five bits computes what `Weights::Int5` does with integer products.
-        let weights = if weights == Weights::Int8 && super::int5::is_packed(&proto) {
+        let weights = if matches!(weights, Weights::Int8 | Weights::Int8A8) && super::int5::is_packed(&proto) {
             Weights::Int5
         } else {
             weights

@@ -22,8 +22,14 @@ pub const INDEX_MAJOR: u16 = 2;
 /// adds the facets file, and is written only by an index that has one; 2.6 adds the knowledge
 /// graph, written only by `sextant graph build`; 2.7 gives each binary code a factor,
 /// `files.vectors.code_factors`; 2.8 lists each filter value's partitions in the facets file,
-/// `files.facet_partitions`, and is written only by an index that has one).
-pub const INDEX_MINOR: u16 = 8;
+/// `files.facet_partitions`, and is written only by an index that has one; 2.9 records passages
+/// embedded on rows rounded to bytes, `model.weights = "int8a8"`, and is written only by such an
+/// index).
+pub const INDEX_MINOR: u16 = 9;
+/// The minor whose model record may say `"weights": "int8a8"` (passages embedded on rows of
+/// activations rounded to bytes, `Weights::Int8A8`): every index so embedded; a reader before
+/// it refuses the index as too new instead of failing on the value.
+pub const BYTE_ROWS_MINOR: u16 = 9;
 /// The minor whose facets file lists the partitions holding chunks of each filter value's pages
 /// (`files.facet_partitions`, facets files `SXfp`): every index with a facets file since; an
 /// index without one is written as 2.7.
@@ -567,6 +573,15 @@ impl IndexManifest {
                 section: "manifest",
                 reason: format!(
                     "format 2.{} has no code factors (they came in 2.{CODE_FACTORS_MINOR}); build the index again",
+                    manifest.format.minor
+                ),
+            });
+        }
+        if manifest.model.weights == crate::embed::Weights::Int8A8 && manifest.format.minor < BYTE_ROWS_MINOR {
+            return Err(IndexError::BadSection {
+                section: "manifest",
+                reason: format!(
+                    "format 2.{} has no passages on byte rows (int8a8 came in 2.{BYTE_ROWS_MINOR}); build the index again",
                     manifest.format.minor
                 ),
             });

@@ -51,7 +51,7 @@ pub use facets::{Facets, ValuePartitions};
 pub use files::DocumentInfo;
 pub use manifest::{
     check_model, crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef,
-    VectorFiles, CODE_FACTORS_MINOR, FACETS_MINOR, FACET_PARTITIONS_MINOR, GRAPH_MINOR, INDEX_MAJOR, INDEX_MINOR,
-    OLDEST_READABLE_MAJOR,
+    VectorFiles, BYTE_ROWS_MINOR, CODE_FACTORS_MINOR, FACETS_MINOR, FACET_PARTITIONS_MINOR, GRAPH_MINOR, INDEX_MAJOR,
+    INDEX_MINOR, OLDEST_READABLE_MAJOR,
 };
 pub use store::{IndexStore, Probe};

@@ -19,7 +19,7 @@ use super::files::{
 };
 use super::manifest::{
     crate_versions, Counts, Fields, FileRun, FormatVersion, IndexFiles, IndexManifest, Layout, ShardRef, VectorFiles,
-    CODE_FACTORS_MINOR, FACET_PARTITIONS_MINOR, INDEX_MAJOR,
+    BYTE_ROWS_MINOR, CODE_FACTORS_MINOR, FACET_PARTITIONS_MINOR, INDEX_MAJOR,
 };
 use crate::indexer::{Executor, OneThread};
 
@@ -272,11 +272,14 @@ pub fn write_index_on(input: IndexInput, executor: &impl Executor) -> Result<Bui
     let manifest = IndexManifest {
         format: FormatVersion {
             major: INDEX_MAJOR,
-            // 2.8 only where it adds something (a facets file), so a site without filter or sort
-            // values writes what a 2.7 reader reads.
-            minor: match listed_facets {
-                true => FACET_PARTITIONS_MINOR,
-                false => CODE_FACTORS_MINOR,
+            // 2.8 and 2.9 only where they add something (a facets file, passages on byte rows),
+            // so an index without writes what a 2.7 reader reads.
+            minor: if input.model.weights == crate::embed::Weights::Int8A8 {
+                BYTE_ROWS_MINOR
+            } else if listed_facets {
+                FACET_PARTITIONS_MINOR
+            } else {
+                CODE_FACTORS_MINOR
             },
         },
         generator: format!("sextant {}", env!("CARGO_PKG_VERSION")),

@@ -124,6 +124,31 @@ test("weights: 'f32' gives the default int8 weights' results; an unknown value i
   assert.match(e.message, /f32 or int8/);
 });
 
+test("weights: 'int8a8' embeds as `sextant build` embeds passages, bit for bit in WebAssembly and natively", async () => {
+  // Activation rows rounded to bytes: natively the byte kernels (vpdpbusd) where the CPU has
+  // them, in WebAssembly the same bytes through the 16-bit kernel; the same integer sums.
+  const bytes = await api.Sextant.load({ index: bundle, model, tokenizer, weights: 'int8a8' });
+  try {
+    const texts = [
+      'The boundary layer over a flat plate at hypersonic speeds thickens with the Mach number; the shock wave and the viscous layer interact near the leading edge.',
+      'naïve café résumé — 东京是日本的首都',
+      'x',
+    ];
+    for (const text of texts) {
+      const ours = bytes.embed(text);
+      const cli = JSON.parse(execFileSync(sextantBin, ['embed', '--passage', '--json', text], { encoding: 'utf8' })).vector;
+      assert.equal(ours.length, cli.length);
+      // The CLI prints each f32 in its shortest form: rounded back to f32, it is the same value.
+      const differ = ours.findIndex((v, i) => v !== Math.fround(cli[i]));
+      assert.equal(differ, -1, `${text}: dimension ${differ}: ${ours[differ]} vs ${cli[differ]}`);
+      const int8 = sextant.embed(text);
+      assert.ok(int8.some((v, i) => v !== ours[i]), 'int8a8 and int8 really differ');
+    }
+  } finally {
+    bytes.free();
+  }
+});
+
 test('loading by URL reports download progress', async () => {
   const files = { '/docs.sxt': path.join(fixtures, 'golden-v2.sxt'), '/model.onnx': path.join(modelDir, 'model.onnx'), '/tokenizer.json': path.join(modelDir, 'tokenizer.json') };
   const server = http.createServer(async (req, res) => {

@@ -88,8 +88,10 @@ pub struct EvalArgs {
     /// Folder with model.onnx and tokenizer.json (default: the cached model).
     #[arg(long)]
     model: Option<PathBuf>,
-    /// How the query's model multiplies: int8 (integer products, the default everywhere queries
-    /// run and as `build` embeds passages) or f32 (the model's own arithmetic).
+    /// How the query's model multiplies: int8 (integer products on 15-bit activations, the
+    /// default everywhere queries run), int8a8 (on activations rounded to bytes, as `build`
+    /// embeds passages by default), int5 or f32 (the model's own arithmetic). Passages: the
+    /// --config's [model] weights.
     #[arg(long, default_value = "int8", value_parser = crate::flags::weights_parser())]
     weights: sextant::embed::Weights,
     /// A sextant.toml: collections are built with it, and its [rerank] cross-encoder reranks
