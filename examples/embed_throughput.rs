@@ -1,15 +1,16 @@
 //! Passage embedding throughput natively: a BEIR-layout corpus (`corpus.jsonl`) or a folder of
 //! HTML pages (a site) chunked with the default build settings, what the model reads for the
 //! first `limit` chunks (as `sextant build` embeds them: title and headings before the text)
-//! embedded as passages with int8 weights on `threads` threads (each a text at a time, as the
-//! build does), chunks/s and tokens/s printed as JSON. With `--dump FILE` those inputs are
-//! written as JSONL (`{"text": …}`) for `scripts/bench-onnxruntime-passages.py`, so onnxruntime
-//! embeds exactly the same texts. The model runs as `sextant build` runs it (`ModelEmbedder`:
-//! sextant's own encoder, int8 weights); with `--weights int8`, tract's plan of it instead (the
-//! same vectors: what builds ran before 2026-12-07); with `--weights f32`, tract multiplying in
-//! f32 (what `[model] weights = "f32"` builds with, and every build did before int8 passages).
+//! embedded as passages on `threads` threads (each a text at a time, as the build does), chunks/s
+//! and tokens/s printed as JSON. With `--dump FILE` those inputs are written as JSONL
+//! (`{"text": …}`) for `scripts/bench-onnxruntime-passages.py`, so onnxruntime embeds exactly the
+//! same texts. The model runs as `sextant build` runs it (`ModelEmbedder`: sextant's own encoder)
+//! with `--weights` (default the build's, `int8a8`: activation rows rounded to bytes; `int8`: to
+//! 15 bits, what builds embedded with from 2026-12-02 to 2026-12-07; `f32`: tract multiplying in
+//! f32, what `[model] weights = "f32"` builds with); `--engine tract` runs tract's plan instead
+//! of the encoder (the same vectors: what builds ran before 2026-12-07).
 //!
-//! cargo run --release --example embed_throughput -- <corpus.jsonl | site dir> <model dir> <threads> <limit> [--dump FILE] [--weights encoder|int8|f32]
+//! cargo run --release --example embed_throughput -- <corpus.jsonl | site dir> <model dir> <threads> <limit> [--dump FILE] [--weights int8a8|int8|f32] [--engine encoder|tract]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -19,28 +20,26 @@ use sextant::embed::{Embedder, ModelEmbedder, ModelOptions, TextKind, TractEmbed
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
+    const USAGE: &str = "usage: embed_throughput <corpus.jsonl> <model dir> <threads> <limit> [--dump FILE] [--weights int8a8|int8|f32] [--engine encoder|tract]";
     let [_, corpus, model_dir, threads, limit, rest @ ..] = args.as_slice() else {
-        return Err(
-            "usage: embed_throughput <corpus.jsonl> <model dir> <threads> <limit> [--dump FILE] [--weights encoder|int8|f32]"
-                .into(),
-        );
+        return Err(USAGE.into());
     };
     let (threads, limit): (usize, usize) = (threads.parse()?, limit.parse()?);
-    let (mut dump, mut weights, mut encoder) = (None, Weights::Int8, true);
+    let mut options = ModelOptions::default();
+    let (mut dump, mut encoder) = (None, true);
     for option in rest.chunks(2) {
         match option {
             [flag, file] if flag == "--dump" => dump = Some(file),
-            [flag, w] if flag == "--weights" && w == "int8" => encoder = false,
-            [flag, w] if flag == "--weights" && w == "f32" => (weights, encoder) = (Weights::F32, false),
-            [flag, w] if flag == "--weights" && w == "encoder" => encoder = true,
-            _ => {
-                return Err(format!("unknown option {option:?}: give --dump FILE or --weights encoder|int8|f32").into())
-            }
+            [flag, w] if flag == "--weights" => options.weights = w.parse::<Weights>()?,
+            [flag, e] if flag == "--engine" && (e == "encoder" || e == "tract") => encoder = e == "encoder",
+            _ => return Err(format!("unknown option {option:?}; {USAGE}").into()),
         }
     }
+    // f32 weights run in tract only.
+    encoder &= options.weights != Weights::F32;
+    let weights = options.weights;
     let model = std::fs::read(format!("{model_dir}/model.onnx"))?;
     let tokenizer = std::fs::read(format!("{model_dir}/tokenizer.json"))?;
-    let options = ModelOptions::default();
     let embedder: Box<dyn Embedder + Sync> = if encoder {
         let ours = ModelEmbedder::load(model, &tokenizer, &options)?;
         if ours.engine() != "encoder" {
@@ -88,11 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{}",
         serde_json::json!({
-            "engine": match (encoder, weights) {
-                (true, _) => "sextant (own encoder, int8 passages)",
-                (_, Weights::F32) => "sextant (tract, f32 passages)",
-                _ => "sextant (tract, int8 passages)",
-            },
+            "engine": format!("sextant ({}, {weights} passages)", if encoder { "own encoder" } else { "tract" }),
             "threads": threads,
             "chunks": texts.len(),
             "tokens": tokens,

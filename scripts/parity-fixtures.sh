@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Cranfield bundle built by the native CLI and the CLI's own results for the first 25
-# queries in every mode (`sextant search --json`), with int8 weights (the default: expected.jsonl),
+# The Cranfield bundle built by the native CLI (passages int8a8, the default) and the CLI's own
+# results for the first 25 queries in every mode (`sextant search --json`), with int8 query
+# weights (the default: expected.jsonl),
 # f32 weights (expected-f32.jsonl) and five-bit layers (expected-int5.jsonl), and by page
 # (expected-pages.jsonl): what the wasm and Worker parity tests compare against.
 # Rebuilt only when the CLI, this script or the corpus changes. Prints the folder.

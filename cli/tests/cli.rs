@@ -481,7 +481,7 @@ fn embed_prints_the_golden_token_ids() {
 
 #[test]
 fn passage_vectors_have_the_same_bits_with_every_simd_kernel() {
-    // Each kernel the CPU has, capped by SEXTANT_SIMD (AVX-512 VNNI, AVX-VNNI, AVX2, plain Rust),
+    // Each kernel the CPU has, capped by SEXTANT_SIMD (AMX, AVX-512 VNNI, AVX-VNNI, AVX2, plain Rust),
     // gives the same vector: rows rounded to bytes (the passages' default, whose byte kernels
     // and 16-bit kernels differ most) and to 15 bits. A passage longer than a tile of rows.
     let text = "The boundary layer over a flat plate at hypersonic speeds thickens with the Mach \
@@ -505,7 +505,7 @@ fn passage_vectors_have_the_same_bits_with_every_simd_kernel() {
             v["vector"].clone()
         };
         let best = vector("");
-        for simd in ["avx-vnni", "avx2", "portable"] {
+        for simd in ["avx-512", "avx-vnni", "avx2", "portable"] {
             assert_eq!(vector(simd), best, "SEXTANT_SIMD={simd} {extra:?}");
         }
     }

@@ -8,8 +8,10 @@
 //! weights stay int8, packed once at load (a quarter of the f32 bytes), and each row of `x` is
 //! quantised on the fly to 16-bit integers with its own scale, so the product runs on the
 //! integer multiply-add of every SIMD set (`pmaddwd`, `vpdpwssd`, WebAssembly's
-//! `i32x4.dot_i16x8_s`): eight multiply-adds per instruction where f32 does four in two. The
-//! sums are exact integers, so every kernel (WebAssembly SIMD, AVX2, AVX-VNNI, AVX-512 VNNI, plain
+//! `i32x4.dot_i16x8_s`): eight multiply-adds per instruction where f32 does four in two. Rows
+//! may be rounded to bytes instead ([`Rows::Bytes`]), which AVX-VNNI and AVX-512 VNNI multiply
+//! four a lane (`vpdpbusd`) and AMX sixteen thousand a tile product (`tdpbusd`). The sums are
+//! exact integers, so every kernel (WebAssembly SIMD, AVX2, AVX-VNNI, AVX-512 VNNI, AMX, plain
 //! Rust) gives the same bits.
 //!
 //! Error: the only rounding is `x`'s, each row to levels of its own largest value: as many as
@@ -83,8 +85,9 @@ pub enum Rows {
     Wide,
     /// To bytes: `0..=255` spanning the row from its least to its largest value (zero
     /// included), `x ≈ (xq − zero) · scale` with one whole zero point and one scale a row. Where
-    /// the CPU multiplies bytes (AVX-512 VNNI, AVX-VNNI: `vpdpbusd`, four values an instruction)
-    /// the weights are also packed in quads of rows; elsewhere (WebAssembly, AVX2 alone, plain
+    /// the CPU multiplies bytes (AMX: `tdpbusd`, a 16 × 64 by 64 × 16 tile product an
+    /// instruction; AVX-512 VNNI, AVX-VNNI: `vpdpbusd`, four values a lane an instruction) the
+    /// weights are also packed in quads of rows; elsewhere (WebAssembly, AVX2 alone, plain
     /// Rust) the same bytes go through the 16-bit kernels. The zero point is taken out after the
     /// product with each column's sum of weights, `Σ (xq − zero) · q = Σ xq · q − zero · Σ q`, in
     /// integers, so every kernel still gives the same bits.
@@ -106,7 +109,7 @@ pub struct PackedInt8 {
     #[cfg(target_arch = "x86_64")]
     wide: Vec<i16>,
     /// With [`Rows::Bytes`] where the CPU multiplies bytes: blocks of [`BLOCK`] columns, each
-    /// `ceil(k / 4)` quads of 64 bytes, `q[4p + j][16b + c]` at `((b · quads + p) · 16 + c) · 4 +
+    /// `16 · ceil(k / 64)` quads of 64 bytes (whole AMX tiles), `q[4p + j][16b + c]` at `((b · quads + p) · 16 + c) · 4 +
     /// j` (zero past the edges): one 512-bit `vpdpbusd` operand, or two 256-bit ones. Else empty.
     #[cfg(target_arch = "x86_64")]
     quads: Vec<i8>,
@@ -184,7 +187,8 @@ impl PackedInt8 {
             };
             let mut quads = Vec::new();
             if byte_kernel {
-                let depth = k.div_ceil(4);
+                // Quads a block, a whole number of 16 (64 bytes of a row: one AMX tile deep).
+                let depth = k.div_ceil(64) * 16;
                 quads = vec![0i8; n.div_ceil(BLOCK) * depth * BLOCK * 4];
                 for (row, values) in q.chunks_exact(n).enumerate() {
                     let (quad, j) = (row / 4, row % 4);
@@ -290,11 +294,12 @@ impl PackedInt8 {
         let mut y = vec![0f32; rows * self.n];
         let simd = Simd::detect();
         let step = if simd.avx512 { WIDE_TILE } else { TILE };
-        let mut finish = |sums: &Sums, row: usize, tile: usize, first: usize| {
+        // The sums of consecutive rows from `row` on, columns from `first` on, into `y`.
+        let mut finish = |sums: &[[i32; BLOCK]], row: usize, first: usize| {
             let columns = BLOCK.min(self.n - first);
             let scale = &epilogue.scale[first..first + columns];
             let column_sums = &self.column_sums[first..first + columns];
-            for (r, sums) in sums.iter().take(tile).enumerate() {
+            for (r, sums) in sums.iter().enumerate() {
                 let out = &mut y[(row + r) * self.n + first..][..columns];
                 let (x_scale, zero) = (row_scale[row + r], zero[row + r]);
                 for (((y, &sum), &scale), &column_sum) in out.iter_mut().zip(sums).zip(scale).zip(column_sums) {
@@ -309,12 +314,40 @@ impl PackedInt8 {
         };
         #[cfg(target_arch = "x86_64")]
         if !self.quads.is_empty() && simd.multiplies_bytes() {
-            // The rows as bytes, each `depth` long (a whole number of quads; past `k` the
-            // weights are zero).
-            let depth = self.k.div_ceil(4) * 4;
-            let mut bytes = vec![0u8; rows * depth];
+            // The rows as bytes, each `depth` long (whole tiles of 64; past `k` the weights are
+            // zero), and with AMX zero rows up to a whole number of its tiles' rows.
+            let depth = self.k.div_ceil(64) * 64;
+            let held = if simd.amx {
+                rows.next_multiple_of(amx::ROWS)
+            } else {
+                rows
+            };
+            let mut bytes = vec![0u8; held * depth];
             for (to, from) in bytes.chunks_exact_mut(depth).zip(xq.chunks_exact(width)) {
                 to.iter_mut().zip(&from[..self.k]).for_each(|(b, &v)| *b = v as u8);
+            }
+            if simd.amx {
+                let mut sums = [[[0i32; BLOCK]; amx::ROWS]; 2];
+                // SAFETY: `Simd::detect` found AMX-INT8 and Linux gave this process its tiles;
+                // the tiles are configured here and released below, on this thread.
+                unsafe { amx::configure() };
+                // Two blocks at a time (the last alone if their number is odd).
+                for (pair, weights) in self.quads.chunks(2 * depth * BLOCK).enumerate() {
+                    let blocks = weights.len() / (depth * BLOCK);
+                    for row in (0..rows).step_by(amx::ROWS) {
+                        let x = &bytes[row * depth..(row + amx::ROWS) * depth];
+                        // SAFETY: configured above; `x` holds `amx::ROWS` rows of `depth` bytes,
+                        // `weights` `blocks` blocks of `depth / 4` quads, `depth` a multiple of 64.
+                        unsafe { amx::blocks(x, depth, weights, blocks, &mut sums) };
+                        let held = amx::ROWS.min(rows - row);
+                        for (b, sums) in sums.iter().take(blocks).enumerate() {
+                            finish(&sums[..held], row, (2 * pair + b) * BLOCK);
+                        }
+                    }
+                }
+                // SAFETY: the tiles configured above are no longer needed.
+                unsafe { amx::release() };
+                return self.finish_rows(y, epilogue, residual);
             }
             for (block, weights) in self.quads.chunks_exact(depth * BLOCK).enumerate() {
                 let mut row = 0;
@@ -329,7 +362,7 @@ impl PackedInt8 {
                             bytes::kernel(x, depth, weights, tile)
                         }
                     };
-                    finish(&sums, row, tile, block * BLOCK);
+                    finish(&sums[..tile], row, block * BLOCK);
                     row += tile;
                 }
             }
@@ -348,7 +381,7 @@ impl PackedInt8 {
             while row < rows {
                 let tile = step.min(rows - row);
                 let sums = kernel(&xq[row * width..(row + tile) * width], width, &weights, tile, simd);
-                finish(&sums, row, tile, block * BLOCK);
+                finish(&sums[..tile], row, block * BLOCK);
                 row += tile;
             }
         }
@@ -549,16 +582,20 @@ struct Simd {
     vnni: bool,
     /// AVX-512 with VNNI beside AVX2: the same multiply-add of pairs on both panels at once.
     avx512: bool,
+    /// AMX-INT8 beside AVX-512 VNNI, its tiles granted by the OS: byte rows as tile products.
+    amx: bool,
 }
 
 impl Simd {
-    /// Whether a byte kernel ([`Rows::Bytes`]) runs here: AVX-512 VNNI or AVX-VNNI.
+    /// Whether a byte kernel ([`Rows::Bytes`]) runs here: AMX (always beside AVX-512 VNNI here),
+    /// AVX-512 VNNI or AVX-VNNI.
     #[cfg(target_arch = "x86_64")]
     fn multiplies_bytes(&self) -> bool {
         self.avx512 || self.vnni
     }
 
-    /// What this CPU has, less what `SEXTANT_SIMD` leaves out (`portable`, `avx2` or `avx-vnni`:
+    /// What this CPU has, less what `SEXTANT_SIMD` leaves out (`portable`, `avx2`, `avx-vnni` or
+    /// `avx-512` (no AMX):
     /// the best kernel to use, for side-by-side measurements; unset: the best there is; anything
     /// else: the best there is, said once on stderr). The only
     /// constructor: the kernels trust what it says. Read once.
@@ -568,10 +605,10 @@ impl Simd {
             static FOUND: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
             *FOUND.get_or_init(|| {
                 let limit = std::env::var("SEXTANT_SIMD").unwrap_or_default();
-                if !matches!(limit.as_str(), "" | "portable" | "avx2" | "avx-vnni") {
+                if !matches!(limit.as_str(), "" | "portable" | "avx2" | "avx-vnni" | "avx-512") {
                     // It exists for side-by-side measurements: a misspelt cap must not pass for one.
                     eprintln!(
-                        "sextant: SEXTANT_SIMD={limit:?} is not one of portable, avx2, avx-vnni; using the best kernel this CPU has"
+                        "sextant: SEXTANT_SIMD={limit:?} is not one of portable, avx2, avx-vnni, avx-512; using the best kernel this CPU has"
                     );
                 }
                 let avx2 = limit != "portable" && std::arch::is_x86_feature_detected!("avx2");
@@ -580,7 +617,13 @@ impl Simd {
                     && !matches!(limit.as_str(), "avx2" | "avx-vnni")
                     && std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512vnni");
-                Self { avx2, vnni, avx512 }
+                let amx = avx512 && limit.is_empty() && amx::available();
+                Self {
+                    avx2,
+                    vnni,
+                    avx512,
+                    amx,
+                }
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -589,6 +632,7 @@ impl Simd {
                 avx2: false,
                 vnni: false,
                 avx512: false,
+                amx: false,
             }
         }
     }
@@ -906,6 +950,160 @@ mod bytes {
     }
 }
 
+/// The byte product on AMX's tiles (Intel since Sapphire Rapids): 16 rows of bytes times 16
+/// quads of a block's weights, 16,384 multiply-adds an instruction (`tdpbusd`), the same exact
+/// integer sums as `vpdpbusd`. In `asm!` (Rust has no stable AMX intrinsics); Linux hands a
+/// process the tiles' state only when it asks (`arch_prctl`), which [`available`] does once.
+#[cfg(target_arch = "x86_64")]
+mod amx {
+    use std::arch::asm;
+
+    use super::BLOCK;
+
+    /// Rows of `x` a tile holds.
+    pub(super) const ROWS: usize = 16;
+
+    /// Bytes of a row a tile holds (16 quads).
+    const DEPTH: usize = 64;
+
+    /// Whether the CPU has AMX-INT8 and Linux gives this process the tiles' state.
+    pub(super) fn available() -> bool {
+        // CPUID leaf 7: EDX bit 24 AMX-TILE, bit 25 AMX-INT8.
+        let leaf = std::arch::x86_64::__cpuid_count(7, 0);
+        if leaf.edx & (3 << 24) != 3 << 24 {
+            return false;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): 0 when granted.
+            const ARCH_PRCTL: usize = 158;
+            const ARCH_REQ_XCOMP_PERM: usize = 0x1023;
+            const XFEATURE_XTILEDATA: usize = 18;
+            let result: isize;
+            // SAFETY: a system call that only changes this process's permissions.
+            unsafe {
+                asm!(
+                    "syscall",
+                    inlateout("rax") ARCH_PRCTL as isize => result,
+                    in("rdi") ARCH_REQ_XCOMP_PERM,
+                    in("rsi") XFEATURE_XTILEDATA,
+                    lateout("rcx") _,
+                    lateout("r11") _,
+                    options(nostack),
+                )
+            };
+            result == 0
+        }
+        #[cfg(not(target_os = "linux"))]
+        false
+    }
+
+    /// Palette 1: tmm0 and tmm3 sums (16 rows of 16 `i32`), tmm1 rows of `x` (16 × 64 bytes),
+    /// tmm2 and tmm4 16 quads of a block's weights (16 rows of 16 columns × 4 bytes): 16 rows of
+    /// 64 bytes each.
+    #[repr(C, align(64))]
+    struct Config([u8; 64]);
+
+    const CONFIG: Config = {
+        let mut c = [0u8; 64];
+        c[0] = 1;
+        let mut tile = 0;
+        while tile < 5 {
+            c[16 + 2 * tile] = 64;
+            c[48 + tile] = ROWS as u8;
+            tile += 1;
+        }
+        Config(c)
+    };
+
+    /// Configures this thread's tiles.
+    ///
+    /// # Safety
+    ///
+    /// [`available`] said yes.
+    pub(super) unsafe fn configure() {
+        // SAFETY: the caller's contract; `CONFIG` is 64 bytes, aligned.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+    }
+
+    /// Lets go of this thread's tiles.
+    ///
+    /// # Safety
+    ///
+    /// [`available`] said yes.
+    pub(super) unsafe fn release() {
+        // SAFETY: the caller's contract.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+
+    /// The sums of [`ROWS`] rows of `x` (`depth` bytes each) against `blocks` (one or two)
+    /// consecutive blocks of quads (`depth / 4` of 64 bytes each), into `sums` (`[row][column]`,
+    /// 16 columns a block): each load of `x` serves both blocks, two independent sums.
+    ///
+    /// # Safety
+    ///
+    /// The tiles are configured ([`configure`]); `x` holds `ROWS × depth` bytes, `quads`
+    /// `blocks × depth × BLOCK` bytes, and `depth` is a multiple of 64.
+    pub(super) unsafe fn blocks(
+        x: &[u8],
+        depth: usize,
+        quads: &[i8],
+        blocks: usize,
+        sums: &mut [[[i32; BLOCK]; ROWS]; 2],
+    ) {
+        debug_assert!(
+            x.len() >= ROWS * depth
+                && (1..=2).contains(&blocks)
+                && quads.len() >= blocks * depth * BLOCK
+                && depth.is_multiple_of(DEPTH)
+        );
+        let next = depth * BLOCK;
+        // SAFETY (the caller's contract): each tile load reads 16 rows of 64 bytes within `x`
+        // (stride `depth`) or a block of `quads` (stride 64); each store writes 16 rows of 64
+        // bytes, one of `sums`.
+        unsafe {
+            asm!("tilezero tmm0", "tilezero tmm3", options(nostack, nomem));
+            for step in 0..depth / DEPTH {
+                let w = quads.as_ptr().add(step * DEPTH * BLOCK);
+                if blocks == 2 {
+                    asm!(
+                        "tileloadd tmm1, [{x} + {stride}*1]",
+                        "tileloadd tmm2, [{w} + {wide}*1]",
+                        "tileloadd tmm4, [{v} + {wide}*1]",
+                        "tdpbusd tmm0, tmm1, tmm2",
+                        "tdpbusd tmm3, tmm1, tmm4",
+                        x = in(reg) x.as_ptr().add(step * DEPTH),
+                        stride = in(reg) depth,
+                        w = in(reg) w,
+                        v = in(reg) w.add(next),
+                        wide = in(reg) DEPTH,
+                        options(nostack, readonly),
+                    );
+                } else {
+                    asm!(
+                        "tileloadd tmm1, [{x} + {stride}*1]",
+                        "tileloadd tmm2, [{w} + {wide}*1]",
+                        "tdpbusd tmm0, tmm1, tmm2",
+                        x = in(reg) x.as_ptr().add(step * DEPTH),
+                        stride = in(reg) depth,
+                        w = in(reg) w,
+                        wide = in(reg) DEPTH,
+                        options(nostack, readonly),
+                    );
+                }
+            }
+            asm!(
+                "tilestored [{first} + {wide}*1], tmm0",
+                "tilestored [{second} + {wide}*1], tmm3",
+                first = in(reg) sums[0].as_mut_ptr(),
+                second = in(reg) sums[1].as_mut_ptr(),
+                wide = in(reg) DEPTH,
+                options(nostack),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1209,6 +1407,34 @@ mod tests {
             }
         } else {
             println!("no AVX-512 VNNI here: its byte kernel is not run");
+        }
+        if Simd::detect().amx {
+            // Sixteen rows, two tiles deep.
+            let depth = 128;
+            let mut rng = Rng(0xb7e5_0003);
+            let xq: Vec<u8> = (0..amx::ROWS * depth).map(|_| rng.next() as u8).collect();
+            let quads: Vec<i8> = (0..depth * BLOCK).map(|_| rng.i8()).collect();
+            // Two blocks: the second the first's weights negated and turned.
+            let mut both = quads.clone();
+            both.extend(quads.iter().rev().map(|&q| q.saturating_neg()));
+            for blocks in [1, 2] {
+                let mut got = [[[0i32; BLOCK]; amx::ROWS]; 2];
+                // SAFETY: `Simd::detect` found AMX and its tiles; configured and released here.
+                unsafe {
+                    amx::configure();
+                    amx::blocks(&xq, depth, &both, blocks, &mut got);
+                    amx::release();
+                }
+                for (b, got) in got.iter().take(blocks).enumerate() {
+                    let quads = &both[b * depth * BLOCK..(b + 1) * depth * BLOCK];
+                    let mut want = portable_on_bytes(&xq[..MAX_TILE * depth], depth, quads, MAX_TILE).to_vec();
+                    let rest = amx::ROWS - MAX_TILE;
+                    want.extend_from_slice(&portable_on_bytes(&xq[MAX_TILE * depth..], depth, quads, rest)[..rest]);
+                    assert_eq!(got[..], want[..], "AMX, {blocks} blocks, block {b}");
+                }
+            }
+        } else {
+            println!("no AMX here: its tiles are not run");
         }
     }
 
