@@ -1,6 +1,6 @@
 // Collections: indexes built where the documents are (a page, a Web Worker, Node), with the
-// same core as `sextant build`: the same files give the same chunks, keyword index and results
-// (the int8 vectors may differ in the last bits: wasm's float arithmetic is not the CPU's).
+// same core as `sextant build`: the same files give the same index, byte for byte (passages are
+// embedded with integer products and fixed-order sums, the same bits in wasm as natively).
 // Files are chunked when added; their chunks are embedded by embed(), a few at a time, so the
 // caller can show progress, pause (stop and call embed() again later) and cancel (an
 // AbortSignal); keyword search works from the moment a file is added, hybrid once every chunk

@@ -69,23 +69,19 @@ test('a collection built file by file searches, embeds and exports the CLI index
   assert.ok(last.chunks_per_s > 0);
   assert.equal(collection.pending, 0);
 
-  // Hybrid now. The export is the CLI's index of the same files: the same documents, chunks,
-  // keyword shards, fragments and binary codes, byte for byte; the int8 vectors and their
-  // calibration may differ in the last bits (wasm's float arithmetic is not the native CPU's;
-  // natively the whole index is identical, cli/tests/collection.rs), never in the results.
+  // Hybrid now. The export is the CLI's index of the same files, byte for byte: passages are
+  // embedded with integer products and fixed-order sums (int8a8), the same bits in wasm as
+  // natively on any kernel, so the vectors, their calibration and centroids agree too.
   const exported = collection.export();
   const dir = mkdtempSync(path.join(tmpdir(), 'sextant-collection-'));
   const cli = path.join(dir, 'cli.sxt');
   execFileSync(sextantBin, ['build', tiny, '-o', cli, '--no-cache'], { stdio: 'pipe' });
   writeFileSync(path.join(dir, 'ours.sxt'), exported);
-  // The objects each index holds (`inspect --json`), but those made from the vectors (blocks,
-  // calibration, centroids) and the pages that place them.
-  const files = (sxt) => {
-    const inspected = JSON.parse(execFileSync(sextantBin, ['inspect', path.join(dir, sxt), '--json'], { encoding: 'utf8' }));
-    return inspected.objects.filter((f) => !/^(vec|vmeta|cent|page)\./.test(f));
-  };
+  // Every object each index holds (`inspect --json`), named by its digest.
+  const files = (sxt) => JSON.parse(execFileSync(sextantBin, ['inspect', path.join(dir, sxt), '--json'], { encoding: 'utf8' })).objects;
   assert.deepEqual(files('ours.sxt'), files('cli.sxt'));
-  assert.ok(files('cli.sxt').some((f) => f.startsWith('codes.')));
+  assert.ok(['codes.', 'vec.', 'cent.'].every((kind) => files('cli.sxt').some((f) => f.startsWith(kind))), 'vectors, codes and centroids compared');
+  assert.ok(Buffer.from(exported).equals(readFileSync(cli)), 'the same bytes');
   for (const query of ['how do I install it', 'security model', 'what does search rank by']) {
     for (const mode of ['hybrid', 'dense', 'keyword']) {
       const ours = await collection.search(query, { k: 5, mode });
