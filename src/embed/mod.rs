@@ -216,8 +216,9 @@ pub enum Weights {
     Int5,
     /// [`Weights::Int8`] with each row of activations rounded to bytes instead (`0..=255` from
     /// its least to its largest value, with a zero point: `sextant_kernels::Rows::Bytes`), which
-    /// CPUs with AVX-512 VNNI or AVX-VNNI multiply four values an instruction: natively about
-    /// 1.4× the passages a second of [`Weights::Int8`]; in WebAssembly the same speed, through the
+    /// CPUs with AMX multiply as tile products and CPUs with AVX-512 VNNI or AVX-VNNI four values
+    /// a lane an instruction: natively 1.37× the passages a second of [`Weights::Int8`] with
+    /// AVX-512 VNNI, 1.65× with AMX (BENCHMARKS.md); in WebAssembly the same speed, through the
     /// same 16-bit kernel, and the same bits. Every mode's nDCG@10 on Cranfield and NPL within
     /// 0.003 of [`Weights::Int8`]'s (BENCHMARKS.md). The default for passages (`sextant build`,
     /// collections).
